@@ -1,0 +1,191 @@
+"""Which layer of PyTorch a native frame belongs to, its dispatch key, and a readable short name.
+
+A pure function over (demangled name, library), driven by the rule tables below. This module is also
+imported by the agent inside gdb, so it uses the standard library only.
+
+Layers, outermost to innermost (DESIGN.md section 3):
+  python       a Python frame (decided by the caller, not here)
+  interpreter  CPython's own C code: libpython, the python executable
+  binding      libtorch_python.so: THP*, pybind11, invokeOperatorFromPython, torch::utils
+  dispatcher   at::_ops::X::call/redispatch, c10::Dispatcher, boxing adapters
+  autograd     VariableType, generated Nodes, the Engine, ADInplaceOrView, functionalization
+  kernel       wrapper_<Key>_<op>, structured kernels, at::native, at::cpu
+  runtime      everything else: allocator, OpenMP, libc, BLAS
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Rules are tried in order; the first whose name pattern matches (and library pattern, if any) wins.
+# (layer, name regex, library regex or None)
+_RULES: list[tuple[str, str, str | None]] = [
+    # --- interpreter: CPython itself, by library first, then by its naming conventions.
+    ("interpreter", r"", r"(^|/)(libpython[0-9.]*\.so|python[0-9.]*$)"),
+    ("interpreter", r"^(_?Py[A-Z_]|_Py|cfunction_|method_vectorcall|slot_tp_|vectorcall_|do_call_core|"
+                    r"pymain_|run_mod|run_eval_code_obj|pyrun_file|builtin_|wrapper_call\b)", None),
+    # --- autograd before dispatcher: adapters whose target is an autograd kernel are autograd hops.
+    ("autograd", r"(^|::)torch::autograd::(VariableType|generated|Engine|Node|"
+                 r"(anonymous namespace)::|CppNode|PyNode|impl::|forward_ad)", None),
+    ("autograd", r"(^|::)torch::ADInplaceOrView::", None),
+    ("autograd", r"(^|::)at::functionalization::|(^|::)at::functorch::|(^|::)torch::functorch::", None),
+    ("autograd", r"^torch::autograd::(call_function|validate_outputs|python::PythonEngine)", None),
+    # --- binding: the Python extension surface.
+    ("binding", r"^(torch::autograd::)?THP|^THP|^pybind11::|^torch::jit::invokeOperatorFromPython|"
+                r"^torch::jit::(createStackForSchema|_get_operation_for_overload_or_packet)|"
+                r"^torch::utils::|^torch::(PythonArgParser|PythonArgs|FunctionSignature|FunctionParameter)|"
+                r"^(torch::)?initModule|(^|::)initModule\(", None),
+    ("binding", r"", r"(^|/)libtorch_python\.so"),
+    # --- kernel wrappers: the dispatch key lives in the name.
+    ("kernel", r"(^|::)wrapper_[A-Za-z0-9]+_", None),
+    ("kernel", r"(^|::)at::native::|(^|::)at::cpu::|(^|::)at::compositeexplicitautograd|"
+               r"(^|::)at::compositeimplicitautograd|(^|::)at::meta::|(^|::)structured_|"
+               r"(^|::)at::TensorIteratorBase::|(^|::)at::internal::|(^|::)at::vec::|(^|::)at::parallel_for|"
+               r"(^|::)c10::function_ref<void \(char\*\*", None),
+    # --- dispatcher.
+    ("dispatcher", r"^at::_ops::|(^|::)c10::Dispatcher::|(^|::)c10::OperatorHandle::|"
+                   r"(^|::)c10::impl::(wrap_kernel_functor_unboxed_|make_boxed_from_unboxed_functor|"
+                   r"BoxedKernelWrapper|call_functor_with_args_from_stack|boxArgs|OperatorEntry)|"
+                   r"(^|::)c10::BoxedKernel::|(^|::)c10::KernelFunction::|(^|::)at::Tensor::[a-z_0-9]+\(|"
+                   r"^at::[a-z_0-9]+\(", None),
+    # --- the user's own extension code compiled against torch (TORCH_LIBRARY kernels).
+]
+
+_COMPILED = [(layer, re.compile(name), re.compile(lib) if lib else None) for layer, name, lib in _RULES]
+
+# Template adapters name the kernel they wrap: ``CompileTimeFunctionPointer<SIG, &TARGET>``.
+_TARGET_RE = re.compile(r"CompileTimeFunctionPointer<.*?, &([^>]+?)>")
+_KEY_RE = re.compile(r"(?:^|::)wrapper_([A-Za-z0-9]+?)_{1,2}[A-Za-z0-9]")
+# Keys whose names contain no underscore but are followed by ``__`` (in-place/out variants).
+_KNOWN_KEY_PREFIXES = (
+    "CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd",
+    "QuantizedCPU", "SparseCPU", "SparseCsrCPU", "MkldnnCPU", "NestedTensorCPU", "Meta", "CPU", "CUDA",
+    "MPS", "XPU", "ZeroTensor", "Conjugate", "Negative", "Functionalize",
+)
+_AUTOGRAD_KEY_RE = re.compile(r"(?:^|::)(VariableType|ADInplaceOrView)::")
+
+
+def target_of(function: str) -> str | None:
+    """The kernel a boxing/unboxing adapter wraps, if its template names one."""
+    m = _TARGET_RE.search(function)
+    return m.group(1).strip() if m else None
+
+
+@lru_cache(maxsize=65536)
+def dispatch_key(function: str | None) -> str | None:
+    """The dispatch key a kernel wrapper (or an adapter around one) was registered for."""
+    if not function:
+        return None
+    name = function
+    target = target_of(function)
+    if target:
+        name = target
+    m = re.search(r"(?:^|::)wrapper_([A-Za-z0-9_]+)", name)
+    if m:
+        rest = m.group(1)
+        for key in _KNOWN_KEY_PREFIXES:
+            if rest.startswith(key + "_"):
+                return key
+        km = _KEY_RE.search(name)
+        if km:
+            return km.group(1)
+    am = _AUTOGRAD_KEY_RE.search(name)
+    if am:
+        return "Autograd" if am.group(1) == "VariableType" else "ADInplaceOrView"
+    return None
+
+
+@lru_cache(maxsize=65536)
+def classify(function: str | None, library: str | None) -> str:
+    """The layer of a native frame. Adapters are classified by the kernel they wrap."""
+    name = function or ""
+    target = target_of(name)
+    if target:
+        layer = _match(target, library)
+        # The adapter itself is dispatcher plumbing unless it wraps an autograd kernel.
+        if layer == "autograd":
+            return "autograd"
+        return "dispatcher"
+    return _match(name, library)
+
+
+def _match(name: str, library: str | None) -> str:
+    lib = library or ""
+    for layer, name_re, lib_re in _COMPILED:
+        if lib_re is not None:
+            if not lib or not lib_re.search(lib):
+                continue
+            if name_re.pattern and not name_re.search(name):
+                continue
+            return layer
+        if name and name_re.search(name):
+            return layer
+    return "runtime"
+
+
+def _strip_args(name: str) -> str:
+    """Drop the parameter list (and trailing qualifiers) from a demangled name, keeping templates."""
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            if name.startswith("(anonymous namespace)", i):
+                continue
+            return name[:i]
+    return name
+
+
+def _elide_templates(name: str, keep: int = 0) -> str:
+    """Replace template argument lists deeper than ``keep`` with ``<…>``."""
+    out = []
+    depth = 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+            if depth == keep + 1:
+                out.append("<…>")
+            if depth <= keep:
+                out.append(ch)
+            continue
+        if ch == ">":
+            if depth <= keep:
+                out.append(ch)
+            depth = max(0, depth - 1)
+            continue
+        if depth <= keep:
+            out.append(ch)
+    return "".join(out)
+
+
+@lru_cache(maxsize=65536)
+def short_name(function: str | None) -> str | None:
+    """A readable name: no parameters, no anonymous namespaces, templates folded.
+
+    An adapter keeps the kernel it wraps in view: ``wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>``.
+    """
+    if not function:
+        return function
+    target = target_of(function)
+    base = _strip_args(function)
+    base = base.replace("(anonymous namespace)::", "")
+    if target:
+        head = _elide_templates(base)
+        head = head.replace("<…>", "")
+        leaf = _strip_args(target).replace("(anonymous namespace)::", "").split("::")[-1]
+        parts = head.split("::")
+        # Keep the adapter's own last name component.
+        return f"{parts[-1] if parts[-1] else head}<…{leaf}…>" if parts[-1] not in ("call", "operator()") \
+            else f"{parts[-2] if len(parts) > 1 else head}<…{leaf}…>::{parts[-1]}"
+    folded = _elide_templates(base)
+    return folded
+
+
+def is_plt(function: str | None) -> bool:
+    return bool(function) and function.endswith("@plt")
+
+
+def is_cold_clone(function: str | None) -> bool:
+    return bool(function) and ("[clone .cold" in function or function.endswith(".cold"))

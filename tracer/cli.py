@@ -1,0 +1,56 @@
+"""The command line. The only place where errors become messages and exit codes."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tracer import __version__
+from tracer.errors import PttraceError
+
+# Each subcommand lives in tracer/commands/<module>.py with ``add_parser(subparsers)`` that sets
+# ``func=run`` on its parser, and ``run(args) -> int``. Modules are imported only when needed? No:
+# argparse needs every parser up front, so each module keeps its imports light (heavy ones inside run).
+COMMANDS = ["run", "attach", "where", "ops", "sessions", "show", "export", "diff", "view"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pttrace",
+        description="Record the call path from Python down to PyTorch's C++ kernels, under gdb.",
+    )
+    parser.add_argument("--version", action="version", version=f"pttrace {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tracer.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"tracer.commands.{name}":
+                continue  # not written yet
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except PttraceError as exc:
+        print(f"pttrace: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pttrace: interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Sessions on disk: append-only JSON lines, so a crash loses nothing already written.
+
+A file is a ``header`` record, then any number of ``breakpoint``, ``hit`` and ``warning`` records
+as they happen, then an ``end`` record. A file without its ``end`` loads as ``interrupted``.
+Several writers may append (pttrace itself and the agent inside gdb): each record is one
+``write()`` on an ``O_APPEND`` descriptor, so lines never interleave.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from tracer.errors import SessionError
+from tracer.model import SCHEMA, Breakpoint, Hit, Session, SessionInfo
+
+SUFFIX = ".jsonl"
+
+
+def new_session_id(now: _dt.datetime | None = None) -> str:
+    now = now or _dt.datetime.now()
+    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+class SessionWriter:
+    """Appends records to a session file, one ``write()`` per record."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise SessionError(f"cannot write the session file {self.path}: {exc.strerror}.") from exc
+
+    def write(self, record: dict[str, Any]) -> None:
+        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        try:
+            os.write(self._fd, data)
+        except OSError as exc:
+            raise SessionError(f"cannot write the session file {self.path}: {exc.strerror}.") from exc
+
+    def header(self, info: SessionInfo) -> None:
+        self.write({"type": "header", "schema": SCHEMA, "session": info.to_dict()})
+
+    def warning(self, message: str) -> None:
+        self.write({"type": "warning", "message": message})
+
+    def breakpoint(self, bp: Breakpoint) -> None:
+        self.write({"type": "breakpoint", **bp.to_dict()})
+
+    def end(self, status: str, exit_code: int | None = None, **extra: Any) -> None:
+        self.write({"type": "end", "status": status, "exit_code": exit_code, "ended": now_iso(), **extra})
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@dataclass
+class LoadReport:
+    """What went wrong while reading a file, told line by line, without losing the good part."""
+
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _iter_records(path: Path, report: LoadReport) -> Iterator[dict[str, Any]]:
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise SessionError(f"no session file at {path}.") from None
+    except OSError as exc:
+        raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except (ValueError, UnicodeDecodeError) as exc:
+                report.bad_lines.append((lineno, f"not valid JSON ({exc.__class__.__name__})"))
+                continue
+            if not isinstance(rec, dict) or "type" not in rec:
+                report.bad_lines.append((lineno, "not a session record"))
+                continue
+            yield lineno, rec
+
+
+def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
+    """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings)."""
+    path = Path(path)
+    report = report if report is not None else LoadReport()
+    session: Session | None = None
+    bps: dict[str, Breakpoint] = {}
+    hits: list[Hit] = []
+    warnings: list[str] = []
+    ended: dict[str, Any] | None = None
+    for lineno, rec in _iter_records(path, report):
+        kind = rec.get("type")
+        try:
+            if kind == "header":
+                schema = int(rec.get("schema", 0))
+                if schema > SCHEMA:
+                    raise SessionError(
+                        f"{path} uses session schema {schema}, newer than this pttrace understands ({SCHEMA}); "
+                        "upgrade pttrace to read it."
+                    )
+                session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema, path=str(path))
+            elif kind == "breakpoint":
+                bp = Breakpoint.from_dict(rec)
+                bps[bp.spec] = bp
+            elif kind == "hit":
+                hits.append(Hit.from_dict(rec))
+            elif kind == "warning":
+                warnings.append(str(rec.get("message")))
+            elif kind == "end":
+                ended = rec
+            else:
+                report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
+        except SessionError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
+    if session is None:
+        if report.bad_lines:
+            lineno, why = report.bad_lines[0]
+            raise SessionError(f"{path} is not a pttrace session: line {lineno} is {why}.")
+        raise SessionError(f"{path} is not a pttrace session: it has no header line.")
+    info = session.info
+    for w in warnings:
+        if w not in info.warnings:
+            info.warnings.append(w)
+    if ended is not None:
+        info.status = str(ended.get("status") or "completed")
+        info.exit_code = ended.get("exit_code")
+        info.ended = ended.get("ended")
+        for w in ended.get("warnings") or []:
+            if w not in info.warnings:
+                info.warnings.append(w)
+        for b in ended.get("breakpoints") or []:
+            bp = Breakpoint.from_dict(b)
+            bps[bp.spec] = bp
+    else:
+        info.status = "interrupted"
+    for lineno, why in report.bad_lines:
+        info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
+    # Hit counts come from the hits themselves: they are what was actually recorded.
+    counts: dict[str, int] = {}
+    for h in hits:
+        if h.breakpoint is not None:
+            counts[h.breakpoint] = counts.get(h.breakpoint, 0) + 1
+    for spec, bp in bps.items():
+        bp.hits = counts.get(spec, 0)
+    session.breakpoints = list(bps.values())
+    hits.sort(key=lambda h: h.seq)
+    session.hits = hits
+    return session
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("PTTRACE_SESSION_DIR", "sessions"))
+
+
+def list_sessions(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob("*" + SUFFIX), key=lambda p: p.name)
+
+
+def resolve(ref: str, directory: Path | None = None) -> Path:
+    """A session reference: a path, an id, a unique id prefix, or ``last``."""
+    directory = directory or default_dir()
+    candidate = Path(ref)
+    if candidate.suffix == SUFFIX or os.sep in ref:
+        if candidate.is_file():
+            return candidate
+        raise SessionError(f"no session file at {ref}.")
+    if candidate.is_file():
+        return candidate
+    files = list_sessions(directory)
+    if ref == "last":
+        if not files:
+            raise SessionError(f"no sessions in {directory}/ yet; record one with `pttrace run`.")
+        return max(files, key=lambda p: (p.stat().st_mtime, p.name))
+    exact = [p for p in files if p.stem == ref]
+    if exact:
+        return exact[0]
+    matches = [p for p in files if p.stem.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SessionError(f"no session {ref!r} in {directory}/; `pttrace sessions` lists them.")
+    names = ", ".join(p.stem for p in matches[:5])
+    raise SessionError(f"session prefix {ref!r} is ambiguous: it matches {names}.")
