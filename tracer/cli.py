@@ -34,7 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after a bare `--` belongs to the traced script, never to pttrace.
+    passthrough: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.passthrough = passthrough
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

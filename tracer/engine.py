@@ -1,0 +1,496 @@
+"""The recorder: launches (or attaches to) a Python under gdb, sets breakpoints, and records hits.
+
+pttrace drives gdb over MI (start, breakpoints, run, interrupt, detach, stepping); the agent
+sourced into gdb records each hit straight into the session file. The engine reports what happens
+as ``EngineEvent``s to a listener (the CLI summary, or the TUI), from its own threads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tracer import storage
+from tracer.errors import GdbDied, GdbNotFound, PermissionDenied, TargetError, UsageError
+from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
+from tracer.model import Session, SessionInfo
+
+MIN_GDB = (12, 1)
+AGENT_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclass
+class EngineEvent:
+    kind: str  # "state" | "output" | "hit" | "breakpoints" | "stopped" | "finished" | "warning"
+    data: object = None
+
+
+@dataclass
+class TraceConfig:
+    breakpoints: list[str]
+    python: str = sys.executable
+    script: str | None = None
+    script_args: list[str] = field(default_factory=list)
+    pid: int | None = None
+    session_dir: Path = Path("sessions")
+    max_hits: int = 0
+    timeout: float | None = None
+    max_depth: int = 256
+    mode: str = "record"  # "record": record and continue; "stop": stop at each hit
+    forward_output: bool = True
+    cwd: str | None = None
+    force: bool = False
+
+
+def gdb_path() -> str:
+    found = shutil.which(os.environ.get("PTTRACE_GDB", "gdb"))
+    if not found:
+        raise GdbNotFound(
+            "gdb is not installed (pttrace needs gdb 12.1 or newer).",
+            hint="Install it with your package manager, e.g. `sudo apt-get install gdb`.",
+        )
+    return found
+
+
+def gdb_version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GdbNotFound(f"cannot run gdb at {path}: {exc}.") from None
+    first = out.splitlines()[0] if out else ""
+    m = re.search(r"(\d+)\.(\d+)", first)
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_GDB:
+        raise GdbNotFound(f"{path} is {first or 'not a gdb'}; pttrace needs gdb {MIN_GDB[0]}.{MIN_GDB[1]} or newer.")
+    return first.strip()
+
+
+def python_gdb_helper(python: str) -> str | None:
+    """The interpreter's own ``python3.X-gdb.py``, the only script we let gdb auto-load."""
+    real = os.path.realpath(python)
+    candidates = [real + "-gdb.py"]
+    libdir = Path(real).parent.parent / "lib"
+    candidates += [str(p) for p in sorted(libdir.glob("libpython3*.so*-gdb.py"))]
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+    return None
+
+
+def describe_python(python: str) -> dict:
+    """Version facts about the target interpreter and its torch, without importing torch."""
+    code = (
+        "import sys, json, importlib.util\n"
+        "s = importlib.util.find_spec('torch')\n"
+        "print(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable,"
+        " 'torch': s.origin if s else None}))\n"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UsageError(f"--python {python} cannot be run: {exc.strerror}.") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python} did not answer within 60 s.") from None
+    try:
+        facts = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--python {python} is not a Python interpreter.") from None
+    facts["torch_version"] = facts["torch_git_version"] = None
+    if facts.get("torch"):
+        version_py = Path(facts["torch"]).parent / "version.py"
+        try:
+            text = version_py.read_text()
+            m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M)
+            g = re.search(r"^git_version\s*=\s*['\"]([^'\"]+)", text, re.M)
+            facts["torch_version"] = m.group(1) if m else None
+            facts["torch_git_version"] = g.group(1) if g else None
+        except OSError:
+            pass
+    return facts
+
+
+class Engine:
+    """One traced run or attach. Use ``start()``, then ``wait()``; ``stop()`` from any thread."""
+
+    def __init__(self, config: TraceConfig, listener: Callable[[EngineEvent], None] | None = None):
+        self.config = config
+        self.listener = listener or (lambda ev: None)
+        self.mi: MiConnection | None = None
+        self.session_path: Path | None = None
+        self.writer: storage.SessionWriter | None = None
+        self.info: SessionInfo | None = None
+        self.target_pid: int | None = None
+        self.status = "running"
+        self.exit_code: int | None = None
+        self.end_reason: str | None = None
+        self._stop_requested: str | None = None
+        self._finished = threading.Event()
+        self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
+        self._pty_master: int | None = None
+        self._threads: list[threading.Thread] = []
+        self.target_state = "starting"
+        self.warnings: list[str] = []
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _emit(self, kind: str, data: object = None) -> None:
+        try:
+            self.listener(EngineEvent(kind, data))
+        except Exception:
+            pass
+
+    def _warn(self, message: str) -> None:
+        if message in self.warnings:
+            return
+        self.warnings.append(message)
+        if self.writer:
+            self.writer.warning(message)
+        self._emit("warning", message)
+
+    # --- start-up -------------------------------------------------------------------------------
+    def _validate(self) -> dict:
+        cfg = self.config
+        if not cfg.breakpoints:
+            raise UsageError("give at least one breakpoint with --break SYMBOL.")
+        if cfg.pid is None:
+            if not cfg.script:
+                raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
+            script = Path(cfg.script)
+            if not script.exists():
+                raise UsageError(f"script not found: {cfg.script}.")
+            if not script.is_file() or not os.access(script, os.R_OK):
+                raise UsageError(f"script is not a readable file: {cfg.script}.")
+        py = shutil.which(cfg.python) or cfg.python
+        if not os.path.isfile(py) or not os.access(py, os.X_OK):
+            raise UsageError(f"--python {cfg.python} is not an executable file.")
+        cfg.python = py
+        return describe_python(py)
+
+    def _gdb_argv(self, gdb: str, helper: str | None) -> list[str]:
+        argv = [gdb, "-nx", "-q", "--interpreter=mi3"]
+        if helper:
+            # -iex, not -ex: the safe path must be set before gdb reads the executable.
+            argv += ["-iex", f"add-auto-load-safe-path {helper}"]
+        else:
+            argv += ["-iex", "set auto-load python-scripts off"]
+        if self.config.pid is None:
+            argv += ["--args", self.config.python, self.config.script, *self.config.script_args]
+        return argv
+
+    def _open_pty(self) -> str:
+        import termios
+        import tty
+
+        master, slave = os.openpty()
+        try:
+            tty.setraw(slave)
+            attrs = termios.tcgetattr(slave)
+            termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        except termios.error:
+            pass
+        name = os.ttyname(slave)
+        self._pty_master = master
+        self._pty_slave = slave
+        t = threading.Thread(target=self._pump_output, name="target-output", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return name
+
+    def _pump_output(self) -> None:
+        assert self._pty_master is not None
+        while True:
+            try:
+                data = os.read(self._pty_master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            text = data.decode("utf-8", errors="replace")
+            if self.config.forward_output:
+                try:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                except (OSError, ValueError):
+                    pass
+            self._emit("output", text)
+
+    def start(self) -> Path:
+        cfg = self.config
+        facts = self._validate()
+        gdb = gdb_path()
+        gversion = gdb_version(gdb)
+        helper = python_gdb_helper(cfg.python)
+        sid = storage.new_session_id()
+        self.session_path = Path(cfg.session_dir) / (sid + storage.SUFFIX)
+        self.writer = storage.SessionWriter(self.session_path)
+        argv = [cfg.python, cfg.script, *cfg.script_args] if cfg.pid is None else _cmdline(cfg.pid)
+        self.info = SessionInfo(
+            id=sid,
+            mode="run" if cfg.pid is None else "attach",
+            argv=argv,
+            pid=cfg.pid,
+            python=facts.get("python"),
+            torch_version=facts.get("torch_version"),
+            torch_git_version=facts.get("torch_git_version"),
+            gdb_version=gversion,
+            started=storage.now_iso(),
+            cwd=cfg.cwd or os.getcwd(),
+        )
+        self.writer.header(self.info)
+        if not helper:
+            self._warn(f"no python-gdb helper beside {cfg.python}; Python frames are read by pttrace's own reader")
+
+        self.mi = MiConnection(self._gdb_argv(gdb, helper), cwd=cfg.cwd)
+        mi = self.mi
+        try:
+            mi.command("-gdb-set mi-async on")
+            mi.command("-gdb-set pagination off")
+            mi.command("-gdb-set confirm off")
+            mi.command("-gdb-set breakpoint pending on")
+            mi.command("-gdb-set print thread-events off")
+            if cfg.pid is None:
+                mi.command(f"-inferior-tty-set {mi_quote(self._open_pty())}")
+            mi.console(f"python import sys; sys.path.insert(0, {AGENT_PACKAGE_PARENT!r}); import tracer.gdb.agent")
+            cfg_path = Path(self._tmp.name) / "agent.json"
+            cfg_path.write_text(json.dumps({
+                "session": str(self.session_path.resolve()),
+                "mode": cfg.mode,
+                "max_hits": cfg.max_hits,
+                "max_depth": cfg.max_depth,
+                "breakpoints": [],
+            }))
+            mi.console(f"pttrace-setup {cfg_path}")
+            for spec in cfg.breakpoints:
+                self.add_breakpoint(spec)
+        except GdbCommandError as exc:
+            self._abort_startup()
+            raise TargetError(str(exc)) from None
+        except GdbDied:
+            self._abort_startup()
+            raise GdbDied("gdb exited during start-up: " + " ".join(mi.stderr_tail[-3:])) from None
+        return self.session_path
+
+    def _abort_startup(self) -> None:
+        if self.mi:
+            self.mi.close()
+        if self.writer:
+            self.writer.end("gdb-died")
+
+    def add_breakpoint(self, spec: str) -> None:
+        assert self.mi is not None
+        res = self.mi.console(f"pttrace-break {spec}", check=False)
+        if res.error:
+            self._warn(f"breakpoint {spec!r} was refused by gdb: {res.error}")
+
+    # --- running --------------------------------------------------------------------------------
+    def run(self) -> str:
+        """Run the target to its end (or max-hits / timeout / stop()); returns the final status."""
+        assert self.mi is not None
+        mi = self.mi
+        deadline = time.monotonic() + self.config.timeout if self.config.timeout else None
+        try:
+            if self.config.pid is None:
+                mi.command("-exec-run")
+            self.target_state = "running"
+            self._emit("state", "running")
+            while True:
+                if self._stop_requested:
+                    self.end_reason = self._stop_requested
+                    self._finish_target(interrupt=True)
+                    break
+                if deadline and time.monotonic() > deadline:
+                    self.end_reason = "timeout"
+                    self._finish_target(interrupt=True)
+                    break
+                ev = mi.next_event(timeout=0.1)
+                if ev is None:
+                    continue
+                if ev.kind == "gdb-exited":
+                    self.status = "gdb-died"
+                    self.end_reason = "gdb-died"
+                    break
+                if ev.kind == "notify":
+                    done = self._on_notify(ev.message, ev.payload or {})
+                    if done:
+                        break
+        except GdbDied:
+            self.status = "gdb-died"
+            self.end_reason = "gdb-died"
+        return self._close()
+
+    def _on_notify(self, message: str | None, payload: dict) -> bool:
+        if message == "thread-group-started":
+            try:
+                self.target_pid = int(payload.get("pid"))
+            except (TypeError, ValueError):
+                pass
+            return False
+        if message == "stopped":
+            return self._on_stopped(payload)
+        if message == "running":
+            self.target_state = "running"
+            return False
+        if message in ("breakpoint-modified", "breakpoint-created"):
+            self._emit("breakpoints", payload)
+        return False
+
+    def _on_stopped(self, payload: dict) -> bool:
+        reason = payload.get("reason")
+        self.target_state = "stopped"
+        if reason in ("exited-normally", "exited"):
+            code = payload.get("exit-code")
+            self.exit_code = int(code, 8) if code else 0
+            self.status = "completed"
+            self.end_reason = "exited"
+            self.target_state = "exited"
+            return True
+        if reason == "exited-signalled":
+            self.status = "target-crashed"
+            self.end_reason = f"killed by {payload.get('signal-name')}"
+            self.target_state = "exited"
+            return True
+        if reason == "signal-received":
+            sig = payload.get("signal-name") or "signal"
+            if sig in ("SIGINT", "0") and self._stop_requested:
+                return False
+            if sig in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL"):
+                self._select_thread(payload)
+                self.mi.console(f"pttrace-record-stop {sig}", check=False)
+                self.status = "target-crashed"
+                self.end_reason = f"crashed with {sig}"
+                self._emit("stopped", payload)
+                self._finish_target(interrupt=False)
+                return True
+            # Other signals belong to the target: pass them on.
+            self.mi.command("-exec-continue", check=False)
+            return False
+        if reason == "breakpoint-hit":
+            self._emit("stopped", payload)
+            if self.config.max_hits and self._hits_so_far() >= self.config.max_hits:
+                self.end_reason = "max-hits"
+                self._finish_target(interrupt=False)
+                return True
+            if self.config.mode == "stop":
+                return False  # the controller (TUI) decides what happens next
+            self.mi.command("-exec-continue", check=False)
+            return False
+        if reason in ("end-stepping-range", "function-finished", "location-reached"):
+            self._emit("stopped", payload)
+            return False
+        if reason is None and self._stop_requested:
+            return False
+        return False
+
+    def _select_thread(self, payload: dict) -> None:
+        tid = payload.get("thread-id")
+        if tid:
+            self.mi.command(f"-thread-select {tid}", check=False)
+
+    def _hits_so_far(self) -> int:
+        try:
+            res = self.mi.console("pttrace-status", timeout=10)
+            return int(json.loads("".join(res.console))["hits"])
+        except Exception:
+            return 0
+
+    def _finish_target(self, interrupt: bool) -> None:
+        """End the target's part: kill a launched target, detach from an attached one."""
+        mi = self.mi
+        if mi is None or not mi.alive:
+            return
+        try:
+            if interrupt and self.target_state == "running":
+                mi.command("-exec-interrupt", timeout=10, check=False)
+                self._wait_stopped(5.0)
+            mi.console("pttrace-dump", timeout=20, check=False)
+            if self.config.pid is None:
+                mi.console("kill", timeout=20, check=False)
+            else:
+                mi.command("-target-detach", timeout=20, check=False)
+                self.status = "detached"
+        except (GdbDied, GdbCommandError):
+            pass
+        self.target_state = "exited" if self.config.pid is None else "detached"
+
+    def _wait_stopped(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ev = self.mi.next_event(timeout=0.1)
+            if ev and ev.kind == "notify" and ev.message == "stopped":
+                self.target_state = "stopped"
+                return True
+            if ev and ev.kind == "gdb-exited":
+                return False
+        return False
+
+    def request_stop(self, reason: str = "interrupted") -> None:
+        """Thread-safe: ask the run loop to end (Ctrl-C, the TUI's quit)."""
+        self._stop_requested = reason
+
+    # --- shutdown -------------------------------------------------------------------------------
+    def _close(self) -> str:
+        mi = self.mi
+        if mi is not None and mi.alive:
+            try:
+                mi.console("pttrace-dump", timeout=20, check=False)
+            except (GdbDied, GdbCommandError):
+                pass
+        if mi is not None:
+            mi.close()
+        if self.config.pid is None and self.target_pid and _alive(self.target_pid):
+            # gdb went away without taking the launched target with it.
+            try:
+                os.kill(self.target_pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.status == "running":
+            self.status = "completed" if self.end_reason in ("max-hits", "exited") else "interrupted"
+        if self.end_reason in ("timeout", "interrupted", "sigint", "sigterm") and self.status == "completed":
+            self.status = "interrupted"
+        if self.status == "gdb-died" and mi is not None and mi.stderr_tail:
+            self._warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
+        if self.writer:
+            self.writer.end(self.status, self.exit_code, reason=self.end_reason)
+            self.writer.close()
+        if self._pty_master is not None:
+            try:
+                os.close(self._pty_slave)
+            except OSError:
+                pass
+        self._emit("finished", self.status)
+        self._tmp.cleanup()
+        return self.status
+
+    def load_session(self) -> Session:
+        assert self.session_path is not None
+        return storage.load(self.session_path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []

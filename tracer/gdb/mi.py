@@ -1,0 +1,199 @@
+"""A gdb/MI3 connection: token-numbered commands that wait for their own result, and an event queue.
+
+pygdbmi's parser turns each MI line into a dict; this module owns the process and the threads.
+We do not use ``GdbController.write()``: it returns whatever arrived within a timeout, not the
+result of the command that was written (DESIGN.md section 2).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pygdbmi import gdbmiparser
+
+from tracer.errors import GdbDied, PttraceError
+
+
+@dataclass
+class MiResult:
+    token: int
+    message: str  # "done", "running", "connected", "error", "exit"
+    payload: dict[str, Any] | None
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        if self.message != "error":
+            return None
+        return (self.payload or {}).get("msg") or "gdb reported an error"
+
+
+@dataclass
+class MiEvent:
+    """An asynchronous record: ``*stopped``, ``=library-loaded``, ``=thread-created``, stream output."""
+
+    kind: str  # "notify" | "console" | "log" | "target" | "gdb-exited"
+    message: str | None
+    payload: Any
+
+
+class GdbCommandError(PttraceError):
+    """gdb answered ``^error`` to a command."""
+
+
+def mi_quote(text: str) -> str:
+    """Quote a string as an MI c-string, so user input reaches gdb as one argument, unchanged."""
+    if "\n" in text or "\r" in text or "\0" in text:
+        raise GdbCommandError("a gdb argument cannot contain a line break or a NUL byte.")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class MiConnection:
+    """Owns one gdb process speaking MI3 on its stdin/stdout."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None):
+        # A new session: a Ctrl-C in the user's terminal must reach pttrace, not gdb or the target.
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        self._tokens = itertools.count(100)
+        self._pending: dict[int, tuple[threading.Event, list]] = {}
+        self._lock = threading.Lock()
+        self._command_lock = threading.Lock()
+        self._console: list[str] | None = None
+        self.events: "queue.Queue[MiEvent]" = queue.Queue()
+        self.stderr_tail: list[str] = []
+        self.transcript: list[str] = []  # last MI lines, for error reports
+        self._alive = True
+        self._reader = threading.Thread(target=self._read_stdout, name="gdb-mi-reader", daemon=True)
+        self._reader.start()
+        self._err_reader = threading.Thread(target=self._read_stderr, name="gdb-stderr", daemon=True)
+        self._err_reader.start()
+
+    # --- reading -------------------------------------------------------------------------------
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not line or line == "(gdb) " or line == "(gdb)":
+                continue
+            self.transcript.append(line)
+            if len(self.transcript) > 200:
+                del self.transcript[:100]
+            try:
+                rec = gdbmiparser.parse_response(line)
+            except Exception:  # a line the parser cannot read is not worth dying for
+                self.events.put(MiEvent("log", None, line))
+                continue
+            self._dispatch(rec)
+        self._alive = False
+        with self._lock:
+            for ev, box in self._pending.values():
+                box.append(None)
+                ev.set()
+        self.events.put(MiEvent("gdb-exited", None, self.proc.poll()))
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.stderr_tail.append(raw.decode("utf-8", errors="replace").rstrip())
+            if len(self.stderr_tail) > 50:
+                del self.stderr_tail[:25]
+
+    def _dispatch(self, rec: dict[str, Any]) -> None:
+        kind = rec.get("type")
+        if kind == "result":
+            token = rec.get("token")
+            with self._lock:
+                waiter = self._pending.pop(token, None) if token is not None else None
+            if waiter is not None:
+                ev, box = waiter
+                box.append(rec)
+                ev.set()
+            return
+        if kind == "console" and self._console is not None:
+            self._console.append(rec.get("payload") or "")
+        self.events.put(MiEvent(kind or "log", rec.get("message"), rec.get("payload")))
+
+    # --- commands ------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self._alive and self.proc.poll() is None
+
+    def command(self, text: str, timeout: float | None = 30.0, check: bool = True) -> MiResult:
+        """Send one MI command and wait for *its* result record."""
+        if not self.alive:
+            raise GdbDied("gdb is no longer running.")
+        with self._command_lock:
+            token = next(self._tokens)
+            ev = threading.Event()
+            box: list = []
+            with self._lock:
+                self._pending[token] = (ev, box)
+            self._console = []
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(f"{token}{text}\n".encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise GdbDied("gdb is no longer running.") from None
+            if not ev.wait(timeout):
+                with self._lock:
+                    self._pending.pop(token, None)
+                raise GdbCommandError(f"gdb did not answer `{text.split()[0]}` within {timeout:g} s.")
+            console, self._console = self._console, None
+            rec = box[0] if box else None
+            if rec is None:
+                raise GdbDied("gdb exited while running a command.")
+            result = MiResult(token, rec.get("message") or "", rec.get("payload"), console or [])
+            if check and result.message == "error":
+                raise GdbCommandError(f"gdb refused `{text}`: {result.error}")
+            return result
+
+    def console(self, cli_command: str, timeout: float | None = 30.0, check: bool = True) -> MiResult:
+        """Run a CLI command through ``-interpreter-exec console``, its text quoted for MI."""
+        return self.command(f"-interpreter-exec console {mi_quote(cli_command)}", timeout, check)
+
+    def next_event(self, timeout: float | None = None) -> MiEvent | None:
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    # --- shutdown ------------------------------------------------------------------------------
+    def close(self, grace: float = 3.0) -> None:
+        """Ask gdb to exit; kill it if it does not. Never leaves a gdb behind."""
+        if self.proc.poll() is None and self._alive:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b"-gdb-exit\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass
+        deadline = time.monotonic() + grace
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait(5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
