@@ -26,6 +26,10 @@ from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
 from tracer.model import Session, SessionInfo
 
 MIN_GDB = (12, 1)
+PTRACE_HINT = (
+    "Attaching needs the same user as the target (or root), and Yama's ptrace_scope must allow it: "
+    "`sudo bash -c 'echo 0 > /proc/sys/kernel/yama/ptrace_scope'` (in a container, also --cap-add=SYS_PTRACE)."
+)
 AGENT_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -267,9 +271,14 @@ class Engine:
                 "max_depth": cfg.max_depth,
                 "breakpoints": [],
             }))
+            if cfg.pid is not None:
+                self._attach(cfg.pid)
             mi.console(f"pttrace-setup {cfg_path}")
             for spec in cfg.breakpoints:
                 self.add_breakpoint(spec)
+        except PermissionDenied:
+            self._abort_startup()
+            raise
         except GdbCommandError as exc:
             self._abort_startup()
             raise TargetError(str(exc)) from None
@@ -277,6 +286,18 @@ class Engine:
             self._abort_startup()
             raise GdbDied("gdb exited during start-up: " + " ".join(mi.stderr_tail[-3:])) from None
         return self.session_path
+
+    def _attach(self, pid: int) -> None:
+        res = self.mi.command(f"-target-attach {int(pid)}", timeout=120, check=False)
+        if res.error:
+            msg = res.error
+            if "not permitted" in msg or "denied" in msg.lower():
+                raise PermissionDenied(f"the kernel refused to let gdb attach to process {pid} ({msg.strip()}).",
+                                       hint=PTRACE_HINT)
+            raise TargetError(f"gdb could not attach to process {pid}: {msg.strip()}")
+        self.target_pid = pid
+        self.target_state = "stopped"
+        self._wait_stopped(30.0)
 
     def _abort_startup(self) -> None:
         if self.mi:
@@ -297,8 +318,14 @@ class Engine:
         mi = self.mi
         deadline = time.monotonic() + self.config.timeout if self.config.timeout else None
         try:
+            if self._stop_requested:
+                self.end_reason = self._stop_requested
+                self._finish_target(interrupt=False)
+                return self._close()
             if self.config.pid is None:
                 mi.command("-exec-run")
+            else:
+                mi.command("-exec-continue")
             self.target_state = "running"
             self._emit("state", "running")
             while True:
@@ -314,8 +341,15 @@ class Engine:
                 if ev is None:
                     continue
                 if ev.kind == "gdb-exited":
-                    self.status = "gdb-died"
-                    self.end_reason = "gdb-died"
+                    rc = ev.payload
+                    if isinstance(rc, int) and rc < 0:
+                        # Somebody killed gdb: the run was cut short, not broken.
+                        self.status = "interrupted"
+                        self.end_reason = f"gdb was killed by signal {-rc}"
+                        self._warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
+                    else:
+                        self.status = "gdb-died"
+                        self.end_reason = "gdb-died"
                     break
                 if ev.kind == "notify":
                     done = self._on_notify(ev.message, ev.payload or {})
@@ -452,9 +486,14 @@ class Engine:
             except OSError:
                 pass
         if self.status == "running":
-            self.status = "completed" if self.end_reason in ("max-hits", "exited") else "interrupted"
+            if self.config.pid is not None and self.end_reason != "exited":
+                self.status = "detached"
+            else:
+                self.status = "completed" if self.end_reason in ("max-hits", "exited") else "interrupted"
         if self.end_reason in ("timeout", "interrupted", "sigint", "sigterm") and self.status == "completed":
             self.status = "interrupted"
+        if self.writer:
+            self._write_suggestions()
         if self.status == "gdb-died" and mi is not None and mi.stderr_tail:
             self._warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
         if self.writer:
@@ -468,6 +507,24 @@ class Engine:
         self._emit("finished", self.status)
         self._tmp.cleanup()
         return self.status
+
+    def _write_suggestions(self) -> None:
+        """For breakpoints that never resolved: say so in the session, with close names."""
+        try:
+            session = storage.load(self.session_path)
+        except Exception:
+            return
+        for bp in session.breakpoints:
+            if any(loc.address for loc in bp.locations):
+                continue
+            try:
+                from tracer.symbols import suggest, torch_libraries
+
+                bp.suggestions = suggest(bp.spec, torch_libraries(self.config.python), limit=5)
+            except Exception:
+                bp.suggestions = []
+            bp.error = "never resolved: no loaded library defines a function of that name"
+            self.writer.breakpoint(bp)
 
     def load_session(self) -> Session:
         assert self.session_path is not None

@@ -79,14 +79,15 @@ def run_batch(config, quiet: bool = False) -> int:
     from tracer.engine import Engine
 
     engine = Engine(config)
-    engine.start()
 
     def on_signal(signum, frame):
         engine.request_stop("sigint" if signum == signal.SIGINT else "sigterm")
 
+    # Installed before start-up: a Ctrl-C while attaching must still end in a clean detach.
     old_int = signal.signal(signal.SIGINT, on_signal)
     old_term = signal.signal(signal.SIGTERM, on_signal)
     try:
+        engine.start()
         engine.run()
     finally:
         signal.signal(signal.SIGINT, old_int)

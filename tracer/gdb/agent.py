@@ -441,7 +441,7 @@ def _demangle(name: str | None) -> str | None:
     out = _demangled.get(name)
     if out is None:
         try:
-            out = gdb.execute("demangle -- " + name, to_string=True).strip() or name
+            out = gdb.execute("demangle -l c++ -- " + name, to_string=True).strip() or name
         except gdb.error:
             out = name
         _demangled[name] = out

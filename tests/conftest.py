@@ -1,0 +1,66 @@
+"""Shared fixtures: a real gdb, a real torch, real processes.
+
+The expensive thing is gdb loading libtorch's symbols (~4 s), so one recording of hello-world.py
+with several breakpoints is made once per test run and shared by many assertions.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+HELLO = SCRIPTS / "hello-world.py"
+PYTHON = sys.executable
+PTTRACE = [PYTHON, "-m", "tracer"]
+
+# One recording, many breakpoints: every layer of the hello-world path in a single gdb run.
+HELLO_BREAKS = [
+    "initModule",
+    "wrapper_CPU_sigmoid",
+    "THPVariable_tensor",
+    "wrapper_CPU_sigmoid_backward",
+    "THPVariable_tensr",  # misspelled on purpose: never resolves
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    if shutil.which("gdb") is None:
+        skip = pytest.mark.skip(reason="gdb is not installed (.ci/run installs it)")
+        for item in items:
+            if "gdb" in item.keywords:
+                item.add_marker(skip)
+
+
+def gdb_pids() -> set[int]:
+    """Every gdb process on the machine (to check that a test left none behind)."""
+    out = subprocess.run(["ps", "-eo", "pid=,comm="], capture_output=True, text=True).stdout
+    return {int(line.split()[0]) for line in out.splitlines() if line.split()[-1] == "gdb"}
+
+
+def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([*PTTRACE, *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout,
+                          env=full_env)
+
+
+@pytest.fixture(scope="session")
+def hello_recording(tmp_path_factory):
+    """``pttrace run --batch scripts/hello-world.py`` with HELLO_BREAKS; returns (process, session)."""
+    from tracer import storage
+
+    session_dir = tmp_path_factory.mktemp("sessions")
+    args = ["run", "--batch", "--session-dir", str(session_dir)]
+    for spec in HELLO_BREAKS:
+        args += ["--break", spec]
+    proc = run_pttrace(*args, str(HELLO))
+    files = sorted(session_dir.glob("*.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert len(files) == 1, (proc.stdout, proc.stderr)
+    return proc, storage.load(files[0])

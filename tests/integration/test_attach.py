@@ -1,0 +1,156 @@
+"""``pttrace attach`` on a real Python that imports torch: records, detaches, and the target runs on."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, gdb_pids, run_pttrace
+from tracer import storage
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+TARGET = ROOT / "tests" / "targets" / "heartbeat.py"
+
+
+class Target:
+    """A heartbeat target started through a fifo handshake; its stdout lines are collected."""
+
+    def __init__(self, tmp_path: Path, *extra: str):
+        self.fifo = tmp_path / "ready.fifo"
+        self.stop_file = tmp_path / "stop"
+        os.mkfifo(self.fifo)
+        self.proc = subprocess.Popen([sys.executable, str(TARGET), str(self.fifo), str(self.stop_file), *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        with open(self.fifo) as fh:  # blocks until the target has imported torch
+            assert fh.readline().startswith("ready")
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def heartbeats(self) -> int:
+        return sum(1 for line in self.lines if line.startswith("heartbeat"))
+
+    def wait_for_heartbeats(self, more_than: int, timeout: float = 30) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.heartbeats() > more_than:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def finish(self) -> int:
+        self.stop_file.touch()
+        try:
+            return self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_attach_records_detaches_and_target_runs_on(tmp_path):
+    target = Target(tmp_path)
+    before = gdb_pids()
+    try:
+        proc = run_pttrace("attach", str(target.proc.pid), "--batch", "-b", "THPVariable_tensor", "--max-hits", "3",
+                           "--session-dir", str(tmp_path / "s"))
+        assert proc.returncode == 0, proc.stderr
+        session = storage.load(next((tmp_path / "s").glob("*.jsonl")))
+        assert session.info.mode == "attach"
+        assert session.info.pid == target.proc.pid
+        assert any("heartbeat.py" in a for a in session.info.argv)
+        assert session.info.status == "detached"
+        assert len(session.hits) == 3
+        hit = session.hits[0]
+        assert "THPVariable_tensor" in hit.innermost.function
+        py = [f for f in hit.frames if f.kind == "python"]
+        assert py and py[-1].file.endswith("heartbeat.py") and py[-1].function == "work"
+        assert py[-1].source == "t = torch.tensor([n])"
+        # The target is alive, not stopped, and keeps beating after the detach.
+        seen = target.heartbeats()
+        assert target.wait_for_heartbeats(seen + 2), "no heartbeat after detach"
+        assert gdb_pids() <= before, "a gdb was left behind"
+    finally:
+        code = target.finish()
+    assert code == 0
+    assert "bye" in target.lines
+
+
+def test_attach_records_hits_in_a_named_thread(tmp_path):
+    target = Target(tmp_path, "--thread")
+    try:
+        proc = run_pttrace("attach", str(target.proc.pid), "--batch", "-b", "THPVariable_tensor", "--max-hits", "2",
+                           "--session-dir", str(tmp_path / "s"))
+        assert proc.returncode == 0, proc.stderr
+        session = storage.load(next((tmp_path / "s").glob("*.jsonl")))
+        assert len(session.hits) == 2
+        hit = session.hits[0]
+        assert hit.thread.id is not None and hit.thread.id != 1
+        assert hit.thread.lwp and hit.thread.lwp != target.proc.pid
+        assert hit.thread.name
+        names = [f.function for f in hit.frames if f.kind == "python"]
+        assert "work" in names
+        assert target.wait_for_heartbeats(target.heartbeats() + 2)
+    finally:
+        assert target.finish() == 0
+
+
+def test_target_exit_while_attached_is_completed(tmp_path):
+    target = Target(tmp_path)
+    result = {}
+
+    def attach():
+        result["proc"] = run_pttrace("attach", str(target.proc.pid), "--batch", "-b", "THPVariable_tensor",
+                                     "--session-dir", str(tmp_path / "s"))
+
+    th = threading.Thread(target=attach)
+    th.start()
+    # Wait until hits are being recorded, then let the target end by itself.
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        files = list((tmp_path / "s").glob("*.jsonl")) if (tmp_path / "s").exists() else []
+        if files and '"type":"hit"' in files[0].read_text():
+            break
+        time.sleep(0.1)
+    target.stop_file.touch()
+    th.join(120)
+    assert result["proc"].returncode == 0, result["proc"].stderr
+    session = storage.load(next((tmp_path / "s").glob("*.jsonl")))
+    assert session.info.status == "completed"
+    assert session.info.exit_code == 0
+    assert session.hits
+
+
+@pytest.mark.parametrize("case", ["dead", "not-python", "garbage"])
+def test_attach_bad_targets_one_sentence_exit_2(tmp_path, case):
+    if case == "dead":
+        p = subprocess.Popen([sys.executable, "-c", "pass"])
+        p.wait()
+        pid = str(p.pid)
+        expected = "no process"
+    elif case == "not-python":
+        p = subprocess.Popen(["sleep", "30"])
+        pid = str(p.pid)
+        expected = "does not look like a Python"
+    else:
+        p = None
+        pid = "12ab"
+        expected = "is not a process id"
+    try:
+        proc = run_pttrace("attach", pid, "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path))
+    finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2

@@ -1,0 +1,143 @@
+"""``pttrace run`` on the real torch wheel: the recorded call paths read as PyTorch's layers do."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+
+def hits_of(session, spec):
+    return [h for h in session.hits if h.breakpoint == spec]
+
+
+def layered(hit):
+    """The frames a reader looks at: interpreter and runtime plumbing left out."""
+    return [f for f in hit.frames if f.layer not in ("interpreter", "runtime")]
+
+
+def test_session_metadata(hello_recording):
+    proc, session = hello_recording
+    info = session.info
+    assert info.status == "completed"
+    assert info.exit_code == 0
+    assert info.mode == "run"
+    assert info.argv[-1].endswith("hello-world.py")
+    assert info.torch_version and info.torch_version.startswith("2.13.0")
+    assert info.torch_git_version and len(info.torch_git_version) == 40
+    assert info.gdb_version and "gdb" in info.gdb_version.lower()
+    # The target's own output reached the user, apart from gdb's MI.
+    assert "grad_fn=<SigmoidBackward0>" in proc.stdout
+    assert "^done" not in proc.stdout and "*stopped" not in proc.stdout
+
+
+def test_initmodule_lists_every_location_and_is_under_import_torch(hello_recording):
+    _, session = hello_recording
+    bp = session.breakpoint("initModule")
+    functions = {loc.function for loc in bp.locations}
+    assert "initModule" in functions
+    assert any(f and f.startswith("torch::cpu::initModule") for f in functions)
+    assert len(bp.locations) >= 3
+    assert all(loc.library and loc.library.endswith("libtorch_python.so") for loc in bp.locations)
+    plain = [h for h in hits_of(session, "initModule") if h.innermost.function == "initModule"]
+    assert len(plain) == 1
+    hit = plain[0]
+    assert hit.innermost.layer == "binding"
+    py = [f for f in hit.frames if f.kind == "python"]
+    assert py[0].file.endswith("hello-world.py")
+    assert py[0].source == "import torch"
+    assert py[0].line == 6
+    # Python frames sit above the native ones, in call order.
+    kinds = [f.kind for f in hit.frames]
+    assert kinds.index("python") < len(kinds) - 1
+
+
+def test_sigmoid_forward_path_reads_through_the_layers(hello_recording):
+    _, session = hello_recording
+    hits = hits_of(session, "wrapper_CPU_sigmoid")
+    assert len(hits) == 1
+    frames = layered(hits[0])
+    py = [f for f in frames if f.kind == "python"]
+    assert py[0].file.endswith("hello-world.py") and py[0].source == "y = model(x)"
+    assert py[-1].file.endswith("torch/nn/modules/activation.py") and py[-1].function.endswith("forward")
+    assert py[-1].source == "return torch.sigmoid(input)"
+    native = [f for f in frames if f.kind == "native"]
+    expected = [
+        ("binding", "THPVariable_sigmoid"),
+        ("dispatcher", "at::_ops::sigmoid::call"),
+        ("autograd", "VariableType::sigmoid"),
+        ("dispatcher", "at::_ops::sigmoid::redispatch"),
+        ("kernel", "wrapper_CPU_sigmoid"),
+    ]
+    # Each expected hop appears, in this order (adapters may sit between them).
+    pos = 0
+    for layer, name in expected:
+        while pos < len(native) and not (native[pos].layer == layer and name in (native[pos].short or "")):
+            pos += 1
+        assert pos < len(native), f"{layer} {name} missing or out of order in {[(f.layer, f.short) for f in native]}"
+        pos += 1
+    kernel = native[-1]
+    assert kernel.dispatch_key == "CPU"
+    assert kernel.function == "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)"
+    assert kernel.library.endswith("libtorch_cpu.so")
+    assert kernel.address and kernel.address > 0
+    # Python frames come before every native torch frame: outermost first.
+    assert frames.index(py[-1]) < frames.index(native[0])
+
+
+def test_tensor_binding_under_torch_tensor_line(hello_recording):
+    _, session = hello_recording
+    hits = hits_of(session, "THPVariable_tensor")
+    assert len(hits) == 2  # x and target
+    for hit in hits:
+        assert hit.innermost.layer == "binding"
+        assert "THPVariable_tensor" in hit.innermost.function
+        callers = [f for f in hit.frames if f.kind == "python"]
+        assert callers[-1].source.startswith(("x = torch.tensor(", "target = torch.tensor("))
+
+
+def test_backward_kernel_runs_under_the_autograd_engine(hello_recording):
+    _, session = hello_recording
+    hits = hits_of(session, "wrapper_CPU_sigmoid_backward")
+    assert hits, "the sigmoid backward kernel was not hit"
+    hit = hits[0]
+    names = " ".join(f.function or "" for f in hit.frames)
+    assert "Engine::evaluate_function" in names
+    assert "SigmoidBackward0" in names
+    assert hit.innermost.dispatch_key == "CPU"
+    assert hit.thread.id is not None and hit.thread.name
+    engine = [f for f in hit.frames if "Engine::evaluate_function" in (f.function or "")]
+    assert engine[0].layer == "autograd"
+    # backward() was called from hello-world.py's last line.
+    py = [f for f in hit.frames if f.kind == "python"]
+    assert any(f.source == "loss.backward()" for f in py)
+
+
+def test_unresolved_breakpoint_is_reported_with_close_names(hello_recording):
+    proc, session = hello_recording
+    bp = session.breakpoint("THPVariable_tensr")
+    assert bp is not None and not [loc for loc in bp.locations if loc.address]
+    assert bp.hits == 0
+    assert "THPVariable_tensr" in proc.stdout and "never resolved" in proc.stdout
+    assert "THPVariable_tensor" in proc.stdout.split("THPVariable_tensr", 1)[1]
+
+
+def test_json_export_is_the_contract(hello_recording):
+    import json
+
+    from tests.conftest import run_pttrace
+
+    _, session = hello_recording
+    proc = run_pttrace("export", session.path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["schema"] == 1
+    assert set(data["session"]) >= {"id", "mode", "argv", "pid", "python", "torch_version", "torch_git_version",
+                                    "gdb_version", "started", "status", "warnings"}
+    assert {b["spec"] for b in data["breakpoints"]} >= {"initModule", "wrapper_CPU_sigmoid"}
+    hit = data["hits"][0]
+    assert set(hit) >= {"seq", "breakpoint", "thread", "time", "frames"}
+    frame_keys = {"kind", "function", "short", "library", "address", "file", "line", "layer", "dispatch_key"}
+    for f in hit["frames"]:
+        assert set(f) >= frame_keys
+        if f["kind"] == "python":
+            assert "source" in f

@@ -1,0 +1,116 @@
+"""``pttrace attach PID --break SYMBOL``: record hits in a running Python, then detach and leave it running."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from tracer.errors import PermissionDenied, TargetError, UsageError
+
+
+def add_parser(sub) -> None:
+    from tracer.commands.run import add_common_trace_options
+
+    p = sub.add_parser("attach", help="attach to a running Python, record each breakpoint hit, detach",
+                       description="Attach gdb to a running Python process, record the call path at each hit "
+                                   "of the breakpoints, and detach on Ctrl-C, --max-hits, --duration or the "
+                                   "end of the target. The target is never killed.")
+    p.add_argument("pid", help="the process id of the running Python")
+    add_common_trace_options(p)
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                   help="detach after this many seconds")
+    p.add_argument("--force", action="store_true", help="attach even if the process does not look like Python")
+    p.set_defaults(func=run)
+
+
+def check_target(pid: int, force: bool = False) -> str:
+    """Everything we can tell before gdb touches the process; returns its executable."""
+    proc = f"/proc/{pid}"
+    if not os.path.isdir(proc):
+        raise TargetError(f"no process with PID {pid}.")
+    try:
+        with open(f"{proc}/status") as fh:
+            status = dict(line.split(":", 1) for line in fh if ":" in line)
+    except OSError:
+        raise TargetError(f"no process with PID {pid}.") from None
+    if status.get("State", "").strip().startswith("Z"):
+        raise TargetError(f"process {pid} has already exited (it is a zombie).")
+    if pid == os.getpid():
+        raise UsageError("pttrace cannot attach to itself.")
+    tracer = int(status.get("TracerPid", "0").strip() or 0)
+    if tracer:
+        raise TargetError(f"process {pid} is already being traced by process {tracer} ({_comm(tracer)}); "
+                          "detach that debugger first.")
+    uid = int(status.get("Uid", "0").split()[0])
+    if os.geteuid() != 0 and uid != os.geteuid():
+        raise PermissionDenied(f"process {pid} belongs to another user (uid {uid}).",
+                               hint="Run pttrace as that user, or as root.")
+    scope = _ptrace_scope()
+    if scope is not None and scope >= 1 and os.geteuid() != 0:
+        if scope >= 3:
+            raise PermissionDenied("ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3).",
+                                   hint="Only a reboot can lower it from 3.")
+        raise PermissionDenied(
+            f"the kernel does not let pttrace attach to process {pid} (kernel.yama.ptrace_scope = {scope}).",
+            hint="Allow it with `sudo bash -c 'echo 0 > /proc/sys/kernel/yama/ptrace_scope'`, or run pttrace as root.",
+        )
+    try:
+        exe = os.readlink(f"{proc}/exe")
+    except OSError:
+        exe = ""
+    if not force and not _looks_like_python(pid, exe):
+        raise UsageError(f"process {pid} ({os.path.basename(exe) or _comm(pid)}) does not look like a Python "
+                         "process; use --force to attach anyway.")
+    return exe
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
+def _ptrace_scope() -> int | None:
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _looks_like_python(pid: int, exe: str) -> bool:
+    if "python" in os.path.basename(exe):
+        return True
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            return any("libpython" in line for line in fh)
+    except OSError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.commands.run import trace
+    from tracer.engine import TraceConfig
+
+    try:
+        pid = int(args.pid)
+    except ValueError:
+        raise UsageError(f"{args.pid!r} is not a process id.") from None
+    if pid <= 0:
+        raise UsageError(f"{args.pid!r} is not a process id.")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be a positive number of seconds.")
+    exe = check_target(pid, force=args.force)
+    python = exe if exe and os.path.exists(exe) else args.python
+    config = TraceConfig(
+        breakpoints=args.breakpoints,
+        python=python,
+        pid=pid,
+        session_dir=args.session_dir,
+        max_hits=args.max_hits,
+        timeout=args.duration,
+        max_depth=args.max_depth,
+        force=args.force,
+    )
+    return trace(config, args)

@@ -1,0 +1,199 @@
+"""Distinct call paths: hits grouped by the frames they went through, with how many took each.
+
+Every renderer (markdown, folded stacks, the ``show`` tree, ``diff``) works on these groups, so a
+session of 10,000 hits that took 12 paths is rendered 12 times, not 10,000.
+
+Folding (the default view) hides what is noise for someone reading PyTorch's layers:
+  - interpreter frames (CPython's own C code: ``_PyEval_EvalFrameDefault``, ``cfunction_call``, ...);
+  - start-up frames above the outermost Python frame (``_start``, ``__libc_start_main``, ``Py_RunMain``).
+``all_frames=True`` keeps every recorded frame.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from tracer import classify
+from tracer.export.source import repo_path
+from tracer.model import Frame, Hit
+
+
+# --- what a frame is, with gaps filled from the classifier (older or partial files may lack them)
+
+def layer_of(frame: Frame) -> str:
+    if frame.kind == "python":
+        return "python"
+    if frame.layer:
+        return frame.layer
+    return classify.classify(frame.function, frame.library)
+
+
+def short_of(frame: Frame) -> str:
+    """The name to show in a table row or a tree node; never empty."""
+    if frame.kind == "python":
+        return frame.function or "??"
+    if frame.short:
+        return frame.short
+    if frame.function:
+        return classify.short_name(frame.function) or frame.function
+    if frame.address is not None:
+        return hex(frame.address)
+    return "??"
+
+
+def dispatch_key_of(frame: Frame) -> str | None:
+    if frame.kind == "python":
+        return None
+    return frame.dispatch_key or classify.dispatch_key(frame.function)
+
+
+def library_name(frame: Frame) -> str | None:
+    return os.path.basename(frame.library) if frame.library else None
+
+
+_PACKAGES_RE = re.compile(r"/(?:site|dist)-packages/")
+
+
+def display_path(file: str | None, cwd: str | None = None) -> str | None:
+    """A path short enough for a table cell: relative to site-packages, the cwd, or PyTorch's tree."""
+    if not file:
+        return file
+    m = None
+    for m in _PACKAGES_RE.finditer(file):
+        pass
+    if m is not None:
+        return file[m.end():]
+    in_repo = repo_path(file)
+    if in_repo and os.path.isabs(file):
+        return in_repo
+    if cwd and os.path.isabs(file):
+        prefix = cwd.rstrip("/") + "/"
+        if file.startswith(prefix):
+            return file[len(prefix):]
+    return file
+
+
+def frame_location(frame: Frame, cwd: str | None = None) -> str | None:
+    path = display_path(frame.file, cwd)
+    if path is None:
+        return None
+    return f"{path}:{frame.line}" if frame.line is not None else path
+
+
+def frame_label(frame: Frame, cwd: str | None = None) -> str:
+    """One line naming a frame: ``forward (torch/nn/modules/activation.py:361)`` or a short C++ name."""
+    name = short_of(frame)
+    if frame.kind == "python":
+        where = frame_location(frame, cwd)
+        return f"{name} ({where})" if where else name
+    return name
+
+
+# --- folding
+
+def is_interpreter(frame: Frame) -> bool:
+    return frame.kind != "python" and layer_of(frame) == "interpreter"
+
+
+def visible_frames(frames: list[Frame], all_frames: bool = False) -> list[Frame]:
+    """The frames a reader sees, outermost first."""
+    if all_frames:
+        return list(frames)
+    first_python = next((i for i, f in enumerate(frames) if f.kind == "python"), 0)
+    return [f for f in frames[first_python:] if not is_interpreter(f)]
+
+
+def portable_key(frame: Frame) -> tuple:
+    """Like ``Frame.key`` but comparable across runs and machines (for ``diff``).
+
+    Library directories and site-packages prefixes differ between environments, and addresses move
+    with ASLR, so only basenames, package-relative paths and names are kept.
+    """
+    if frame.kind == "python":
+        return ("py", display_path(frame.file), frame.line, frame.function)
+    return ("c", library_name(frame), frame.function)
+
+
+# --- grouping
+
+@dataclass
+class CallPath:
+    """One distinct call path and the hits that took it."""
+
+    key: tuple
+    frames: list[Frame]  # visible frames of the first hit that took this path, outermost first
+    hits: list[Hit] = field(default_factory=list)
+    hidden: int = 0  # frames folded away in that first hit
+
+    @property
+    def count(self) -> int:
+        return len(self.hits)
+
+    @property
+    def first(self) -> Hit:
+        return self.hits[0]
+
+    @property
+    def innermost(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def breakpoints(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for h in self.hits:
+            if h.breakpoint is not None:
+                seen.setdefault(h.breakpoint, None)
+        return list(seen)
+
+    @property
+    def threads(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for h in self.hits:
+            t = h.thread
+            label = f"{t.id}" if t.id is not None else "?"
+            if t.name:
+                label += f" ({t.name})"
+            seen.setdefault(label, None)
+        return list(seen)
+
+    @property
+    def signals(self) -> list[str]:
+        return sorted({h.signal for h in self.hits if h.signal})
+
+    @property
+    def truncated(self) -> bool:
+        return any(h.truncated for h in self.hits)
+
+    @property
+    def layers(self) -> list[str]:
+        """The layers crossed, outermost first, consecutive repeats merged."""
+        out: list[str] = []
+        for f in self.frames:
+            layer = layer_of(f)
+            if not out or out[-1] != layer:
+                out.append(layer)
+        return out
+
+    @property
+    def title(self) -> str:
+        inner = self.innermost
+        return short_of(inner) if inner is not None else "(no frames)"
+
+
+def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False) -> list[CallPath]:
+    """Distinct call paths in order of their first hit.
+
+    ``portable`` groups by :func:`portable_key`, for comparing sessions recorded in different places.
+    """
+    frame_key = portable_key if portable else Frame.key
+    paths: dict[tuple, CallPath] = {}
+    for hit in hits:
+        shown = visible_frames(hit.frames, all_frames)
+        key = tuple(frame_key(f) for f in shown)
+        path = paths.get(key)
+        if path is None:
+            path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown))
+        path.hits.append(hit)
+    return list(paths.values())

@@ -1,0 +1,162 @@
+"""Where a frame's code lives: an excerpt from a readable file, and a GitHub link into PyTorch's tree.
+
+Paths come in three shapes on a real machine:
+  - installed Python files and headers: ``.../site-packages/torch/nn/modules/activation.py``,
+    ``.../site-packages/torch/include/ATen/core/boxing/KernelFunction_impl.h`` (the header lives in
+    ``aten/src/ATen/...`` in the repository);
+  - CI build paths baked into DWARF: ``/__w/pytorch/pytorch/torch/csrc/utils/tensor_numpy.cpp``;
+  - a local checkout: ``/home/me/pytorch/aten/src/ATen/native/UnaryOps.cpp``.
+Generated files (``build/``, ``ATen/ops/``, ``autograd/generated/``...) are not in the repository,
+so they get no link rather than a link to a 404.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import quote
+
+GITHUB = "https://github.com/pytorch/pytorch"
+
+_INCLUDE_RE = re.compile(r"(?:^|/)torch/include/(.+)$")
+_PACKAGE_RE = re.compile(r"/(?:site|dist)-packages/((?:torch|torchgen|functorch)/.+)$")
+# A source root of the repository, found anywhere in a build or checkout path.
+_ROOT_RE = re.compile(r"(?:^|/)((?:aten/src|c10|caffe2|torchgen|functorch|torch/csrc|torch/headeronly)/.+)$")
+# Python files of a checkout used in place (``pip install -e``): the repository directory is named pytorch*.
+_CHECKOUT_PY_RE = re.compile(r"(?:^|/)pytorch[^/]*/(torch/.+\.py)$")
+
+_GENERATED_RE = re.compile(
+    r"^(?:aten/src/ATen/ops/"
+    r"|aten/src/ATen/(?:[A-Za-z]+Functions(?:_inl)?|Functions|NativeFunctions|NativeMetaFunctions"
+    r"|MethodOperators|Operators|RedispatchFunctions|RegistrationDeclarations|VmapGeneratedPlumbing"
+    r"|Config|LazyIr|LazyNonNativeIr|ViewMetaClasses)\.h$"
+    r"|aten/src/ATen/(?:Operators|Register|UfuncCPU|Functions|ViewMetaClasses)[^/]*\.cpp$"
+    r"|aten/src/ATen/core/(?:TensorBody|aten_interned_strings|enum_tag)\.h$"
+    r"|c10/macros/cmake_macros\.h$"
+    r"|torch/csrc/autograd/generated/|torch/csrc/lazy/generated/"
+    r"|torch/csrc/api/include/torch/version\.h$"
+    r"|torch/version\.py$|torch/_C/)"
+)
+
+
+def _header_path(rest: str) -> str | None:
+    """The repository path of a header installed under ``torch/include/``."""
+    if rest.startswith("ATen/"):
+        return "aten/src/" + rest
+    if rest.startswith(("c10/", "caffe2/", "torch/")):
+        return rest
+    return None  # third-party headers shipped with the wheel: pybind11, fmt, dnnl, ...
+
+
+def repo_path(file: str | None) -> str | None:
+    """The path of ``file`` inside the pytorch/pytorch repository, or None if it is not (or generated)."""
+    if not file:
+        return None
+    f = file.replace("\\", "/")
+    path: str | None = None
+    m = _INCLUDE_RE.search(f)
+    if m:
+        path = _header_path(m.group(1))
+    else:
+        m = _PACKAGE_RE.search(f)
+        if m:
+            path = m.group(1)
+            if not path.endswith(".py"):
+                path = None  # .so, .pyi stubs (mostly generated), data files
+        else:
+            m = _ROOT_RE.search(f)
+            if m:
+                prefix = f[: m.start(1)]
+                # ``build/aten/src/ATen/Operators_2.cpp`` is generated at build time.
+                path = None if re.search(r"(?:^|/)build/", prefix) else m.group(1)
+            else:
+                m = _CHECKOUT_PY_RE.search(f)
+                path = m.group(1) if m else None
+    if path is None or _GENERATED_RE.search(path):
+        return None
+    return os.path.normpath(path).replace(os.sep, "/")
+
+
+_COMMIT_RE = re.compile(r"^[0-9a-f]{7,40}$")
+_RELEASE_RE = re.compile(r"^(\d+\.\d+\.\d+)(?:\+[A-Za-z0-9.]+)?$")
+
+
+def pinned_ref(torch_git_version: str | None, torch_version: str | None = None) -> str | None:
+    """The commit to link to; a release tag when the commit is unknown; None if neither is known."""
+    if torch_git_version and _COMMIT_RE.match(torch_git_version.strip()):
+        return torch_git_version.strip()
+    m = _RELEASE_RE.match((torch_version or "").strip())
+    return f"v{m.group(1)}" if m else None
+
+
+def github_url(file: str | None, line: int | None, ref: str | None) -> str | None:
+    if ref is None:
+        return None
+    path = repo_path(file)
+    if path is None:
+        return None
+    url = f"{GITHUB}/blob/{quote(ref, safe='')}/{quote(path, safe='/')}"
+    return f"{url}#L{line}" if line else url
+
+
+def commit_url(ref: str) -> str:
+    kind = "tree" if ref.startswith("v") else "commit"
+    return f"{GITHUB}/{kind}/{quote(ref, safe='')}"
+
+
+_LANGS = {
+    ".py": "python", ".pyi": "python",
+    ".c": "c", ".h": "cpp", ".hpp": "cpp", ".hh": "cpp", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp",
+    ".cu": "cuda", ".cuh": "cuda", ".mm": "objective-c++", ".m": "objective-c",
+}
+
+
+def language(file: str | None) -> str:
+    if not file:
+        return ""
+    return _LANGS.get(os.path.splitext(file)[1].lower(), "")
+
+
+class SourceReader:
+    """Reads source files once each, and cuts excerpts around a line.
+
+    Relative paths (DWARF without ``comp_dir``, a script run from the session's cwd) are tried
+    against ``cwd``. Files that cannot be read, or are too big to be source, give no excerpt.
+    """
+
+    MAX_BYTES = 16 * 1024 * 1024
+
+    def __init__(self, cwd: str | None = None):
+        self.cwd = cwd
+        self._files: dict[str, list[str] | None] = {}
+
+    def lines(self, file: str) -> list[str] | None:
+        if file in self._files:
+            return self._files[file]
+        text: list[str] | None = None
+        for candidate in self._candidates(file):
+            try:
+                if os.path.getsize(candidate) > self.MAX_BYTES:
+                    continue
+                with open(candidate, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read().splitlines()
+                break
+            except OSError:
+                continue
+        self._files[file] = text
+        return text
+
+    def _candidates(self, file: str) -> list[str]:
+        if os.path.isabs(file) or not self.cwd:
+            return [file]
+        return [os.path.join(self.cwd, file), file]
+
+    def excerpt(self, file: str | None, line: int | None, context: int = 2) -> list[tuple[int, str]] | None:
+        """``[(lineno, text), ...]`` around ``line``, or None if the file or line is not there."""
+        if not file or not line or line < 1:
+            return None
+        text = self.lines(file)
+        if text is None or line > len(text):
+            return None
+        lo = max(1, line - context)
+        hi = min(len(text), line + context)
+        return [(n, text[n - 1]) for n in range(lo, hi + 1)]
