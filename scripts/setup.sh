@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what pttrace needs on a fresh Debian/Ubuntu machine: gdb and binutils (apt, when missing),
+# a venv in .venv with torch==2.13.0 (the CPU wheel), pttrace itself and its test tools.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
+command -v addr2line >/dev/null 2>&1 || need_apt+=(binutils)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]} with apt-get" >&2
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+PY="${PTTRACE_PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $($PY --version)" >&2
+    "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import torch, pygdbmi, elftools, cxxfilt, textual, rich, pytest, markdown_it" 2>/dev/null \
+   || ! .venv/bin/python -c "import tracer" 2>/dev/null; then
+    echo "setup: installing torch==2.13.0 and pttrace into .venv" >&2
+    .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0"
+    .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the whole test suite against a real gdb, a real torch and a real debug build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ -f scripts/build_debug_ext.py ]; then
+    .venv/bin/python scripts/build_debug_ext.py >/dev/null
+fi
+exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
