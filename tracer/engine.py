@@ -54,6 +54,7 @@ class TraceConfig:
     forward_output: bool = True
     cwd: str | None = None
     force: bool = False
+    live: bool = False  # emit "hit" events as hits are written (for the TUI)
 
 
 def gdb_path() -> str:
@@ -285,7 +286,46 @@ class Engine:
         except GdbDied:
             self._abort_startup()
             raise GdbDied("gdb exited during start-up: " + " ".join(mi.stderr_tail[-3:])) from None
+        if cfg.live:
+            t = threading.Thread(target=self._tail_session, name="session-tail", daemon=True)
+            t.start()
+            self._threads.append(t)
         return self.session_path
+
+    def _tail_session(self) -> None:
+        """Turn records appended by the agent into events, so a UI sees hits as they happen."""
+        from tracer.model import Breakpoint, Hit
+
+        pos = 0
+        partial = b""
+        while True:
+            done = self._finished.is_set()
+            try:
+                with open(self.session_path, "rb") as fh:
+                    fh.seek(pos)
+                    chunk = fh.read()
+                    pos += len(chunk)
+            except OSError:
+                chunk = b""
+            if chunk:
+                data = partial + chunk
+                lines = data.split(b"\n")
+                partial = lines.pop()
+                for raw in lines:
+                    try:
+                        rec = json.loads(raw)
+                    except ValueError:
+                        continue
+                    kind = rec.get("type")
+                    if kind == "hit":
+                        self._emit("hit", Hit.from_dict(rec))
+                    elif kind == "breakpoint":
+                        self._emit("breakpoint", Breakpoint.from_dict(rec))
+                    elif kind == "warning":
+                        self._emit("warning", rec.get("message"))
+            if done:
+                break
+            time.sleep(0.05)
 
     def _attach(self, pid: int) -> None:
         res = self.mi.command(f"-target-attach {int(pid)}", timeout=120, check=False)
@@ -310,6 +350,7 @@ class Engine:
         res = self.mi.console(f"pttrace-break {spec}", check=False)
         if res.error:
             self._warn(f"breakpoint {spec!r} was refused by gdb: {res.error}")
+        self.mi.console("pttrace-dump", check=False)
 
     # --- running --------------------------------------------------------------------------------
     def run(self) -> str:
@@ -465,6 +506,44 @@ class Engine:
                 return False
         return False
 
+    # --- interactive control (stop mode); safe to call from another thread ---------------------
+    def set_mode(self, mode: str) -> None:
+        self.config.mode = mode
+        self.mi.console(f"pttrace-mode {mode}")
+
+    def resume(self) -> None:
+        self.target_state = "running"
+        self.mi.command("-exec-continue", check=False)
+
+    def step(self) -> None:
+        self.mi.command("-exec-step", check=False)
+
+    def next(self) -> None:
+        self.mi.command("-exec-next", check=False)
+
+    def finish(self) -> None:
+        self.mi.command("-exec-finish", check=False)
+
+    def interrupt(self) -> None:
+        self.mi.command("-exec-interrupt", check=False)
+
+    def delete_breakpoint(self, spec: str) -> None:
+        self.mi.console(f"pttrace-delete {spec}", check=False)
+        self.mi.console("pttrace-dump", check=False)
+
+    def snapshot(self):
+        """The call path of the stopped thread, as a Hit with seq 0."""
+        from tracer.model import Frame, Hit, Thread
+
+        res = self.mi.console("pttrace-snapshot", check=False)
+        text = "".join(res.console).strip()
+        try:
+            data = json.loads(text.splitlines()[-1])
+        except (ValueError, IndexError):
+            return None
+        return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
+                   frames=[Frame.from_dict(f) for f in data.get("frames", [])], truncated=bool(data.get("truncated")))
+
     def request_stop(self, reason: str = "interrupted") -> None:
         """Thread-safe: ask the run loop to end (Ctrl-C, the TUI's quit)."""
         self._stop_requested = reason
@@ -504,6 +583,10 @@ class Engine:
                 os.close(self._pty_slave)
             except OSError:
                 pass
+        self._finished.set()
+        for t in self._threads:
+            if t.name == "session-tail":
+                t.join(2)
         self._emit("finished", self.status)
         self._tmp.cleanup()
         return self.status

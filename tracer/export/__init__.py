@@ -1,0 +1,20 @@
+"""Renderers of a loaded session: markdown, the JSON contract, folded stacks, and distinct call paths."""
+
+FORMATS = ("markdown", "json", "folded")
+
+
+def render(session, fmt: str = "markdown", all_frames: bool = False) -> str:
+    """``session`` in ``fmt``. Modules are imported on demand to keep the CLI's start-up light."""
+    if fmt == "markdown":
+        from tracer.export import markdown
+
+        return markdown.render(session, all_frames=all_frames)
+    if fmt == "json":
+        from tracer.export import json as json_export
+
+        return json_export.render(session)
+    if fmt == "folded":
+        from tracer.export import folded
+
+        return folded.render(session, all_frames=all_frames)
+    raise ValueError(f"unknown export format {fmt!r}")

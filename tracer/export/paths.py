@@ -91,6 +91,14 @@ def frame_label(frame: Frame, cwd: str | None = None) -> str:
     return name
 
 
+def innermost_python(frames: list[Frame]) -> Frame | None:
+    """The Python line closest to the native code: where the user's (or torch's) code called in."""
+    for f in reversed(frames):
+        if f.kind == "python":
+            return f
+    return None
+
+
 # --- folding
 
 def is_interpreter(frame: Frame) -> bool:

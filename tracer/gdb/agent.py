@@ -25,6 +25,7 @@ import time
 import gdb  # type: ignore[import-not-found]
 
 from tracer.classify import classify, dispatch_key, is_cold_clone, is_plt, short_name
+from tracer.gdb.linetable import line_ranges as _line_ranges
 
 EVAL_FRAME = "_PyEval_EvalFrameDefault"
 MAX_SOURCE = 400
@@ -176,64 +177,6 @@ def _read_bytes(obj) -> bytes | None:
         return bytes(gdb.selected_inferior().read_memory(b["ob_sval"].address, size))
     except Exception:
         return None
-
-
-def _varint(table: bytes, i: int) -> tuple[int, int]:
-    b = table[i]
-    i += 1
-    val = b & 63
-    shift = 0
-    while b & 64:
-        b = table[i]
-        i += 1
-        shift += 6
-        val |= (b & 63) << shift
-    return val, i
-
-
-def _svarint(table: bytes, i: int) -> tuple[int, int]:
-    val, i = _varint(table, i)
-    return (-(val >> 1) if val & 1 else val >> 1), i
-
-
-def _line_ranges(table: bytes, firstlineno: int) -> list[tuple[int, int, int | None]]:
-    """Decode a 3.11 ``co_linetable`` into (start_unit, end_unit, line) ranges."""
-    out = []
-    line = firstlineno
-    unit = 0
-    i = 0
-    n = len(table)
-    while i < n:
-        first = table[i]
-        i += 1
-        if not first & 0x80:
-            break  # not at an entry start: the table is not what we expect
-        code = (first >> 3) & 15
-        length = (first & 7) + 1
-        entry_line: int | None
-        if code == 15:  # no location
-            entry_line = None
-        elif code == 14:  # long form
-            delta, i = _svarint(table, i)
-            line += delta
-            entry_line = line
-            _, i = _varint(table, i)  # end line delta
-            _, i = _varint(table, i)  # start column
-            _, i = _varint(table, i)  # end column
-        elif code == 13:  # no column info
-            delta, i = _svarint(table, i)
-            line += delta
-            entry_line = line
-        elif code >= 10:  # one-line form: delta in the code, two column bytes
-            line += code - 10
-            entry_line = line
-            i += 2
-        else:  # short form: same line, one column byte
-            entry_line = line
-            i += 1
-        out.append((unit, unit + length, entry_line))
-        unit += length
-    return out
 
 
 def _code_info(code) -> dict | None:
@@ -553,6 +496,12 @@ def _record_stop(arg: str) -> None:
     record_hit(None, signal=arg.strip() or None)
 
 
+def _snapshot(arg: str) -> None:
+    """Print the selected thread's call path as one JSON line (for stepping in stop mode)."""
+    frames, truncated = call_path()
+    gdb.write(json.dumps({"thread": _thread(), "frames": frames, "truncated": truncated}) + "\n")
+
+
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode}) + "\n")
 
@@ -564,4 +513,5 @@ _Command("pttrace-mode", _mode)
 _Command("pttrace-dump", lambda arg: dump_breakpoints())
 _Command("pttrace-record-stop", _record_stop)
 _Command("pttrace-status", _status)
+_Command("pttrace-snapshot", _snapshot)
 gdb.events.breakpoint_modified.connect(_on_modified)

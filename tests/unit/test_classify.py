@@ -1,0 +1,112 @@
+"""The layer classifier on real frame names from the torch 2.13 CPU wheel (recorded by pttrace or read with nm)."""
+from __future__ import annotations
+
+import pytest
+
+from tracer.classify import classify, dispatch_key, is_cold_clone, is_plt, short_name, target_of
+
+CPU = "/x/site-packages/torch/lib/libtorch_cpu.so"
+PYB = "/x/site-packages/torch/lib/libtorch_python.so"
+C10 = "/x/site-packages/torch/lib/libc10.so"
+LIBPY = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
+EXE = "/root/.pyenv/versions/3.11.7/bin/python3.11"
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+ADAPTER_CPU = (
+    "c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer"
+    "<at::Tensor (at::Tensor const&), &at::(anonymous namespace)::wrapper_CPU_sigmoid>, at::Tensor, "
+    "c10::guts::typelist::typelist<at::Tensor const&> >, at::Tensor (at::Tensor const&)>::call(c10::OperatorKernel*, "
+    "c10::DispatchKeySet, at::Tensor const&)"
+)
+ADAPTER_AUTOGRAD = (
+    "c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer"
+    "<at::Tensor (c10::DispatchKeySet, at::Tensor const&), &torch::autograd::VariableType::(anonymous namespace)::sigmoid>, "
+    "at::Tensor, c10::guts::typelist::typelist<c10::DispatchKeySet, at::Tensor const&> >, at::Tensor (c10::DispatchKeySet, "
+    "at::Tensor const&)>::call(c10::OperatorKernel*, c10::DispatchKeySet, at::Tensor const&)"
+)
+BOXED_ADD = (
+    "c10::impl::make_boxed_from_unboxed_functor<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer"
+    "<at::Tensor (at::Tensor const&, at::Tensor const&, c10::Scalar const&), &at::(anonymous namespace)::wrapper_CPU_add_Tensor>, "
+    "at::Tensor, c10::guts::typelist::typelist<at::Tensor const&, at::Tensor const&, c10::Scalar const&> >, false>::call("
+    "c10::OperatorKernel*, c10::OperatorHandle const&, c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*)"
+)
+
+CASES = [
+    # (function, library, layer, dispatch key)
+    ("_start", EXE, "interpreter", None),
+    ("Py_BytesMain", LIBPY, "interpreter", None),
+    ("_PyEval_EvalFrameDefault", LIBPY, "interpreter", None),
+    ("cfunction_call", LIBPY, "interpreter", None),
+    ("_PyImport_LoadDynamicModuleWithSpec", LIBPY, "interpreter", None),
+    ("__libc_start_call_main", LIBC, "runtime", None),
+    ("initModule", PYB, "binding", None),
+    ("torch::cpu::initModule(_object*)", PYB, "binding", None),
+    ("torch::autograd::THPVariable_tensor(_object*, _object*, _object*)", PYB, "binding", None),
+    ("torch::autograd::THPVariable_sigmoid(_object*, _object*, _object*)", PYB, "binding", None),
+    ("THPEngine_run_backward(_object*, _object*, _object*)", PYB, "binding", None),
+    ("at::_ops::sigmoid::call(at::Tensor const&)", CPU, "dispatcher", None),
+    ("at::_ops::sigmoid::redispatch(c10::DispatchKeySet, at::Tensor const&)", CPU, "dispatcher", None),
+    ("at::_ops::sigmoid_backward::call(at::Tensor const&, at::Tensor const&)", CPU, "dispatcher", None),
+    ("c10::Dispatcher::callBoxed(c10::OperatorHandle const&, std::vector<c10::IValue, std::allocator<c10::IValue> >*) const",
+     CPU, "dispatcher", None),
+    (ADAPTER_CPU, CPU, "dispatcher", "CPU"),
+    (BOXED_ADD, CPU, "dispatcher", "CPU"),
+    (ADAPTER_AUTOGRAD, CPU, "autograd", "Autograd"),
+    ("torch::autograd::VariableType::(anonymous namespace)::sigmoid(c10::DispatchKeySet, at::Tensor const&)",
+     CPU, "autograd", "Autograd"),
+    ("torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, "
+     "torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)", CPU, "autograd", None),
+    ("torch::autograd::generated::SigmoidBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+     CPU, "autograd", None),
+    ("torch::autograd::python::PythonEngine::execute(std::vector<torch::autograd::Edge, "
+     "std::allocator<torch::autograd::Edge> > const&)", PYB, "autograd", None),
+    ("torch::ADInplaceOrView::(anonymous namespace)::add__Tensor(c10::DispatchKeySet, at::Tensor&, at::Tensor const&, "
+     "c10::Scalar const&)", CPU, "autograd", "ADInplaceOrView"),
+    ("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)", CPU, "kernel", "CPU"),
+    ("at::(anonymous namespace)::wrapper_CPU_sigmoid_backward(at::Tensor const&, at::Tensor const&)", CPU, "kernel", "CPU"),
+    ("at::(anonymous namespace)::wrapper_Meta_sigmoid_(at::Tensor&)", CPU, "kernel", "Meta"),
+    ("at::(anonymous namespace)::wrapper_CompositeExplicitAutograd__sigmoid_(at::Tensor&)", CPU, "kernel",
+     "CompositeExplicitAutograd"),
+    ("at::(anonymous namespace)::wrapper_MkldnnCPU__sigmoid(at::Tensor const&)", CPU, "kernel", "MkldnnCPU"),
+    ("at::(anonymous namespace)::structured_sigmoid_out_out::maybe_get_output(long)", CPU, "kernel", None),
+    ("at::native::AVX2::exp_kernel(at::TensorIteratorBase&)", CPU, "kernel", None),
+    ("c10::DefaultCPUAllocator::allocate(unsigned long)", C10, "runtime", None),
+    ("c10::alloc_cpu(unsigned long)", C10, "runtime", None),
+    ("GOMP_parallel", "/x/libgomp.so.1", "runtime", None),
+    (None, None, "runtime", None),
+]
+
+
+@pytest.mark.parametrize("function,library,layer,key", CASES)
+def test_layer_and_dispatch_key(function, library, layer, key):
+    assert classify(function, library) == layer
+    assert dispatch_key(function) == key
+
+
+def test_adapter_names_its_target():
+    assert target_of(ADAPTER_CPU) == "at::(anonymous namespace)::wrapper_CPU_sigmoid"
+    assert target_of("at::_ops::sigmoid::call(at::Tensor const&)") is None
+
+
+@pytest.mark.parametrize("function,short", [
+    ("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)", "at::wrapper_CPU_sigmoid"),
+    ("at::_ops::sigmoid::call(at::Tensor const&)", "at::_ops::sigmoid::call"),
+    ("torch::autograd::VariableType::(anonymous namespace)::sigmoid(c10::DispatchKeySet, at::Tensor const&)",
+     "torch::autograd::VariableType::sigmoid"),
+    (ADAPTER_CPU, "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call"),
+    (BOXED_ADD, "make_boxed_from_unboxed_functor<…wrapper_CPU_add_Tensor…>::call"),
+    ("c10::Dispatcher::callBoxed(c10::OperatorHandle const&, std::vector<c10::IValue, std::allocator<c10::IValue> >*) const",
+     "c10::Dispatcher::callBoxed"),
+    ("std::vector<at::Tensor, std::allocator<at::Tensor> >::push_back(at::Tensor const&)", "std::vector<…>::push_back"),
+    ("initModule", "initModule"),
+    (None, None),
+])
+def test_short_names(function, short):
+    assert short_name(function) == short
+
+
+def test_plt_and_cold_labels():
+    assert is_plt("THPVariable_tensor@plt")
+    assert not is_plt("torch::autograd::THPVariable_tensor(_object*, _object*, _object*)")
+    assert is_cold_clone("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&) [clone .cold]")
+    assert not is_cold_clone("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)")

@@ -1,0 +1,43 @@
+"""Our co_linetable decoder agrees with CPython's own co_lines() on every instruction of real code."""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json.decoder
+import sys
+import types
+
+import pytest
+
+from tracer.gdb.linetable import line_at, line_ranges
+
+pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="the 3.11 location table format")
+
+
+def all_code(module):
+    def walk(code):
+        yield code
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                yield from walk(const)
+
+    source = inspect.getsource(module)
+    yield from walk(compile(source, module.__file__, "exec"))
+
+
+@pytest.mark.parametrize("module", [argparse, json.decoder, inspect])
+def test_every_instruction_line_matches_co_lines(module):
+    checked = 0
+    for code in all_code(module):
+        ranges = line_ranges(code.co_linetable, code.co_firstlineno)
+        for start, end, line in code.co_lines():
+            for byte in range(start, end, 2):
+                assert line_at(ranges, byte // 2) == line, (code.co_name, byte)
+                checked += 1
+    assert checked > 1000
+
+
+def test_truncated_table_does_not_raise():
+    code = compile("x = 1\ny = 2\n", "<t>", "exec")
+    ranges = [r for cut in range(len(code.co_linetable)) for r in line_ranges(code.co_linetable[:cut], code.co_firstlineno)]
+    assert isinstance(ranges, list)

@@ -1,0 +1,81 @@
+"""The MI transport: results are matched to their command by token, async records go to the queue.
+
+The peer is a real process (a tiny fake gdb written in Python) answering out of order on purpose.
+"""
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
+
+FAKE_GDB = textwrap.dedent(r'''
+    import sys
+    print('=thread-group-added,id="i1"', flush=True)
+    print("(gdb)", flush=True)
+    for line in sys.stdin:
+        token = "".join(ch for ch in line if ch.isdigit() and line.index(ch) < 4)
+        cmd = line[len(token):].strip()
+        if cmd == "-gdb-exit":
+            print(token + "^exit", flush=True); break
+        if cmd.startswith("-slow"):
+            # an async record and stray console output arrive before the result
+            print('*stopped,reason="breakpoint-hit",bkptno="1"', flush=True)
+            print('~"console text\\n"', flush=True)
+            print(token + '^done,value="slow"', flush=True)
+        elif cmd.startswith("-bad"):
+            print(token + '^error,msg="No symbol \\"x\\" in current context."', flush=True)
+        else:
+            print(token + '^done,value="' + cmd + '"', flush=True)
+        print("(gdb)", flush=True)
+''')
+
+
+@pytest.fixture
+def conn(tmp_path):
+    script = tmp_path / "fakegdb.py"
+    script.write_text(FAKE_GDB)
+    c = MiConnection([sys.executable, str(script)])
+    yield c
+    c.close()
+
+
+def test_result_belongs_to_its_command(conn):
+    res = conn.command("-slow")
+    assert res.message == "done" and res.payload == {"value": "slow"}
+    assert res.console == ["console text\n"]
+    assert conn.command("-echo").payload == {"value": "-echo"}
+    events = []
+    while (ev := conn.next_event(timeout=0.5)) is not None:
+        events.append(ev)
+    assert any(e.kind == "notify" and e.message == "stopped" and e.payload["reason"] == "breakpoint-hit"
+               for e in events)
+    assert any(e.kind == "notify" and e.message == "thread-group-added" for e in events)
+
+
+def test_error_result_raises_with_gdbs_message(conn):
+    with pytest.raises(GdbCommandError, match='No symbol "x"'):
+        conn.command("-bad")
+    assert conn.command("-bad", check=False).error.startswith("No symbol")
+
+
+def test_close_leaves_no_process(conn):
+    conn.close()
+    assert conn.proc.poll() is not None
+
+
+@pytest.mark.parametrize("raw,quoted", [
+    ("initModule", '"initModule"'),
+    ('a"b', '"a\\"b"'),
+    ("c:\\x", '"c:\\\\x"'),
+    ("at::_ops::add_Tensor::call", '"at::_ops::add_Tensor::call"'),
+])
+def test_mi_quote(raw, quoted):
+    assert mi_quote(raw) == quoted
+
+
+def test_mi_quote_refuses_newlines():
+    with pytest.raises(GdbCommandError):
+        mi_quote("a\nshell rm -rf /")

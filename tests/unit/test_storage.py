@@ -1,0 +1,89 @@
+"""Session files: append-only, a cut-off file loads as interrupted, bad lines are named, not fatal."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tracer import storage
+from tracer.errors import SessionError
+from tracer.model import Breakpoint, Frame, Hit, Location, SessionInfo, Thread
+
+
+def write_session(path, hits=3, end=True):
+    w = storage.SessionWriter(path)
+    w.header(SessionInfo(id="s1", mode="run", argv=["python", "x.py"], started="2026-11-22T05:00:00+00:00"))
+    w.breakpoint(Breakpoint(spec="f", locations=[Location(function="f()", library="/l.so", address=16)]))
+    for i in range(1, hits + 1):
+        w.write({"type": "hit", **Hit(seq=i, breakpoint="f", thread=Thread(1, "python", 42), time=1.0,
+                                      frames=[Frame(kind="python", function="<module>", file="x.py", line=3,
+                                                    layer="python", source="f()"),
+                                              Frame(kind="native", function="f()", library="/l.so", address=16,
+                                                    layer="runtime")]).to_dict()})
+    if end:
+        w.end("completed", 0)
+    w.close()
+
+
+def test_round_trip(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_session(p)
+    s = storage.load(p)
+    assert s.info.status == "completed" and s.info.exit_code == 0
+    assert [h.seq for h in s.hits] == [1, 2, 3]
+    assert s.breakpoints[0].hits == 3
+    assert s.hits[0].frames[0].source == "f()"
+    assert s.hits[0].innermost.function == "f()"
+
+
+def test_file_without_end_is_interrupted_and_keeps_hits(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_session(p, hits=5, end=False)
+    s = storage.load(p)
+    assert s.info.status == "interrupted"
+    assert len(s.hits) == 5
+
+
+def test_torn_last_line_and_garbage_are_reported_by_line(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_session(p, hits=2, end=False)
+    with open(p, "a") as fh:
+        fh.write('{"type":"hit","seq":3,"fra')  # cut mid-write
+    report = storage.LoadReport()
+    s = storage.load(p, report)
+    assert len(s.hits) == 2
+    assert report.bad_lines and report.bad_lines[0][0] == 5
+    assert any("line 5" in w for w in s.info.warnings)
+
+
+def test_not_a_session(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text("hello\n")
+    with pytest.raises(SessionError, match="not a pttrace session: line 1"):
+        storage.load(p)
+
+
+def test_future_schema_is_refused(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text(json.dumps({"type": "header", "schema": 99, "session": {"id": "x"}}) + "\n")
+    with pytest.raises(SessionError, match="schema 99"):
+        storage.load(p)
+
+
+def test_resolve_id_prefix_last_and_ambiguity(tmp_path):
+    for name in ("20261122-050000-aaaa", "20261122-060000-bbbb"):
+        write_session(tmp_path / f"{name}.jsonl")
+    assert storage.resolve("20261122-05", tmp_path).stem == "20261122-050000-aaaa"
+    assert storage.resolve("20261122-060000-bbbb", tmp_path).stem == "20261122-060000-bbbb"
+    assert storage.resolve("last", tmp_path).suffix == ".jsonl"
+    with pytest.raises(SessionError, match="ambiguous"):
+        storage.resolve("20261122", tmp_path)
+    with pytest.raises(SessionError, match="no session"):
+        storage.resolve("nope", tmp_path)
+
+
+def test_unwritable_directory_is_one_sentence(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SessionError, match="cannot write the session file"):
+        storage.SessionWriter(blocker / "sub" / "a.jsonl")

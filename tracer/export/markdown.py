@@ -1,0 +1,317 @@
+"""A session as a markdown document people keep: metadata, breakpoints, and each distinct call path once.
+
+Every name that reaches the page goes through one of the escapers below, because C++ names are full
+of characters markdown means something by: ``<`` and ``>`` (HTML), ``*`` and ``_`` (emphasis), ``|``
+(table cells) and backticks (code spans). Inside a code span only backticks and, in a table, pipes
+matter; inside HTML (``<summary>``) only ``&<>"``; inside a fenced block nothing but a longer fence.
+"""
+from __future__ import annotations
+
+import html
+import re
+import shlex
+
+from tracer.export import paths as P
+from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
+from tracer.model import Breakpoint, Frame, Session
+
+# ---------------------------------------------------------------- escaping
+
+_MD_SPECIAL_RE = re.compile(r"([\\`*_\[\]<>|&~])")
+_BACKTICKS_RE = re.compile(r"`+")
+
+
+def text(s: object) -> str:
+    """Plain text on one line, with the characters that mean something mid-line backslash-escaped.
+
+    Never used at the start of a line, where ``#``, ``-`` or ``1.`` would also need care.
+    """
+    return _MD_SPECIAL_RE.sub(r"\\\1", " ".join(str(s).split()))
+
+
+def code(s: object, in_table: bool = False) -> str:
+    """An inline code span that holds ``s`` verbatim (a longer backtick fence than any run inside)."""
+    s = " ".join(str(s).splitlines())
+    runs = [len(m) for m in _BACKTICKS_RE.findall(s)]
+    fence = "`" * (max(runs) + 1 if runs else 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ")) else ""
+    out = f"{fence}{pad}{s}{pad}{fence}"
+    # GFM splits table cells on pipes before it parses code spans; ``\|`` is turned back into ``|``.
+    return out.replace("|", "\\|") if in_table else out
+
+
+def hcode(s: object) -> str:
+    """A name inside raw HTML (``<summary>``): entities, not backslashes."""
+    return f"<code>{html.escape(str(s), quote=True)}</code>"
+
+
+def fenced(body: str, lang: str = "") -> list[str]:
+    runs = [len(m) for m in _BACKTICKS_RE.findall(body)]
+    fence = "`" * max(3, (max(runs) + 1) if runs else 3)
+    return [f"{fence}{lang}", *body.splitlines(), fence]
+
+
+def link(label_md: str, url: str) -> str:
+    return f"[{label_md}]({url})"
+
+
+def row(cells: list[str]) -> str:
+    return "| " + " | ".join(c if c else " " for c in cells) + " |"
+
+
+_MERMAID_ENTITIES = {'"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;", "#": "#35;", "&": "#amp;",
+                     "|": "#124;", "\n": " "}
+
+
+def mermaid_label(s: str) -> str:
+    return "".join(_MERMAID_ENTITIES.get(ch, ch) for ch in s)
+
+
+# ---------------------------------------------------------------- document
+
+_LAYER_COLOURS = {
+    "python": "#d5f5d5", "interpreter": "#eeeeee", "binding": "#f3d9f7", "dispatcher": "#d6e4ff",
+    "autograd": "#fff1c2", "kernel": "#ffd6d6", "runtime": "#e8e8e8",
+}
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+class MarkdownRenderer:
+    def __init__(self, session: Session, all_frames: bool = False, context: int = 2,
+                 reader: SourceReader | None = None):
+        self.session = session
+        self.info = session.info
+        self.all_frames = all_frames
+        self.context = context
+        self.reader = reader or SourceReader(session.info.cwd)
+        self.ref = pinned_ref(self.info.torch_git_version, self.info.torch_version)
+        self.cwd = self.info.cwd
+
+    # -- top
+    def render(self) -> str:
+        paths = P.group(self.session.hits, self.all_frames)
+        out: list[str] = []
+        out += self.header(paths)
+        out += self.breakpoints()
+        out += self.call_paths(paths)
+        return "\n".join(out).rstrip() + "\n"
+
+    def header(self, paths: list[P.CallPath]) -> list[str]:
+        info = self.info
+        command = shlex.join(info.argv) if info.argv else None
+        title = f"# pttrace: {code(command)}" if command else f"# pttrace session {code(info.id)}"
+        torch = text(info.torch_version) if info.torch_version else "unknown"
+        commit = "unknown"
+        if info.torch_git_version:
+            commit = code(info.torch_git_version, in_table=True)
+            if self.ref == info.torch_git_version.strip():
+                commit = link(code(info.torch_git_version[:12], in_table=True), commit_url(self.ref))
+        mode = text(info.mode) + (f" (pid {info.pid})" if info.pid is not None else "")
+        date = text(info.started or "unknown")
+        if info.ended:
+            date += f" to {text(info.ended)}"
+        status = text(info.status)
+        if info.exit_code is not None:
+            status += f" (exit code {info.exit_code})"
+        warnings = "<br>".join(text(w) for w in info.warnings) if info.warnings else "none"
+        n_hits = len(self.session.hits)
+        rows = [
+            ("session", code(info.id, in_table=True)),
+            ("command", code(command, in_table=True) if command else "unknown"),
+            ("mode", mode),
+            ("Python", text(info.python) if info.python else "unknown"),
+            ("torch", torch),
+            ("torch git commit", commit),
+            ("gdb", text(info.gdb_version) if info.gdb_version else "unknown"),
+            ("date", date),
+            ("status", status),
+            ("hits", f"{n_hits:,} in {plural(len(paths), 'distinct call path')}"),
+            ("warnings", warnings),
+        ]
+        if info.cwd:
+            rows.insert(2, ("working directory", code(info.cwd, in_table=True)))
+        lines = [title, "", "| | |", "|---|---|"]
+        lines += [row([f"**{k}**", v]) for k, v in rows]
+        lines.append("")
+        return lines
+
+    def breakpoints(self) -> list[str]:
+        lines = ["## Breakpoints", ""]
+        if not self.session.breakpoints:
+            return lines + ["No breakpoints were recorded.", ""]
+        lines += [row(["breakpoint", "resolved locations", "hits"]), "|---|---|---:|"]
+        for bp in self.session.breakpoints:
+            lines.append(row([code(bp.spec, in_table=True), self.locations(bp), f"{bp.hits:,}"]))
+        lines.append("")
+        return lines
+
+    def locations(self, bp: Breakpoint) -> str:
+        parts: list[str] = []
+        for loc in bp.locations:
+            s = code(loc.function or (hex(loc.address) if loc.address is not None else "??"), in_table=True)
+            if loc.library:
+                s += " in " + code(loc.library.rsplit("/", 1)[-1], in_table=True)
+            if loc.file:
+                where = f"{P.display_path(loc.file, self.cwd)}:{loc.line}" if loc.line else P.display_path(loc.file, self.cwd)
+                url = github_url(loc.file, loc.line, self.ref)
+                s += " at " + (link(code(where, in_table=True), url) if url else code(where, in_table=True))
+            elif loc.address is not None and loc.function:
+                s += f" at {code(hex(loc.address), in_table=True)}"
+            if loc.note:
+                s += f" ({text(loc.note)})"
+            if not loc.enabled:
+                s += " (disabled)"
+            parts.append(s)
+        if bp.error:
+            parts.append("not set: " + text(bp.error))
+        if bp.suggestions:
+            parts.append("try " + ", ".join(code(x, in_table=True) for x in bp.suggestions))
+        if not parts:
+            parts.append("pending: never resolved" if bp.pending else "no locations")
+        return "<br>".join(parts)
+
+    # -- paths
+    def call_paths(self, paths: list[P.CallPath]) -> list[str]:
+        lines = ["## Call paths", ""]
+        if not paths:
+            return lines + ["No hits were recorded.", ""]
+        n_hits = sum(p.count for p in paths)
+        intro = (f"{plural(n_hits, 'hit')} took {plural(len(paths), 'distinct call path')}. "
+                 "Each path runs top-down, from the outermost Python frame to the innermost native frame.")
+        if not self.all_frames:
+            hidden = sum(p.hidden for p in paths)
+            if hidden:
+                intro += (" Interpreter and start-up frames are folded away "
+                          f"({plural(hidden, 'frame')} over all paths); `--all-frames` shows them.")
+        lines += [intro, ""]
+        for n, path in enumerate(paths, 1):
+            lines += self.call_path(n, path)
+        return lines
+
+    def call_path(self, n: int, path: P.CallPath) -> list[str]:
+        heading = f"### Path {n}: {code(path.title)}"
+        origin = P.innermost_python(path.frames)
+        if origin is not None and origin is not path.innermost and origin.file:
+            heading += f" from {code(P.frame_location(origin, self.cwd))}"
+        lines = [f"{heading} ({plural(path.count, 'hit')})", ""]
+        facts = []
+        if path.breakpoints:
+            facts.append("breakpoint " + ", ".join(code(b) for b in path.breakpoints))
+        threads = path.threads
+        facts.append(("thread " if len(threads) == 1 else "threads ") + ", ".join(text(t) for t in threads[:5])
+                     + (f" and {len(threads) - 5} more" if len(threads) > 5 else ""))
+        seqs = [h.seq for h in path.hits[:5]]
+        facts.append(("hit " if path.count == 1 else "hits ") + ", ".join(f"#{s}" for s in seqs)
+                     + (", …" if path.count > len(seqs) else ""))
+        if path.signals:
+            facts.append("stopped by signal " + ", ".join(code(s) for s in path.signals))
+        if path.hidden:
+            facts.append(f"{plural(path.hidden, 'frame')} folded")
+        lines += [" · ".join(facts), ""]
+        if path.truncated:
+            lines += ["The recorded stack was truncated: the outermost frames are missing.", ""]
+        if not path.frames:
+            return lines + ["No frames were recorded for this stop.", ""]
+        lines += ["Layers: " + " → ".join(path.layers), ""]
+        lines += self.mermaid(n, path)
+        lines += [row(["#", "layer", "function", "dispatch key", "library", "file:line"]),
+                  "|---:|---|---|---|---|---|"]
+        for i, frame in enumerate(path.frames, 1):
+            lines.append(self.frame_row(i, frame))
+        lines.append("")
+        for i, frame in enumerate(path.frames, 1):
+            lines += self.frame_details(i, frame)
+        return lines
+
+    def mermaid(self, n: int, path: P.CallPath) -> list[str]:
+        """One node per run of consecutive frames in the same layer, outermost first."""
+        runs: list[tuple[str, list[Frame]]] = []
+        for f in path.frames:
+            layer = P.layer_of(f)
+            if runs and runs[-1][0] == layer:
+                runs[-1][1].append(f)
+            else:
+                runs.append((layer, [f]))
+        lines = ["```mermaid", "flowchart LR"]
+        for i, (layer, frames) in enumerate(runs):
+            names = P.short_of(frames[0])
+            if len(frames) > 1:
+                names += f" … {P.short_of(frames[-1])}" if len(frames) > 2 else f", {P.short_of(frames[-1])}"
+            label = mermaid_label(f"{layer}: {names}")
+            lines.append(f'  p{n}n{i}["{label}"]:::{layer}')
+        if len(runs) > 1:
+            lines.append("  " + " --> ".join(f"p{n}n{i}" for i in range(len(runs))))
+        for layer in dict.fromkeys(layer for layer, _ in runs):
+            lines.append(f"  classDef {layer} fill:{_LAYER_COLOURS.get(layer, '#ffffff')},stroke:#555555")
+        lines += ["```", ""]
+        return lines
+
+    def frame_row(self, i: int, frame: Frame) -> str:
+        name = code(P.short_of(frame), in_table=True)
+        if frame.inlined:
+            name += " (inlined)"
+        key = P.dispatch_key_of(frame)
+        lib = P.library_name(frame)
+        return row([str(i), P.layer_of(frame), name, text(key) if key else "", code(lib, in_table=True) if lib else "",
+                    self.where(frame)])
+
+    def where(self, frame: Frame) -> str:
+        loc = P.frame_location(frame, self.cwd)
+        if loc is None:
+            return ""
+        url = github_url(frame.file, frame.line, self.ref)
+        return link(code(loc, in_table=True), url) if url else code(loc, in_table=True)
+
+    def frame_details(self, i: int, frame: Frame) -> list[str]:
+        layer = P.layer_of(frame)
+        summary = f"{i}. {hcode(P.short_of(frame))} ({html.escape(layer)})"
+        body: list[str] = []
+        if frame.kind != "python" and frame.function:
+            body += ["Full name:", ""] + fenced(frame.function, "text") + [""]
+        facts = []
+        if frame.library:
+            facts.append(f"library {code(frame.library)}")
+        if frame.address is not None:
+            facts.append(f"address {code(hex(frame.address))}")
+        if frame.file:
+            facts.append(f"file {code(frame.location)}")
+        if frame.decl_file or frame.decl_line:
+            decl = f"{frame.decl_file or frame.file}:{frame.decl_line}" if frame.decl_line else frame.decl_file
+            facts.append(f"declared at {code(decl)}")
+        if frame.inlined:
+            facts.append("inlined into its caller")
+        if facts:
+            body += ["- " + f for f in facts] + [""]
+        url = github_url(frame.file, frame.line, self.ref)
+        if url:
+            body += [f"On GitHub at {code(self.ref[:12] if self.ref else '')}: {link(code(P.frame_location(frame, self.cwd)), url)}", ""]
+        body += self.source(frame)
+        if not body:
+            return []
+        return ["<details>", f"<summary>{summary}</summary>", "", *body, "</details>", ""]
+
+    def source(self, frame: Frame) -> list[str]:
+        lang = language(frame.file) or ("python" if frame.kind == "python" else "")
+        excerpt = self.reader.excerpt(frame.file, frame.line, self.context)
+        recorded = frame.source if frame.kind == "python" else None
+        note: list[str] = []
+        if excerpt is not None and recorded is not None:
+            current = dict(excerpt).get(frame.line, "")
+            if current.strip() != recorded.strip():
+                excerpt = None
+                note = ["The file has changed since the recording; this is the line as it ran:", ""]
+        if excerpt is not None:
+            width = len(str(excerpt[-1][0]))
+            body = "\n".join(f"{'>' if n == frame.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
+            return fenced(body, lang) + [""]
+        if recorded:
+            return note + fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
+        return []
+
+
+def render(session: Session, all_frames: bool = False, context: int = 2, reader: SourceReader | None = None) -> str:
+    """The markdown document for ``session``."""
+    return MarkdownRenderer(session, all_frames=all_frames, context=context, reader=reader).render()
