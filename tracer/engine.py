@@ -55,6 +55,7 @@ class TraceConfig:
     cwd: str | None = None
     force: bool = False
     live: bool = False  # emit "hit" events as hits are written (for the TUI)
+    all_symbols: bool = False  # let gdb read every library's symbols (slow; the plain-gdb behaviour)
 
 
 def gdb_path() -> str:
@@ -144,6 +145,9 @@ class Engine:
         self._threads: list[threading.Thread] = []
         self.target_state = "starting"
         self.warnings: list[str] = []
+        self._new_libs: list[str] = []
+        self._loaded_libs: set[str] = set()
+        self._needed_libs: set[str] | None = None
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, kind: str, data: object = None) -> None:
@@ -261,6 +265,13 @@ class Engine:
             mi.command("-gdb-set confirm off")
             mi.command("-gdb-set breakpoint pending on")
             mi.command("-gdb-set print thread-events off")
+            if not cfg.all_symbols:
+                # Read symbols only for libraries we need (DESIGN.md section 2: libtorch_cpu.so alone
+                # costs gdb ~4 s). Stop at each library load to decide; a stack that passes through a
+                # library we skipped makes the agent ask for it, and the hit is recorded again.
+                self._needed_libs = self._libraries_for_breakpoints()
+                mi.command("-gdb-set auto-solib-add off")
+                mi.command("-gdb-set stop-on-solib-events 1")
             if cfg.pid is None:
                 mi.command(f"-inferior-tty-set {mi_quote(self._open_pty())}")
             mi.console(f"python import sys; sys.path.insert(0, {AGENT_PACKAGE_PARENT!r}); import tracer.gdb.agent")
@@ -291,6 +302,54 @@ class Engine:
             t.start()
             self._threads.append(t)
         return self.session_path
+
+    # --- which libraries' symbols gdb reads ---------------------------------------------------
+    # Libraries at least this big are skipped unless a breakpoint (or a recorded stack) needs them.
+    HEAVY_LIBRARY = 100 * 1024 * 1024
+
+    def _libraries_for_breakpoints(self) -> set[str] | None:
+        """Basenames of the heavy libraries that define a breakpoint's function; None: unknown, load all."""
+        try:
+            from tracer.symbols import libraries_defining, torch_libraries
+        except ImportError:
+            return None
+        try:
+            libs = [lib for lib in torch_libraries(self.config.python)
+                    if os.path.getsize(lib) >= self.HEAVY_LIBRARY]
+        except Exception:
+            return None
+        needed: set[str] = set()
+        for spec in self.config.breakpoints:
+            if ":" in spec.replace("::", "") or spec.startswith("*"):
+                return None  # FILE:LINE or an address: we cannot tell which library
+            try:
+                needed.update(os.path.basename(lib) for lib in libraries_defining(spec, libs))
+            except Exception:
+                return None
+        return needed
+
+    def _wants_symbols(self, path: str) -> bool:
+        needed = getattr(self, "_needed_libs", None)
+        if needed is None:
+            return True
+        base = os.path.basename(path)
+        if base in needed:
+            return True
+        try:
+            return os.path.getsize(path) < self.HEAVY_LIBRARY
+        except OSError:
+            return True
+
+    def _load_symbols(self, paths: list[str]) -> None:
+        for path in paths:
+            if path in self._loaded_libs:
+                continue
+            self._loaded_libs.add(path)
+            self.mi.console(f"sharedlibrary {_gdb_regex_literal(path)}", timeout=300, check=False)
+
+    def _on_solib_event(self) -> None:
+        new, self._new_libs = self._new_libs, []
+        self._load_symbols([p for p in new if self._wants_symbols(p)])
 
     def _tail_session(self) -> None:
         """Turn records appended by the agent into events, so a UI sees hits as they happen."""
@@ -413,6 +472,11 @@ class Engine:
         if message == "running":
             self.target_state = "running"
             return False
+        if message == "library-loaded":
+            path = payload.get("target-name") or payload.get("id")
+            if path and payload.get("symbols-loaded") != "1":
+                self._new_libs.append(path)
+            return False
         if message in ("breakpoint-modified", "breakpoint-created"):
             self._emit("breakpoints", payload)
         return False
@@ -447,7 +511,20 @@ class Engine:
             # Other signals belong to the target: pass them on.
             self.mi.command("-exec-continue", check=False)
             return False
+        if reason == "solib-event":
+            self._on_solib_event()
+            self.mi.command("-exec-continue", check=False)
+            return False
         if reason == "breakpoint-hit":
+            status = self._agent_status()
+            if status.get("need_libs"):
+                # The stack passed through libraries whose symbols we skipped: load them, record again.
+                self._load_symbols(status["need_libs"])
+                self.mi.console("pttrace-rerecord", timeout=60, check=False)
+                status = self._agent_status()
+                if not status.get("stop"):
+                    self.mi.command("-exec-continue", check=False)
+                    return False
             self._emit("stopped", payload)
             if self.config.max_hits and self._hits_so_far() >= self.config.max_hits:
                 self.end_reason = "max-hits"
@@ -469,12 +546,15 @@ class Engine:
         if tid:
             self.mi.command(f"-thread-select {tid}", check=False)
 
-    def _hits_so_far(self) -> int:
+    def _agent_status(self) -> dict:
         try:
             res = self.mi.console("pttrace-status", timeout=10)
-            return int(json.loads("".join(res.console))["hits"])
+            return json.loads("".join(res.console))
         except Exception:
-            return 0
+            return {}
+
+    def _hits_so_far(self) -> int:
+        return int(self._agent_status().get("hits", 0))
 
     def _finish_target(self, interrupt: bool) -> None:
         """End the target's part: kill a launched target, detach from an attached one."""
@@ -612,6 +692,12 @@ class Engine:
     def load_session(self) -> Session:
         assert self.session_path is not None
         return storage.load(self.session_path)
+
+
+def _gdb_regex_literal(path: str) -> str:
+    """A regex (for gdb's ``sharedlibrary``) matching exactly this path."""
+    special = set("\\.[]*^$")  # POSIX basic regex: (){}+?| are literal unless escaped
+    return "^" + "".join("\\" + ch if ch in special else ch for ch in path) + "$"
 
 
 def _alive(pid: int) -> bool:

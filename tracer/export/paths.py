@@ -113,14 +113,14 @@ def visible_frames(frames: list[Frame], all_frames: bool = False) -> list[Frame]
     return [f for f in frames[first_python:] if not is_interpreter(f)]
 
 
-def portable_key(frame: Frame) -> tuple:
+def portable_key(frame: Frame, cwd: str | None = None) -> tuple:
     """Like ``Frame.key`` but comparable across runs and machines (for ``diff``).
 
     Library directories and site-packages prefixes differ between environments, and addresses move
     with ASLR, so only basenames, package-relative paths and names are kept.
     """
     if frame.kind == "python":
-        return ("py", display_path(frame.file), frame.line, frame.function)
+        return ("py", display_path(frame.file, cwd), frame.line, frame.function)
     return ("c", library_name(frame), frame.function)
 
 
@@ -190,16 +190,20 @@ class CallPath:
         return short_of(inner) if inner is not None else "(no frames)"
 
 
-def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False) -> list[CallPath]:
+def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False,
+          cwd: str | None = None) -> list[CallPath]:
     """Distinct call paths in order of their first hit.
 
-    ``portable`` groups by :func:`portable_key`, for comparing sessions recorded in different places.
+    ``portable`` groups by :func:`portable_key` (with the session's ``cwd``), for comparing sessions
+    recorded in different places.
     """
-    frame_key = portable_key if portable else Frame.key
     paths: dict[tuple, CallPath] = {}
     for hit in hits:
         shown = visible_frames(hit.frames, all_frames)
-        key = tuple(frame_key(f) for f in shown)
+        if portable:
+            key = tuple(portable_key(f, cwd) for f in shown)
+        else:
+            key = tuple(f.key() for f in shown)
         path = paths.get(key)
         if path is None:
             path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown))

@@ -42,6 +42,9 @@ class _State:
     breakpoints: dict = {}
     started = time.time()
     py_ok = None  # None: not checked yet; False: interpreter has no debug info
+    need_libs: list = []  # libraries without symbols that the last stack passed through
+    pending_spec = None  # the breakpoint whose hit waits to be recorded again after loading them
+    stop_requested = False  # what stop() decided, for pttrace-status
 
 
 STATE = _State()
@@ -84,6 +87,17 @@ def _library(pc: int) -> str | None:
         except Exception:
             _exe_name = ""
     return _exe_name or None
+
+
+def _symbols_loaded(lib: str | None) -> bool:
+    """Whether gdb has read this library's symbols (with auto-solib-add off, maybe not)."""
+    if not lib:
+        return True
+    try:
+        names = {o.filename for o in gdb.objfiles()}
+    except Exception:
+        return True
+    return lib in names or os.path.realpath(lib) in names
 
 
 def _native(frame, inline_index: int) -> dict:
@@ -332,8 +346,26 @@ def _thread() -> dict:
         return {"id": None, "name": None, "lwp": None}
 
 
-def record_hit(spec: str | None, signal: str | None = None) -> None:
+def _missing_symbols(frames: list[dict]) -> list[str]:
+    libs = []
+    for f in frames:
+        if f["kind"] == "native" and not f.get("function") and f.get("library") and f["library"] not in libs:
+            if not _symbols_loaded(f["library"]):
+                libs.append(f["library"])
+    return libs
+
+
+def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False) -> bool:
+    """Record the current stack; returns False if deferred until missing symbols are loaded."""
     frames, truncated = call_path()
+    if allow_defer:
+        missing = _missing_symbols(frames)
+        if missing:
+            STATE.need_libs = missing
+            STATE.pending_spec = spec
+            for key in [k for k, v in _native_cache.items() if v.get("library") in missing]:
+                del _native_cache[key]
+            return False
     STATE.hits += 1
     rec = {"type": "hit", "seq": STATE.hits, "breakpoint": spec, "thread": _thread(), "time": time.time(),
            "frames": frames}
@@ -342,6 +374,7 @@ def record_hit(spec: str | None, signal: str | None = None) -> None:
     if signal:
         rec["signal"] = signal
     _write(rec)
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,14 +394,22 @@ class TraceBreakpoint(gdb.Breakpoint):
             name = None
         if is_plt(name):
             return False  # a stub in another library, not the function itself
+        STATE.need_libs = []
         try:
-            record_hit(self.pt_spec)
+            if not record_hit(self.pt_spec, allow_defer=True):
+                STATE.stop_requested = self._wants_stop()
+                return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         except OSError as exc:
             _warn(f"could not write the session file: {exc}")
             return True  # stop so pttrace notices and reports it
         except Exception as exc:  # never let a bad read kill the run
             _warn(f"could not record a hit: {exc.__class__.__name__}: {exc}")
             return False
+        STATE.stop_requested = self._wants_stop()
+        return STATE.stop_requested
+
+    @staticmethod
+    def _wants_stop() -> bool:
         if STATE.max_hits and STATE.hits >= STATE.max_hits:
             return True
         return STATE.mode == "stop"
@@ -503,7 +544,18 @@ def _snapshot(arg: str) -> None:
 
 
 def _status(arg: str) -> None:
-    gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode}) + "\n")
+    gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
+                          "stop": STATE.stop_requested}) + "\n")
+
+
+def _rerecord(arg: str) -> None:
+    """Record the deferred hit now that the libraries it needed have symbols."""
+    if STATE.pending_spec is None and not STATE.need_libs:
+        return
+    spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
+    _native_cache.clear()
+    record_hit(spec)
+    STATE.stop_requested = TraceBreakpoint._wants_stop()
 
 
 _Command("pttrace-setup", _setup)
@@ -514,4 +566,5 @@ _Command("pttrace-dump", lambda arg: dump_breakpoints())
 _Command("pttrace-record-stop", _record_stop)
 _Command("pttrace-status", _status)
 _Command("pttrace-snapshot", _snapshot)
+_Command("pttrace-rerecord", _rerecord)
 gdb.events.breakpoint_modified.connect(_on_modified)

@@ -1,0 +1,69 @@
+"""``pttrace export SESSION``: markdown notes (default), the JSON data contract, or folded stacks."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tracer.commands._sessions import add_session_dir, load
+from tracer.errors import UsageError
+
+FORMATS = ("markdown", "json", "folded")
+_BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded"}
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="write a session as markdown, JSON or folded stacks",
+        description="Write a recorded session as markdown notes (default), the JSON data contract, "
+                    "or collapsed stacks for flame-graph tools (speedscope, flamegraph.pl).",
+    )
+    p.add_argument("session", metavar="SESSION", help="a session id, a unique prefix, a path, or `last`")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: from the -o suffix, else markdown)")
+    p.add_argument("--all-frames", action="store_true",
+                   help="keep interpreter and start-up frames (folded away by default)")
+    add_session_dir(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.export import render
+
+    fmt = args.format
+    if fmt is None:
+        suffix = os.path.splitext(args.output or "")[1].lower()
+        fmt = _BY_SUFFIX.get(suffix, "markdown")
+    session = load(args.session, args)
+    text = render(session, fmt, all_frames=args.all_frames)
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    write(args.output, text)
+    print(f"pttrace: wrote {len(session.hits):,} hits as {fmt} to {args.output}.", file=sys.stderr)
+    return 0
+
+
+def write(path: str, text: str) -> None:
+    """Write ``text`` whole or not at all: a half-written notes file is worse than none."""
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        tmp = path  # a device or a fifo (/dev/null, a pipe to a viewer): no rename possible
+    else:
+        tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if tmp != path:
+            os.replace(tmp, path)
+    except OSError as exc:
+        if tmp != path:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, IsADirectoryError) or os.path.isdir(path):
+            reason = "it is a directory"
+        raise UsageError(f"cannot write {path}: {reason}.") from None

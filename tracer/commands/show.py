@@ -1,0 +1,47 @@
+"""``pttrace show SESSION``: the distinct call paths of a session as a tree, one colour per layer."""
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from tracer.commands._sessions import add_session_dir, load
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("show", help="print the distinct call paths of a session",
+                              description="Print the distinct call paths of a recorded session, top-down, "
+                                          "coloured by layer.")
+    p.add_argument("session", metavar="SESSION", help="a session id, a unique prefix, a path, or `last`")
+    p.add_argument("--all-frames", action="store_true",
+                   help="keep interpreter and start-up frames (folded away by default)")
+    add_session_dir(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from tracer.export import paths as P
+    from tracer.export.tree import add_path, path_label, plural
+
+    session = load(args.session, args)
+    info = session.info
+    paths = P.group(session.hits, args.all_frames)
+    root_label = Text()
+    root_label.append(f"session {info.id}", style="bold")
+    if info.argv:
+        root_label.append(f"  {shlex.join(info.argv)}")
+    root_label.append(f"  {info.status}", style="green" if info.status == "completed" else "yellow")
+    root_label.append(f"  {plural(len(session.hits), 'hit')} in {plural(len(paths), 'distinct call path')}",
+                      style="cyan")
+    tree = Tree(root_label)
+    for warning in info.warnings:
+        tree.add(Text(f"warning: {warning}", style="yellow"))
+    if not paths:
+        tree.add(Text("no hits were recorded", style="grey50"))
+    for n, path in enumerate(paths, 1):
+        add_path(tree, path_label(n, path, info.cwd), path, info.cwd)
+    Console(highlight=False).print(tree)
+    return 0

@@ -1,0 +1,226 @@
+"""An ELF file opened for reading: section table through pyelftools, section bytes through mmap.
+
+pyelftools gives us the structure (headers, section names); the bytes of big sections are read
+straight from an mmap so that a 400 MB library costs only the pages we touch. Compressed debug
+sections (``SHF_COMPRESSED`` with zlib or zstd, and the older ``.zdebug_*``) are inflated here.
+Every way a file can be unreadable becomes one ``SymbolError`` sentence.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+
+from tracer.errors import SymbolError
+
+from .cache import FileKey
+
+SHT_NOBITS = 8
+SHT_NOTE = 7
+SHF_COMPRESSED = 0x800
+ELFCOMPRESS_ZLIB = 1
+ELFCOMPRESS_ZSTD = 2
+NT_GNU_BUILD_ID = 3
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+class ElfFile:
+    """One ELF file: its sections, build-id and debug link; raises SymbolError if unreadable."""
+
+    def __init__(self, path: str):
+        self.path = os.path.realpath(path)
+        self.display = path
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise SymbolError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise SymbolError(f"{path}: cannot read it ({exc.strerror})") from None
+        if not os.path.isfile(self.path):
+            raise SymbolError(f"{path}: not a regular file")
+        self.size = st.st_size
+        self.mtime_ns = st.st_mtime_ns
+        try:
+            self._fh = open(self.path, "rb")
+        except OSError as exc:
+            raise SymbolError(f"{path}: cannot read it ({exc.strerror})") from None
+        head = self._fh.read(64)
+        if head[:4] != b"\x7fELF":
+            raise SymbolError(f"{path}: not an ELF file")
+        if len(head) < 52:
+            raise SymbolError(f"{path}: truncated ELF file ({self.size} bytes)")
+        if head[4] not in (1, 2) or head[5] != 1:
+            raise SymbolError(f"{path}: unsupported ELF variant (only little-endian ELF32/ELF64 are read)")
+        self.elfclass = 64 if head[4] == 2 else 32
+        self.machine = struct.unpack_from("<H", head, 18)[0]
+        self.mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self.sections = self._read_sections(path)
+        self._decompressed: dict[str, bytes] = {}
+
+    def _read_sections(self, shown: str) -> dict[str, Section]:
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
+        try:
+            elf = ELFFile(self._fh)
+            shoff = elf.header["e_shoff"]
+            shnum = elf.num_sections()
+            if shoff + shnum * elf.header["e_shentsize"] > self.size:
+                raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; its section table "
+                                  f"ends at byte {shoff + shnum * elf.header['e_shentsize']})")
+            sections: dict[str, Section] = {}
+            listed: list[Section] = []
+            for i in range(shnum):
+                sec = elf.get_section(i)
+                h = sec.header
+                s = Section(sec.name, _sh_type(h["sh_type"]), h["sh_flags"], h["sh_addr"], h["sh_offset"],
+                            h["sh_size"], h["sh_link"], h["sh_entsize"])
+                if s.type != SHT_NOBITS and s.size and s.offset + s.size > self.size:
+                    raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; section {s.name} "
+                                      f"ends at byte {s.offset + s.size})")
+                sections.setdefault(s.name, s)
+                listed.append(s)
+            self.section_list = listed
+            return sections
+        except SymbolError:
+            raise
+        except (ELFError, struct.error, ValueError, KeyError, IndexError, OSError) as exc:
+            raise SymbolError(f"{shown}: corrupt or truncated ELF file ({exc})") from None
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def build_id(self) -> str | None:
+        for sec in self.sections.values():
+            if sec.type != SHT_NOTE or sec.size > 1 << 16:
+                continue
+            data = bytes(self.mm[sec.offset : sec.offset + sec.size])
+            pos = 0
+            while pos + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+                name_start = pos + 12
+                desc_start = name_start + ((namesz + 3) & ~3)
+                end = desc_start + ((descsz + 3) & ~3)
+                if end > len(data):
+                    break
+                if ntype == NT_GNU_BUILD_ID and data[name_start : name_start + namesz].rstrip(b"\0") == b"GNU":
+                    return data[desc_start : desc_start + descsz].hex()
+                pos = end
+        return None
+
+    def key(self) -> FileKey:
+        return FileKey(self.path, self.size, self.mtime_ns, self.build_id)
+
+    @property
+    def debuglink(self) -> tuple[str, int] | None:
+        """(file name, crc32) from ``.gnu_debuglink``."""
+        sec = self.sections.get(".gnu_debuglink")
+        if sec is None or sec.size < 8:
+            return None
+        data = bytes(self.mm[sec.offset : sec.offset + sec.size])
+        end = data.find(b"\0")
+        if end <= 0:
+            return None
+        crc_at = (end + 4) & ~3
+        if crc_at + 4 > len(data):
+            return None
+        return data[:end].decode("utf-8", "replace"), struct.unpack_from("<I", data, crc_at)[0]
+
+    # -- section bytes --------------------------------------------------------------------------
+    def has(self, name: str) -> bool:
+        sec = self.sections.get(name) or self.sections.get(name.replace(".debug_", ".zdebug_", 1))
+        return sec is not None and sec.type != SHT_NOBITS and sec.size > 0
+
+    def raw(self, sec: Section) -> memoryview:
+        return memoryview(self.mm)[sec.offset : sec.offset + sec.size]
+
+    def data(self, name: str) -> memoryview | bytes | None:
+        """The contents of a section, inflated if compressed; None if absent or NOBITS."""
+        if name in self._decompressed:
+            return self._decompressed[name]
+        sec = self.sections.get(name)
+        legacy = False
+        if sec is None and name.startswith(".debug_"):
+            sec = self.sections.get(".z" + name[1:])
+            legacy = sec is not None
+        if sec is None or sec.type == SHT_NOBITS or sec.size == 0:
+            return None
+        raw = self.raw(sec)
+        if legacy:
+            out = _inflate_zdebug(raw, self.display, name)
+        elif sec.flags & SHF_COMPRESSED:
+            out = self._inflate(raw, name)
+        else:
+            return raw
+        self._decompressed[name] = out
+        return out
+
+    def _inflate(self, raw: memoryview, name: str) -> bytes:
+        if self.elfclass == 64:
+            ch_type, _, ch_size, _ = struct.unpack_from("<IIQQ", raw)
+            body = raw[24:]
+        else:
+            ch_type, ch_size, _ = struct.unpack_from("<III", raw)
+            body = raw[12:]
+        try:
+            if ch_type == ELFCOMPRESS_ZLIB:
+                out = zlib.decompress(body)
+            elif ch_type == ELFCOMPRESS_ZSTD:
+                import zstandard
+
+                out = zstandard.ZstdDecompressor().decompress(bytes(body), max_output_size=ch_size)
+            else:
+                raise SymbolError(f"{self.display}: section {name} uses an unknown compression ({ch_type})")
+        except (zlib.error, ValueError) as exc:
+            raise SymbolError(f"{self.display}: section {name} does not decompress ({exc})") from None
+        except Exception as exc:  # zstandard.ZstdError is not importable without the package
+            if type(exc).__name__ == "ZstdError":
+                raise SymbolError(f"{self.display}: section {name} does not decompress ({exc})") from None
+            raise
+        if len(out) != ch_size:
+            raise SymbolError(f"{self.display}: section {name} decompresses to {len(out)} bytes, "
+                              f"its header says {ch_size}")
+        return out
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+        except BufferError:
+            pass  # views are still alive; the mapping goes with them
+        self._fh.close()
+
+
+def _inflate_zdebug(raw: memoryview, shown: str, name: str) -> bytes:
+    if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
+        raise SymbolError(f"{shown}: section {name} has a bad compression header")
+    size = struct.unpack_from(">Q", raw, 4)[0]
+    try:
+        out = zlib.decompress(raw[12:])
+    except zlib.error as exc:
+        raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
+    if len(out) != size:
+        raise SymbolError(f"{shown}: section {name} decompresses to {len(out)} bytes, not {size}")
+    return out
+
+
+_SH_TYPES = {"SHT_NULL": 0, "SHT_PROGBITS": 1, "SHT_SYMTAB": 2, "SHT_STRTAB": 3, "SHT_RELA": 4, "SHT_HASH": 5,
+             "SHT_DYNAMIC": 6, "SHT_NOTE": 7, "SHT_NOBITS": 8, "SHT_REL": 9, "SHT_DYNSYM": 11}
+
+
+def _sh_type(value) -> int:
+    """pyelftools reports known section types by name; we want the number."""
+    if isinstance(value, int):
+        return value
+    return _SH_TYPES.get(value, -1)
