@@ -397,6 +397,9 @@ class Engine:
         self.target_pid = pid
         self.target_state = "stopped"
         self._wait_stopped(30.0)
+        # The libraries were loaded before we came: read the symbols we want now.
+        self._drain_events()
+        self._on_solib_event()
 
     def _abort_startup(self) -> None:
         if self.mi:
@@ -576,15 +579,25 @@ class Engine:
         self.target_state = "exited" if self.config.pid is None else "detached"
 
     def _wait_stopped(self, timeout: float) -> bool:
+        """Wait for the target to stop, still taking note of other events (library loads)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             ev = self.mi.next_event(timeout=0.1)
-            if ev and ev.kind == "notify" and ev.message == "stopped":
+            if ev is None:
+                continue
+            if ev.kind == "notify" and ev.message == "stopped":
                 self.target_state = "stopped"
                 return True
-            if ev and ev.kind == "gdb-exited":
+            if ev.kind == "gdb-exited":
                 return False
+            if ev.kind == "notify" and ev.message != "stopped":
+                self._on_notify(ev.message, ev.payload or {})
         return False
+
+    def _drain_events(self) -> None:
+        while (ev := self.mi.next_event(timeout=0.05)) is not None:
+            if ev.kind == "notify" and ev.message != "stopped":
+                self._on_notify(ev.message, ev.payload or {})
 
     # --- interactive control (stop mode); safe to call from another thread ---------------------
     def set_mode(self, mode: str) -> None:

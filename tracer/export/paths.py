@@ -92,11 +92,18 @@ def frame_label(frame: Frame, cwd: str | None = None) -> str:
 
 
 def innermost_python(frames: list[Frame]) -> Frame | None:
-    """The Python line closest to the native code: where the user's (or torch's) code called in."""
+    """The Python line closest to the native code: where the user's (or torch's) code called in.
+
+    importlib's frozen frames (``<frozen importlib._bootstrap>``) are skipped when a real file is
+    further out: "from torch/__init__.py:445" says more than "from _call_with_frames_removed".
+    """
+    fallback = None
     for f in reversed(frames):
         if f.kind == "python":
-            return f
-    return None
+            if f.file and not f.file.startswith("<"):
+                return f
+            fallback = fallback or f
+    return fallback
 
 
 # --- folding

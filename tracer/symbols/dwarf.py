@@ -586,7 +586,7 @@ class LineTable:
     def from_payload(cls, p) -> "LineTable":
         rows = []
         for a_b, f_b, l_b, d_b in p[3]:
-            a, f, ln, d = array("Q"), array("i"), array("I"), array("I")
+            a, f, ln, d = array("Q"), array("q"), array("q"), array("q")
             a.frombytes(a_b)
             f.frombytes(f_b)
             ln.frombytes(l_b)
@@ -860,7 +860,7 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
         last_high = high
         seq_low.append(low)
         seq_high.append(high)
-        seq_rows.append((array("Q", a), array("i", f), array("I", ln), array("I", d)))
+        seq_rows.append((array("Q", a), array("q", f), array("q", ln), array("q", d)))
     return LineTable(file_names, seq_low, seq_high, seq_rows)
 
 
@@ -900,9 +900,9 @@ class FunctionTable:
             linkage=array("B", [1 if f[1] else 0 for f in funcs]),
             callers=array("i", [f[2] for f in funcs]),
             call_files=[fname(f[3]) if f[3] is not None else None for f in funcs],
-            call_lines=array("I", [f[4] or 0 for f in funcs]),
+            call_lines=array("Q", [f[4] or 0 for f in funcs]),
             decl_files=[fname(f[5]) if f[5] is not None else None for f in funcs],
-            decl_lines=array("I", [f[6] or 0 for f in funcs]),
+            decl_lines=array("Q", [f[6] or 0 for f in funcs]),
             max_span=max((h - lo for lo, h in zip(lows, highs)), default=0),
         )
 
@@ -935,7 +935,7 @@ class FunctionTable:
             return a
 
         return cls(arr("Q", p[0]), arr("Q", p[1]), arr("i", p[2]), p[3], arr("B", p[4]), arr("i", p[5]),
-                   p[6], arr("I", p[7]), p[8], arr("I", p[9]), p[10])
+                   p[6], arr("Q", p[7]), p[8], arr("Q", p[9]), p[10])
 
 
 class DwarfReader:
