@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from tracer import storage
-from tracer.errors import GdbDied, GdbNotFound, PermissionDenied, TargetError, UsageError
+from tracer.errors import GdbDied, GdbNotFound, PermissionDenied, PttraceError, SessionError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
 from tracer.model import Session, SessionInfo
 
@@ -148,6 +148,7 @@ class Engine:
         self._new_libs: list[str] = []
         self._loaded_libs: set[str] = set()
         self._needed_libs: set[str] | None = None
+        self.write_error: str | None = None
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, kind: str, data: object = None) -> None:
@@ -257,7 +258,10 @@ class Engine:
         if not helper:
             self._warn(f"no python-gdb helper beside {cfg.python}; Python frames are read by pttrace's own reader")
 
-        self.mi = MiConnection(self._gdb_argv(gdb, helper), cwd=cfg.cwd)
+        env = dict(os.environ)
+        env["SHELL"] = "/bin/sh"
+        env.pop("DEBUGINFOD_URLS", None)  # never fetch anything over the network
+        self.mi = MiConnection(self._gdb_argv(gdb, helper), cwd=cfg.cwd, env=env)
         mi = self.mi
         try:
             mi.command("-gdb-set mi-async on")
@@ -265,6 +269,9 @@ class Engine:
             mi.command("-gdb-set confirm off")
             mi.command("-gdb-set breakpoint pending on")
             mi.command("-gdb-set print thread-events off")
+            # gdb 13 cannot pass an argument containing a space without a shell (it splits on
+            # whitespace), so the target starts through /bin/sh, with every argument escaped by gdb
+            # itself (construct_inferior_arguments); SHELL is pinned to /bin/sh in gdb's environment.
             if not cfg.all_symbols:
                 # Read symbols only for libraries we need (DESIGN.md section 2: libtorch_cpu.so alone
                 # costs gdb ~4 s). Stop at each library load to decide; a stack that passes through a
@@ -287,8 +294,8 @@ class Engine:
                 self._attach(cfg.pid)
             mi.console(f"pttrace-setup {cfg_path}")
             for spec in cfg.breakpoints:
-                self.add_breakpoint(spec)
-        except PermissionDenied:
+                self.add_breakpoint(spec, fatal=True)
+        except (PermissionDenied, UsageError):
             self._abort_startup()
             raise
         except GdbCommandError as exc:
@@ -407,10 +414,14 @@ class Engine:
         if self.writer:
             self.writer.end("gdb-died")
 
-    def add_breakpoint(self, spec: str) -> None:
+    def add_breakpoint(self, spec: str, fatal: bool = False) -> None:
         assert self.mi is not None
+        if not spec.strip() or any(ch in spec for ch in "\r\n\0"):
+            raise UsageError(f"{spec!r} is not a breakpoint location.")
         res = self.mi.console(f"pttrace-break {spec}", check=False)
         if res.error:
+            if fatal:
+                raise UsageError(f"gdb rejects the breakpoint {spec!r}: {res.error.rstrip('.')}.")
             self._warn(f"breakpoint {spec!r} was refused by gdb: {res.error}")
         self.mi.console("pttrace-dump", check=False)
 
@@ -520,6 +531,11 @@ class Engine:
             return False
         if reason == "breakpoint-hit":
             status = self._agent_status()
+            if status.get("write_error"):
+                self.write_error = status["write_error"]
+                self.end_reason = "session file unwritable"
+                self._finish_target(interrupt=False)
+                return True
             if status.get("need_libs"):
                 # The stack passed through libraries whose symbols we skipped: load them, record again.
                 self._load_symbols(status["need_libs"])
@@ -665,11 +681,17 @@ class Engine:
         if self.end_reason in ("timeout", "interrupted", "sigint", "sigterm") and self.status == "completed":
             self.status = "interrupted"
         if self.writer:
-            self._write_suggestions()
+            try:
+                self._write_suggestions()
+            except Exception:
+                pass
         if self.status == "gdb-died" and mi is not None and mi.stderr_tail:
             self._warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
         if self.writer:
-            self.writer.end(self.status, self.exit_code, reason=self.end_reason)
+            try:
+                self.writer.end(self.status, self.exit_code, reason=self.end_reason)
+            except PttraceError as exc:
+                self.write_error = self.write_error or exc.message
             self.writer.close()
         if self._pty_master is not None:
             try:

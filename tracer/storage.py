@@ -30,6 +30,15 @@ def now_iso() -> str:
     return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One JSON line. Names that are not valid UTF-8 (surrogate-escaped) are kept as \\u escapes."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
+
+
 class SessionWriter:
     """Appends records to a session file, one ``write()`` per record."""
 
@@ -42,7 +51,7 @@ class SessionWriter:
             raise SessionError(f"cannot write the session file {self.path}: {exc.strerror}.") from exc
 
     def write(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        data = encode_record(record)
         try:
             os.write(self._fd, data)
         except OSError as exc:

@@ -1,6 +1,7 @@
 """The JSON export is the data contract of DESIGN.md section 4, and loads back to the same session."""
 from __future__ import annotations
 
+import copy
 import json
 
 from export_support import load_sigmoid
@@ -59,3 +60,15 @@ def test_empty_session():
     s.breakpoints = []
     doc = json.loads(json_export.render(s))
     assert doc["hits"] == [] and doc["breakpoints"] == []
+
+
+def test_each_hit_line_is_exactly_the_hit_as_the_model_writes_it():
+    # Hits are assembled from cached frame texts; they must equal the plain encoding, key order included.
+    s = load_sigmoid()
+    extra = copy.deepcopy(s.hits[2])
+    extra.seq, extra.truncated, extra.signal = 5, True, "SIGSEGV"
+    extra.frames[-1].inlined = True
+    extra.frames[-1].decl_file, extra.frames[-1].decl_line = "/__w/pytorch/pytorch/build/aten/src/ATen/RegisterCPU_0.cpp", 1234
+    s.hits.append(extra)
+    lines = [line.strip().rstrip(",") for line in json_export.render(s).splitlines() if line.startswith('    {"seq":')]
+    assert lines == [json.dumps(h.to_dict(), ensure_ascii=False, separators=(",", ":")) for h in s.hits]

@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from tracer.errors import UsageError
+from tracer.errors import SessionError, UsageError
 
 
 def add_common_trace_options(p: argparse.ArgumentParser) -> None:
@@ -92,6 +92,9 @@ def run_batch(config, quiet: bool = False) -> int:
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
+    if engine.write_error:
+        raise SessionError(f"could not write the session file {engine.session_path}: {engine.write_error}; "
+                           "the run was stopped.")
     session = engine.load_session()
     print_summary(session, config, quiet=quiet)
     return 0

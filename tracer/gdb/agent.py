@@ -45,6 +45,7 @@ class _State:
     need_libs: list = []  # libraries without symbols that the last stack passed through
     pending_spec = None  # the breakpoint whose hit waits to be recorded again after loading them
     stop_requested = False  # what stop() decided, for pttrace-status
+    write_error = None  # set when the session file cannot be written (disk full, directory gone)
 
 
 STATE = _State()
@@ -59,7 +60,11 @@ _exe_name = None
 def _write(record: dict) -> None:
     if STATE.session_fd < 0:
         return
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogateescape")
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8: keep it, as JSON escapes
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
     os.write(STATE.session_fd, data)
 
 
@@ -247,7 +252,7 @@ def _python_frames(frame) -> list[dict] | None:
     out = []
     seen = 0
     try:
-        while int(iframe) and seen < 1000:
+        while int(iframe) and seen < STATE.max_depth:
             seen += 1
             f = iframe.dereference()
             info = _code_info(f["f_code"])
@@ -324,11 +329,17 @@ def call_path() -> tuple[list[dict], bool]:
         if is_eval:
             pyframes = _python_frames(f)
             if pyframes:
+                room = STATE.max_depth - len(frames)
+                if len(pyframes) > room:
+                    frames.extend(pyframes[:room])
+                    truncated = True
+                    break
                 frames.extend(pyframes)
             else:
                 frames.append(_native(f, inline_index))
         else:
             frames.append(_native(f, inline_index))
+        depth = len(frames)
         try:
             f = f.older()
         except gdb.error:
@@ -400,7 +411,7 @@ class TraceBreakpoint(gdb.Breakpoint):
                 STATE.stop_requested = self._wants_stop()
                 return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         except OSError as exc:
-            _warn(f"could not write the session file: {exc}")
+            STATE.write_error = f"{exc.strerror or exc}"
             return True  # stop so pttrace notices and reports it
         except Exception as exc:  # never let a bad read kill the run
             _warn(f"could not record a hit: {exc.__class__.__name__}: {exc}")
@@ -545,7 +556,7 @@ def _snapshot(arg: str) -> None:
 
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
-                          "stop": STATE.stop_requested}) + "\n")
+                          "stop": STATE.stop_requested, "write_error": STATE.write_error}) + "\n")
 
 
 def _rerecord(arg: str) -> None:

@@ -1,0 +1,198 @@
+"""Symbols and sources: what the recorder and ``pttrace where`` ask of libraries, fast at libtorch scale.
+
+Public API (addresses are file-relative: ``st_value``, what ``nm`` and ``addr2line`` use):
+
+- ``find_symbol(name, libraries) -> list[SymbolMatch]``: every function or object named ``name`` the
+  way gdb's ``break NAME`` understands it: the exact demangled name, the name without its parameter
+  list, trailing ``::`` components (``initModule`` matches ``torch::cpu::initModule(_object*)`` and
+  ``initModule``), or the mangled name; a leading ``::`` asks for the fully qualified name. ``@plt``
+  stubs (calls into another library) and ``[clone .cold]`` parts are listed and labelled.
+- ``libraries_defining(name, libraries) -> list[str]``: the libraries defining a *function* of that
+  name (not through a stub): which libraries gdb must read symbols for. Cached per library.
+- ``suggest(name, libraries, limit=5) -> list[str]``: close qualified names for a misspelled one.
+- ``line_for_address(library, address) -> SourceLine | None`` and
+  ``lines_for_addresses(library, addresses) -> dict[int, SourceLine | None]``: file:line, function
+  and inlining chain as ``addr2line -f -C -i`` reports them; None when there is no DWARF for it.
+- ``symbol_at(library, address) -> tuple[SymbolMatch, int] | None``: the function holding an address
+  and the offset into it.
+- ``line_info_source(library) -> str | None``: the file holding the library's DWARF (itself, or a
+  separate debug file from ``/usr/lib/debug/.build-id`` or ``.gnu_debuglink``), None for a release build.
+- ``torch_libraries(python) -> list[str]``: torch's shared libraries for an interpreter, found
+  without importing torch.
+
+Errors: a library that is missing, not ELF, truncated or with corrupt DWARF raises ``SymbolError``
+(one sentence); a bad ``python`` raises ``UsageError``. Indexes are cached under
+``$XDG_CACHE_HOME/pttrace`` (see ``cache.py``). Only this package imports pyelftools and cxxfilt.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from tracer.errors import SymbolError, UsageError
+
+from .dwarf import DwarfFormatError, DwarfReader, InlineStep, SourceLine, find_debug_file
+from .elf_index import LibraryIndex, RawSymbol
+
+__all__ = [
+    "SymbolMatch", "SourceLine", "InlineStep", "find_symbol", "libraries_defining", "suggest",
+    "line_for_address", "lines_for_addresses", "symbol_at", "line_info_source", "torch_libraries",
+]
+
+
+@dataclass
+class SymbolMatch:
+    """One symbol a name resolves to. ``file``/``line``: the line table at ``address`` (addr2line's
+    answer); ``decl_file``/``decl_line``: the function's declaration in DWARF. None without DWARF."""
+
+    name: str  # demangled
+    mangled: str
+    library: str
+    address: int  # file-relative (st_value, or the stub's address for a plt entry)
+    size: int
+    binding: str  # local / global / weak / unique
+    kind: str  # function / object
+    plt: bool = False
+    cold: bool = False
+    file: str | None = None
+    line: int | None = None
+    decl_file: str | None = None
+    decl_line: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _index(library: str) -> LibraryIndex:
+    return LibraryIndex.open(library)
+
+
+def _match(raw: RawSymbol, library: str) -> SymbolMatch:
+    return SymbolMatch(raw.demangled, raw.mangled, library, raw.address, raw.size, raw.binding, raw.kind,
+                       raw.plt, raw.cold)
+
+
+def find_symbol(name: str, libraries: list[str]) -> list[SymbolMatch]:
+    """Every symbol ``name`` designates in these libraries, with file:line where DWARF says it."""
+    out: list[SymbolMatch] = []
+    for lib in libraries:
+        shown = os.path.abspath(lib)
+        index = _index(lib)
+        raws = index.lookup(name)
+        if not raws:
+            continue
+        matches = [_match(r, shown) for r in raws]
+        reader = _dwarf(index)
+        if reader is not None:
+            for m in matches:
+                if m.plt or m.kind != "function":
+                    continue
+                sl = _lookup(reader, index, m.address)
+                if sl is not None:
+                    m.file, m.line = sl.file, sl.line
+                    m.decl_file, m.decl_line = sl.decl_file, sl.decl_line
+        out.extend(matches)
+    return out
+
+
+def libraries_defining(name: str, libraries: list[str]) -> list[str]:
+    """The libraries (as given) that define a function called ``name`` (stubs do not count)."""
+    return [lib for lib in libraries if _index(lib).defines(name)]
+
+
+def suggest(name: str, libraries: list[str], limit: int = 5) -> list[str]:
+    """Qualified names close to ``name``, best first."""
+    scored: dict[str, float] = {}
+    for lib in libraries:
+        for score, candidate in _index(lib).suggest(name, limit=limit * 2):
+            if score > scored.get(candidate, -1.0):
+                scored[candidate] = score
+    ranked = sorted(scored.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+    return [n for n, _ in ranked[:limit]]
+
+
+def symbol_at(library: str, address: int) -> tuple[SymbolMatch, int] | None:
+    found = _index(library).symbol_at(address)
+    if found is None:
+        return None
+    raw, offset = found
+    return _match(raw, os.path.abspath(library)), offset
+
+
+# -- DWARF ---------------------------------------------------------------------------------------
+_readers: dict[tuple, DwarfReader | None] = {}
+
+
+def _dwarf(index: LibraryIndex) -> DwarfReader | None:
+    ident = (index.path, index.elf.size, index.elf.mtime_ns)
+    if ident not in _readers:
+        dbg = find_debug_file(index.elf)
+        try:
+            _readers[ident] = DwarfReader(dbg, index.path) if dbg is not None else None
+        except DwarfFormatError:
+            _readers[ident] = None
+    return _readers[ident]
+
+
+def _lookup(reader: DwarfReader, index: LibraryIndex, address: int) -> SourceLine | None:
+    def symbol_name(addr: int) -> str | None:
+        found = index.symbol_at(addr)
+        return found[0].mangled if found is not None and not found[0].plt else None
+
+    try:
+        return reader.lookup(address, symbol_name)
+    except (DwarfFormatError, IndexError, ValueError, struct.error, OverflowError) as exc:
+        raise SymbolError(f"{index.elf.display}: corrupt DWARF ({exc})") from None
+
+
+def line_info_source(library: str) -> str | None:
+    reader = _dwarf(_index(library))
+    return reader.elf.path if reader is not None else None
+
+
+def line_for_address(library: str, address: int) -> SourceLine | None:
+    index = _index(library)
+    reader = _dwarf(index)
+    if reader is None:
+        return None
+    return _lookup(reader, index, address)
+
+
+def lines_for_addresses(library: str, addresses) -> dict[int, SourceLine | None]:
+    """Many addresses of one library: each unit's tables are decoded (or read from the cache) once."""
+    index = _index(library)
+    reader = _dwarf(index)
+    if reader is None:
+        return {a: None for a in addresses}
+    return {a: _lookup(reader, index, a) for a in sorted(set(addresses))}
+
+
+# -- where torch lives -----------------------------------------------------------------------------
+_FIND_TORCH = "import importlib.util as u; s = u.find_spec('torch'); print(s.origin if s and s.origin else '')"
+
+
+@lru_cache(maxsize=8)
+def torch_libraries(python: str) -> list[str]:
+    """``torch/lib/*.so`` and ``torch/_C*.so`` of the interpreter ``python``; torch is not imported."""
+    try:
+        proc = subprocess.run([python, "-c", _FIND_TORCH], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise UsageError(f"{python}: no such interpreter") from None
+    except PermissionError:
+        raise UsageError(f"{python}: not executable") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{python}: did not answer within 60 s") from None
+    origin = proc.stdout.strip()
+    if proc.returncode != 0 or not origin:
+        raise UsageError(f"{python} has no torch installed", hint="pass the libraries with --lib PATH")
+    package = os.path.dirname(origin)
+    libdir = os.path.join(package, "lib")
+    libs = []
+    if os.path.isdir(libdir):
+        libs = sorted(os.path.join(libdir, f) for f in os.listdir(libdir) if f.endswith(".so"))
+    libs += sorted(os.path.join(package, f) for f in os.listdir(package)
+                   if f.startswith("_C") and f.endswith(".so"))
+    return libs

@@ -172,6 +172,54 @@ class Abbrev:
     children: bool
     attrs: list[tuple[int, int, int]]  # (attribute, form, implicit constant)
     fixed: int | None  # total size of the attributes when every form has a fixed size here
+    plans: dict = field(default_factory=dict)  # wanted attributes -> compiled plan
+
+
+_SKIP_ULEB, _SKIP_CSTR, _SKIP_BLOCK, _SKIP_BLOCK1, _SKIP_BLOCK2, _SKIP_BLOCK4 = -1, -2, -3, -4, -5, -6
+_VARIABLE_SKIPS = {F_UDATA: _SKIP_ULEB, F_SDATA: _SKIP_ULEB, F_REF_UDATA: _SKIP_ULEB, F_STRX: _SKIP_ULEB,
+                   F_ADDRX: _SKIP_ULEB, F_LOCLISTX: _SKIP_ULEB, F_RNGLISTX: _SKIP_ULEB,
+                   F_GNU_ADDR_INDEX: _SKIP_ULEB, F_GNU_STR_INDEX: _SKIP_ULEB, F_STRING: _SKIP_CSTR,
+                   F_EXPRLOC: _SKIP_BLOCK, F_BLOCK: _SKIP_BLOCK, F_BLOCK1: _SKIP_BLOCK1, F_BLOCK2: _SKIP_BLOCK2,
+                   F_BLOCK4: _SKIP_BLOCK4}
+_NOTHING: frozenset = frozenset()
+_KEEP_ALL = object()  # marks a step decoded only to learn its length (DW_FORM_indirect)
+# What we read of function DIEs; everything else is skipped by length.
+FUNCTION_ATTRS = frozenset({AT_NAME, AT_LOW_PC, AT_HIGH_PC, AT_RANGES, AT_ABSTRACT_ORIGIN, AT_SPECIFICATION,
+                            AT_DECL_FILE, AT_DECL_LINE, AT_CALL_FILE, AT_CALL_LINE, AT_LINKAGE_NAME,
+                            AT_MIPS_LINKAGE_NAME})
+
+
+def _compile_plan(ab: "Abbrev", wanted: frozenset | None, addr_size: int, offset_size: int, version: int) -> list:
+    """Steps to walk a DIE's attributes: an int skips (>= 0: that many bytes; < 0: a variable-length
+    form), a tuple decodes. Runs of fixed-size attributes we do not want collapse into one skip."""
+    plan: list = []
+    run = 0
+    for at, form, const in ab.attrs:
+        size = None
+        if form in _FIXED_SIZE:
+            size = _FIXED_SIZE[form]
+        elif form in _OFFSET_SIZED:
+            size = offset_size
+        elif form == F_ADDR:
+            size = addr_size
+        elif form == F_REF_ADDR:
+            size = offset_size if version >= 3 else addr_size
+        take = wanted is None or at in wanted
+        if not take and size is not None:
+            run += size
+            continue
+        if run:
+            plan.append(run)
+            run = 0
+        if take:
+            plan.append((at, form, const))
+        elif form in _VARIABLE_SKIPS:
+            plan.append(_VARIABLE_SKIPS[form])
+        else:  # DW_FORM_indirect or unknown: decode to find the length, then drop the value
+            plan.append((at, form, _KEEP_ALL))
+    if run:
+        plan.append(run)
+    return plan
 
 
 class CompUnit:
@@ -265,76 +313,90 @@ class CompUnit:
             raise DwarfFormatError(f"unit at {self.offset:#x} uses unknown abbreviation {code}") from None
 
     # -- attribute values --------------------------------------------------------------------
-    def read_attrs(self, pos: int, ab: Abbrev) -> tuple[list[tuple[int, int, object]], int]:
-        """Decode every attribute of a DIE: [(attribute, form, raw value)], position after it."""
+    def read_attrs(self, pos: int, ab: Abbrev, wanted: frozenset | None = None):
+        """Decode a DIE's attributes (only those in ``wanted``, if given), in order:
+        ([(attribute, form, raw value)], position after the DIE's attributes)."""
+        plan = ab.plans.get(wanted)
+        if plan is None:
+            plan = ab.plans[wanted] = _compile_plan(ab, wanted, self.addr_size, self.offset_size, self.version)
         data = self.data
         out = []
-        for at, form, const in ab.attrs:
-            while form == F_INDIRECT:
-                form, pos = _uleb(data, pos)
-            if form in (F_DATA1, F_REF1, F_FLAG, F_STRX1, F_ADDRX1):
-                value = data[pos]
-                pos += 1
-            elif form in (F_DATA2, F_REF2, F_STRX2, F_ADDRX2):
-                value = data[pos] | data[pos + 1] << 8
-                pos += 2
-            elif form in (F_DATA4, F_REF4, F_STRX4, F_ADDRX4, F_REF_SUP4):
-                value = int.from_bytes(data[pos : pos + 4], "little")
-                pos += 4
-            elif form in (F_DATA8, F_REF8, F_REF_SIG8, F_REF_SUP8):
-                value = int.from_bytes(data[pos : pos + 8], "little")
-                pos += 8
-            elif form in (F_STRP, F_SEC_OFFSET, F_LINE_STRP, F_STRP_SUP, F_GNU_REF_ALT, F_GNU_STRP_ALT):
-                value = int.from_bytes(data[pos : pos + self.offset_size], "little")
-                pos += self.offset_size
-            elif form in (F_UDATA, F_REF_UDATA, F_STRX, F_ADDRX, F_LOCLISTX, F_RNGLISTX, F_GNU_ADDR_INDEX,
-                          F_GNU_STR_INDEX):
-                value, pos = _uleb(data, pos)
-            elif form == F_SDATA:
-                value, pos = _sleb(data, pos)
-            elif form == F_ADDR:
-                value = int.from_bytes(data[pos : pos + self.addr_size], "little")
-                pos += self.addr_size
-            elif form == F_STRING:
-                end = data.index(b"\0", pos)
-                value = data[pos:end].decode("utf-8", "replace")
-                pos = end + 1
-            elif form == F_FLAG_PRESENT:
-                value = 1
-            elif form == F_IMPLICIT_CONST:
-                value = const
-            elif form == F_REF_ADDR:
-                size = self.offset_size if self.version >= 3 else self.addr_size
-                value = int.from_bytes(data[pos : pos + size], "little")
-                pos += size
-            elif form in (F_EXPRLOC, F_BLOCK):
-                n, pos = _uleb(data, pos)
-                value = None
-                pos += n
-            elif form == F_BLOCK1:
-                pos += 1 + data[pos]
-                value = None
-            elif form == F_BLOCK2:
-                pos += 2 + (data[pos] | data[pos + 1] << 8)
-                value = None
-            elif form == F_BLOCK4:
-                pos += 4 + int.from_bytes(data[pos : pos + 4], "little")
-                value = None
-            elif form == F_STRX3 or form == F_ADDRX3:
-                value = int.from_bytes(data[pos : pos + 3], "little")
-                pos += 3
-            elif form == F_DATA16:
-                value = None
-                pos += 16
+        for step in plan:
+            if step.__class__ is int:
+                if step >= 0:
+                    pos += step
+                elif step == _SKIP_ULEB:
+                    while data[pos] & 0x80:
+                        pos += 1
+                    pos += 1
+                elif step == _SKIP_CSTR:
+                    pos = data.index(b"\0", pos) + 1
+                elif step == _SKIP_BLOCK:
+                    n, pos = _uleb(data, pos)
+                    pos += n
+                elif step == _SKIP_BLOCK1:
+                    pos += 1 + data[pos]
+                elif step == _SKIP_BLOCK2:
+                    pos += 2 + (data[pos] | data[pos + 1] << 8)
+                else:  # _SKIP_BLOCK4
+                    pos += 4 + int.from_bytes(data[pos : pos + 4], "little")
             else:
-                raise DwarfFormatError(f"unit at {self.offset:#x}: unknown attribute form {form:#x}")
-            out.append((at, form, value))
+                at, form, const = step
+                while form == F_INDIRECT:
+                    form, pos = _uleb(data, pos)
+                value, pos = self._read_form(form, const, pos)
+                if const is not _KEEP_ALL:
+                    out.append((at, form, value))
         return out, pos
+
+    def _read_form(self, form: int, const: int, pos: int):
+        data = self.data
+        if form == F_REF4 or form == F_DATA4 or form == F_STRX4 or form == F_ADDRX4 or form == F_REF_SUP4:
+            return int.from_bytes(data[pos : pos + 4], "little"), pos + 4
+        if form == F_DATA1 or form == F_REF1 or form == F_FLAG or form == F_STRX1 or form == F_ADDRX1:
+            return data[pos], pos + 1
+        if form == F_IMPLICIT_CONST:
+            return const, pos
+        if form == F_ADDR:
+            return int.from_bytes(data[pos : pos + self.addr_size], "little"), pos + self.addr_size
+        if form == F_DATA2 or form == F_REF2 or form == F_STRX2 or form == F_ADDRX2:
+            return data[pos] | data[pos + 1] << 8, pos + 2
+        if form in _OFFSET_SIZED:
+            return int.from_bytes(data[pos : pos + self.offset_size], "little"), pos + self.offset_size
+        if form == F_DATA8 or form == F_REF8 or form == F_REF_SIG8 or form == F_REF_SUP8:
+            return int.from_bytes(data[pos : pos + 8], "little"), pos + 8
+        if form in (F_UDATA, F_REF_UDATA, F_STRX, F_ADDRX, F_LOCLISTX, F_RNGLISTX, F_GNU_ADDR_INDEX,
+                    F_GNU_STR_INDEX):
+            return _uleb(data, pos)
+        if form == F_SDATA:
+            return _sleb(data, pos)
+        if form == F_STRING:
+            end = data.index(b"\0", pos)
+            return data[pos:end].decode("utf-8", "replace"), end + 1
+        if form == F_FLAG_PRESENT:
+            return 1, pos
+        if form == F_REF_ADDR:
+            size = self.offset_size if self.version >= 3 else self.addr_size
+            return int.from_bytes(data[pos : pos + size], "little"), pos + size
+        if form in (F_EXPRLOC, F_BLOCK):
+            n, pos = _uleb(data, pos)
+            return None, pos + n
+        if form == F_BLOCK1:
+            return None, pos + 1 + data[pos]
+        if form == F_BLOCK2:
+            return None, pos + 2 + (data[pos] | data[pos + 1] << 8)
+        if form == F_BLOCK4:
+            return None, pos + 4 + int.from_bytes(data[pos : pos + 4], "little")
+        if form == F_STRX3 or form == F_ADDRX3:
+            return int.from_bytes(data[pos : pos + 3], "little"), pos + 3
+        if form == F_DATA16:
+            return None, pos + 16
+        raise DwarfFormatError(f"unit at {self.offset:#x}: unknown attribute form {form:#x}")
 
     def skip_attrs(self, pos: int, ab: Abbrev) -> int:
         if ab.fixed is not None:
             return pos + ab.fixed
-        return self.read_attrs(pos, ab)[1]
+        return self.read_attrs(pos, ab, _NOTHING)[1]
 
     def string(self, form: int, value) -> str | None:
         r = self.reader
@@ -490,7 +552,7 @@ class CompUnit:
                 raise DwarfFormatError(f"unit at {self.offset:#x} uses unknown abbreviation {code}")
             this_func = -1
             if ab.tag in FUNCTION_TAGS:
-                attrs, pos = self.read_attrs(pos, ab)
+                attrs, pos = self.read_attrs(pos, ab, FUNCTION_ATTRS)
                 rngs = self.pc_ranges(attrs)
                 name, is_linkage, decl_file, decl_line = self._function_names(attrs, mangled_by_name)
                 caller = -1
@@ -554,7 +616,7 @@ class CompUnit:
         if code == 0:
             return None, []
         ab = self._abbrev(code)
-        attrs, _ = self.read_attrs(pos, ab)
+        attrs, _ = self.read_attrs(pos, ab, FUNCTION_ATTRS)
         return ab, attrs
 
 

@@ -1,0 +1,758 @@
+"""pttrace vs plain gdb, side by side: start-up to the first recorded hit, hot-breakpoint throughput,
+peak memory, and a check that what was recorded is the right call path.
+
+    .venv/bin/python bench/bench_run.py            # 5 rounds (about 4-5 minutes here)
+    .venv/bin/python bench/bench_run.py --quick    # 2 rounds
+    .venv/bin/python bench/bench_run.py -n 3 --only init,hot --no-write
+
+Every round runs each variant of each case once, in turn (pttrace, then gdb, then the next
+variant...), so slow drifts of a noisy machine hit all of them alike; the tables show medians over
+the rounds and ratios of medians. The results are printed and written to ``bench/RESULTS.md``,
+section "Run and attach" (other sections of that file are left as they are).
+
+Cases
+  init     ``--break initModule`` on scripts/hello-world.py, stop at the first hit (``--max-hits 1``)
+  sigmoid  the same with ``--break wrapper_CPU_sigmoid`` (a kernel in libtorch_cpu.so)
+  hot      bench/hot_add.py: ``torch.add`` 2,000 times under ``--break at::_ops::add_Tensor::call``;
+           the loop's own wall time is measured inside the target, so per-hit cost excludes start-up
+
+Peak memory is the sum of the peak RSS (VmHWM, polled from /proc every 10 ms) of the debugger's
+processes: pttrace itself plus its gdb, or the one plain gdb. The traced Python is reported apart.
+
+A run whose recorded path is wrong counts as a failure, printed loudly, and the script exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PTTRACE = ROOT / ".venv" / "bin" / "pttrace"
+HELLO = "scripts/hello-world.py"
+HOT = "bench/hot_add.py"
+HOT_N = 2000
+RESULTS = ROOT / "bench" / "RESULTS.md"
+SECTION = "Run and attach"
+ADD_OP = "at::_ops::add_Tensor::call"
+
+
+# ------------------------------------------------------------------------------------------------
+# Measuring one process tree
+# ------------------------------------------------------------------------------------------------
+def _status_kb(pid: int, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _ppid_map() -> dict[int, int]:
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+            out[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+class TreeSampler(threading.Thread):
+    """Polls the process tree under ``root``: the peak RSS of each debugger process and of the target.
+
+    Debugger processes: the root itself, and every process named gdb whose parent is not a gdb.
+    Target: any process whose parent is a gdb (the traced Python; a forked gdb before its exec is
+    counted there too, which is why tool processes are chosen by their parent).
+    """
+
+    def __init__(self, root: int, interval: float = 0.01):
+        super().__init__(daemon=True)
+        self.root = root
+        self.interval = interval
+        self.peaks: dict[int, int] = {}
+        self.roles: dict[int, str] = {}
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        ppid = _ppid_map()
+        children: dict[int, list[int]] = {}
+        for pid, parent in ppid.items():
+            children.setdefault(parent, []).append(pid)
+        todo = [self.root]
+        gdbs = set()
+        while todo:
+            pid = todo.pop()
+            kids = children.get(pid, [])
+            todo.extend(kids)
+            if pid == self.root:
+                role = "tool"
+                if _comm(pid) == "gdb":
+                    gdbs.add(pid)
+            elif ppid.get(pid) in gdbs:
+                role = "target"
+            elif _comm(pid) == "gdb":
+                role = "gdb"
+                gdbs.add(pid)
+            else:
+                role = "other"
+            self.roles.setdefault(pid, role)
+            hwm = _status_kb(pid, "VmHWM:")
+            if hwm is not None and hwm > self.peaks.get(pid, 0):
+                self.peaks[pid] = hwm
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join(2)
+
+    def tool_peak_kb(self) -> int:
+        root = self.peaks.get(self.root, 0)
+        gdbs = [kb for pid, kb in self.peaks.items() if self.roles.get(pid) == "gdb"]
+        return root + (max(gdbs) if gdbs else 0)
+
+    def target_peak_kb(self) -> int:
+        return max([kb for pid, kb in self.peaks.items() if self.roles.get(pid) == "target"] or [0])
+
+
+@dataclass
+class RunResult:
+    wall: float
+    rc: int
+    tool_kb: int
+    target_kb: int
+    stdout: Path
+    extra: dict = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: float = 600) -> RunResult:
+    with open(out, "wb") as fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+                                env=env, start_new_session=True)
+        sampler = TreeSampler(proc.pid)
+        sampler.start()
+        try:
+            rc = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            rc = proc.wait()
+        wall = time.perf_counter() - t0
+        sampler.stop()
+    return RunResult(wall, rc, sampler.tool_peak_kb(), sampler.target_peak_kb(), out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Checking what was recorded
+# ------------------------------------------------------------------------------------------------
+def _session_records(session_dir: Path) -> tuple[list[dict], dict | None]:
+    files = sorted(session_dir.glob("*.jsonl"))
+    if len(files) != 1:
+        return [], None
+    hits, end = [], None
+    with open(files[0], encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("type") == "hit":
+                hits.append(rec)
+            elif rec.get("type") == "end":
+                end = rec
+    return hits, end
+
+
+def _native_names(frames: list[dict]) -> list[str]:
+    return [f.get("function") or "" for f in frames if f.get("kind") == "native"]
+
+
+def _in_order(names: list[str], wanted: list[str]) -> str | None:
+    """None if each wanted substring appears in a frame, in this order (outermost first)."""
+    i = 0
+    for name in names:
+        if i < len(wanted) and wanted[i] in name:
+            i += 1
+    return None if i == len(wanted) else wanted[i]
+
+
+def _has_python(frames: list[dict], file_end: str, source_part: str) -> bool:
+    return any(f.get("kind") == "python" and (f.get("file") or "").endswith(file_end)
+               and source_part in (f.get("source") or "") for f in frames)
+
+
+SIGMOID_PATH = ["THPVariable_sigmoid", "at::_ops::sigmoid::call", "sigmoid", "at::_ops::sigmoid::redispatch",
+                "wrapper_CPU_sigmoid"]
+
+
+def check_pttrace_init(hits: list[dict], end: dict | None) -> list[str]:
+    errs = []
+    if len(hits) != 1:
+        return [f"expected 1 hit, the session has {len(hits)}"]
+    fr = hits[0]["frames"]
+    last = fr[-1] if fr else {}
+    if "initModule" not in (last.get("function") or "") or "libtorch_python" not in (last.get("library") or ""):
+        errs.append(f"innermost frame is {last.get('function')!r} in {last.get('library')!r}, not initModule")
+    if not _has_python(fr, "hello-world.py", "import torch"):
+        errs.append("no Python frame `hello-world.py: import torch`")
+    if not _has_python(fr, "torch/__init__.py", ""):
+        errs.append("no Python frame in torch/__init__.py")
+    if end is None or end.get("status") != "completed":
+        errs.append(f"session status {end and end.get('status')!r}, not completed")
+    return errs
+
+
+def check_pttrace_sigmoid(hits: list[dict], end: dict | None) -> list[str]:
+    errs = []
+    if len(hits) != 1:
+        return [f"expected 1 hit, the session has {len(hits)}"]
+    fr = hits[0]["frames"]
+    names = _native_names(fr)
+    if not names or "wrapper_CPU_sigmoid" not in names[-1]:
+        errs.append(f"innermost native frame is {names[-1] if names else None!r}, not wrapper_CPU_sigmoid")
+    missing = _in_order(names, SIGMOID_PATH)
+    if missing:
+        errs.append(f"native path lacks {missing!r} (in order {' -> '.join(SIGMOID_PATH)})")
+    unnamed = [f for f in fr if f.get("kind") == "native" and not f.get("function")]
+    if unnamed:
+        errs.append(f"{len(unnamed)} native frame(s) without a name, e.g. in {unnamed[0].get('library')}")
+    if not _has_python(fr, "torch/nn/modules/activation.py", "torch.sigmoid"):
+        errs.append("no Python frame `activation.py: torch.sigmoid(input)`")
+    if not _has_python(fr, "hello-world.py", "model(x)"):
+        errs.append("no Python frame `hello-world.py: y = model(x)`")
+    if end is None or end.get("status") != "completed":
+        errs.append(f"session status {end and end.get('status')!r}, not completed")
+    return errs
+
+
+def check_pttrace_hot(hits: list[dict], end: dict | None) -> list[str]:
+    errs = []
+    if len(hits) != HOT_N:
+        errs.append(f"expected {HOT_N} hits, the session has {len(hits)}")
+    bad_inner = bad_py = 0
+    for h in hits:
+        fr = h["frames"]
+        last = fr[-1] if fr else {}
+        if ADD_OP not in (last.get("function") or "") or "libtorch_cpu" not in (last.get("library") or ""):
+            bad_inner += 1
+        if not _has_python(fr, "hot_add.py", "torch.add(a, b)"):
+            bad_py += 1
+    if bad_inner:
+        errs.append(f"{bad_inner} hit(s) whose innermost frame is not {ADD_OP} in libtorch_cpu.so")
+    if bad_py:
+        errs.append(f"{bad_py} hit(s) without the Python frame `hot_add.py: torch.add(a, b)`")
+    if end is None or end.get("status") != "completed":
+        errs.append(f"session status {end and end.get('status')!r}, not completed")
+    return errs
+
+
+def check_gdb_bt(text: str, function: str, want_hits: int = 1, library: str | None = None,
+                 python_source: str | None = None) -> list[str]:
+    tops = [ln for ln in text.splitlines() if ln.startswith("#0 ") and function in ln
+            and "@plt" not in ln and (library is None or library in ln)]
+    errs = []
+    if len(tops) != want_hits:
+        errs.append(f"gdb printed {len(tops)} backtrace(s) stopped in {function}, expected {want_hits}")
+    if python_source and python_source not in text:
+        errs.append(f"the Python backtrace lacks {python_source!r}")
+    return errs
+
+
+# ------------------------------------------------------------------------------------------------
+# The variants
+# ------------------------------------------------------------------------------------------------
+def python_helper() -> str | None:
+    real = os.path.realpath(VENV_PY)
+    for cand in [real + "-gdb.py", *sorted(str(p) for p in (Path(real).parent.parent / "lib").glob("libpython3*-gdb.py"))]:
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+NOPLT = """python
+import gdb
+def _pt_bench_noplt(bp):
+    try:
+        for loc in bp.locations:
+            if loc.enabled and (loc.function or "").endswith("@plt"):
+                loc.enabled = False
+    except Exception:
+        pass
+gdb.events.breakpoint_modified.connect(_pt_bench_noplt)
+end
+"""
+
+BARE = """python
+import gdb
+class _PtBenchBare(gdb.Breakpoint):
+    hits = 0
+    def stop(self):
+        _PtBenchBare.hits += 1
+        return False
+gdb.execute("set breakpoint pending on")
+_PtBenchBare(%r)
+gdb.events.exited.connect(lambda ev: print("BARE_HITS", _PtBenchBare.hits))
+end
+"""
+
+
+def _hand_script(tmp: Path, bp: str, libs: list[str], with_pybt: bool) -> Path:
+    """DESIGN.md's hand-written gdb script: read only the symbols this stop needs."""
+    lines = ["set pagination off", "set confirm off", "set breakpoint pending on", "set auto-solib-add off",
+             "catch load libtorch_python", "run"]
+    lines += [f"sharedlibrary {lib}" for lib in libs]
+    lines += ["delete 1", f"break {bp}", "continue", "bt"]
+    if with_pybt:
+        lines.append("py-bt")
+    lines.append("kill")
+    path = tmp / f"hand-{bp}.gdb"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _hot_script(tmp: Path, name: str, body: list[str], noplt: bool) -> Path:
+    lines = ["set pagination off", "set confirm off", "set breakpoint pending on", "set print thread-events off"]
+    if noplt:
+        lines.append(NOPLT)
+    lines += [f"break {ADD_OP}", "commands", "silent", *body, "continue", "end", "run"]
+    path = tmp / f"hot-{name}.gdb"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class Variant:
+    key: str
+    label: str
+    make_argv: Callable[[Path], list[str]]  # rundir -> argv
+    check: Callable[[Path, RunResult], list[str]]
+    kind: str = "gdb"  # "pttrace" | "gdb" | "ref" (no debugger)
+    once: bool = False  # a reference run: first round only
+
+
+@dataclass
+class Case:
+    key: str
+    title: str
+    variants: list[Variant]
+
+
+def _pttrace_check(fn):
+    def check(rundir: Path, res: RunResult) -> list[str]:
+        hits, end = _session_records(rundir / "sessions")
+        errs = fn(hits, end)
+        if res.rc != 0:
+            errs.append(f"pttrace exited with {res.rc}")
+        return errs
+    return check
+
+
+def _hot_loop(rundir: Path, res: RunResult) -> list[str]:
+    try:
+        data = json.loads((rundir / "hot.json").read_text())
+        res.extra["loop"] = float(data["seconds"])
+        return []
+    except (OSError, ValueError, KeyError):
+        return ["the target wrote no loop time (did it run to its end?)"]
+
+
+def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -> list[Case]:
+    py = str(VENV_PY)
+    iex = ["-iex", f"add-auto-load-safe-path {helper}"] if helper else []
+    gdb = shutil.which("gdb") or "gdb"
+    cases = []
+
+    def pt(bp: str, script: list[str], max_hits: int | None) -> Callable[[Path], list[str]]:
+        def argv(rundir: Path) -> list[str]:
+            a = [str(PTTRACE), "run", "--break", bp, "--batch", "-q", "--session-dir", str(rundir / "sessions")]
+            if max_hits:
+                a += ["--max-hits", str(max_hits)]
+            return a + ["--", *[s.replace("{rundir}", str(rundir)) for s in script]]
+        return argv
+
+    def plain(bp: str) -> Callable[[Path], list[str]]:
+        return lambda rundir: [gdb, "-nx", "-batch", "-ex", "set breakpoint pending on", "-ex", f"break {bp}",
+                               "-ex", "run", "-ex", "bt", "-ex", "kill", "--args", py, HELLO]
+
+    def gdb_check(function: str, library: str | None = None, python_source: str | None = None):
+        def check(rundir: Path, res: RunResult) -> list[str]:
+            return check_gdb_bt(res.stdout.read_text(errors="replace"), function, 1, library, python_source)
+        return check
+
+    if "init" in selected:
+        hand = _hand_script(tmp, "initModule", ["libtorch_python", "libpython"], with_pybt=True)
+        cases.append(Case("init", "time to the first recorded hit: `--break initModule` (hello-world.py)", [
+            Variant("pttrace", "pttrace run --max-hits 1", pt("initModule", [HELLO], 1),
+                    _pttrace_check(check_pttrace_init), kind="pttrace"),
+            Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("initModule"), gdb_check("initModule")),
+            Variant("hand", "gdb, hand-written script (auto-solib-add off, 2 libraries, bt + py-bt)",
+                    lambda rundir: [gdb, "-nx", "-batch", *iex, "-x", str(hand), "--args", py, HELLO],
+                    gdb_check("initModule", python_source="import torch")),
+        ]))
+    if "sigmoid" in selected:
+        hand = _hand_script(tmp, "wrapper_CPU_sigmoid", ["libtorch_cpu", "libtorch_python", "libpython"],
+                            with_pybt=True)
+        cases.append(Case("sigmoid", "time to the first recorded hit: `--break wrapper_CPU_sigmoid` (a kernel)", [
+            Variant("pttrace", "pttrace run --max-hits 1", pt("wrapper_CPU_sigmoid", [HELLO], 1),
+                    _pttrace_check(check_pttrace_sigmoid), kind="pttrace"),
+            Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("wrapper_CPU_sigmoid"),
+                    gdb_check("wrapper_CPU_sigmoid")),
+            Variant("hand", "gdb, hand-written script (auto-solib-add off, 3 libraries, bt + py-bt)",
+                    lambda rundir: [gdb, "-nx", "-batch", *iex, "-x", str(hand), "--args", py, HELLO],
+                    gdb_check("wrapper_CPU_sigmoid", python_source="torch.sigmoid")),
+        ]))
+    if "hot" in selected:
+        hot_args = [HOT, str(HOT_N), "--out", "{rundir}/hot.json"]
+
+        def gdb_hot(script: Path, with_helper: bool = False) -> Callable[[Path], list[str]]:
+            return lambda rundir: [gdb, "-nx", "-batch", *(iex if with_helper else []), "-x", str(script),
+                                   "--args", py, HOT, str(HOT_N), "--out", str(rundir / "hot.json")]
+
+        def hot_gdb_check(stops: int, pybt: bool = False):
+            def check(rundir: Path, res: RunResult) -> list[str]:
+                errs = _hot_loop(rundir, res)
+                text = res.stdout.read_text(errors="replace")
+                errs += check_gdb_bt(text, "add_Tensor::call", HOT_N, "libtorch_cpu")
+                res.extra["stops"] = sum(1 for ln in text.splitlines() if ln.startswith("#0 "))
+                if stops and res.extra["stops"] != stops:
+                    errs.append(f"gdb stopped {res.extra['stops']} times, expected {stops}")
+                if pybt and text.count("torch.add(a, b)") < HOT_N:
+                    errs.append(f"py-bt showed `torch.add(a, b)` {text.count('torch.add(a, b)')} times, "
+                                f"expected {HOT_N}")
+                return errs
+            return check
+
+        def bare_check(rundir: Path, res: RunResult) -> list[str]:
+            errs = _hot_loop(rundir, res)
+            m = re.search(r"BARE_HITS (\d+)", res.stdout.read_text(errors="replace"))
+            n = int(m.group(1)) if m else 0
+            res.extra["stops"] = n
+            if n != HOT_N:
+                errs.append(f"the bare breakpoint counted {n} hits, expected {HOT_N}")
+            return errs
+
+        def pt_hot_check(rundir: Path, res: RunResult) -> list[str]:
+            return _hot_loop(rundir, res) + _pttrace_check(check_pttrace_hot)(rundir, res)
+
+        bare = tmp / "hot-bare.gdb"
+        bare.write_text("set pagination off\nset confirm off\n" + NOPLT + (BARE % ADD_OP) + "run\n")
+        variants = [
+            Variant("pttrace", "pttrace run (full path, Python frames)", pt(ADD_OP, hot_args, None),
+                    pt_hot_check, kind="pttrace"),
+            Variant("gdb-bt", "gdb `commands; silent; bt; continue` (@plt stub disabled)",
+                    gdb_hot(_hot_script(tmp, "bt", ["bt"], noplt=True)), hot_gdb_check(HOT_N)),
+            Variant("gdb-bt-pybt", "gdb `commands; silent; bt; py-bt; continue` (@plt disabled)",
+                    gdb_hot(_hot_script(tmp, "pybt", ["bt", "py-bt"], noplt=True), with_helper=True),
+                    hot_gdb_check(HOT_N, pybt=True)),
+            Variant("bare", "gdb.Breakpoint whose stop() returns False (@plt disabled)", gdb_hot(bare), bare_check),
+        ]
+        if full:
+            variants.insert(2, Variant("gdb-bt-typed", "gdb `commands; silent; bt; continue` as typed "
+                                       "(also stops at the @plt stub)",
+                                       gdb_hot(_hot_script(tmp, "bt-typed", ["bt"], noplt=False)),
+                                       hot_gdb_check(2 * HOT_N)))
+        variants.append(Variant("python", "python alone (no debugger)",
+                                lambda rundir: [py, HOT, str(HOT_N), "--out", str(rundir / "hot.json")],
+                                _hot_loop, kind="ref", once=True))
+        cases.append(Case("hot", f"hot breakpoint: {HOT_N:,} x `torch.add`, `--break {ADD_OP}`", variants))
+    if "init" in selected or "sigmoid" in selected:
+        ref = Variant("python", "python alone (no debugger)", lambda rundir: [py, HELLO],
+                      lambda rundir, res: [] if res.rc == 0 else [f"python exited with {res.rc}"], kind="ref",
+                      once=True)
+        cases[0].variants.append(ref)
+    return cases
+
+
+# ------------------------------------------------------------------------------------------------
+# Running and reporting
+# ------------------------------------------------------------------------------------------------
+def machine_facts() -> dict:
+    facts = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), "nproc": os.cpu_count()}
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(fh.readline().split()[1])
+        facts["ram"] = f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        facts["ram"] = "?"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            facts["cpu"] = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
+    except OSError:
+        facts["cpu"] = "?"
+    try:
+        facts["gdb"] = subprocess.run(["gdb", "-nx", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        facts["gdb"] = "?"
+    try:
+        facts["python"] = subprocess.run([str(VENV_PY), "-c", "import sys; print(sys.version.split()[0])"],
+                                         capture_output=True, text=True).stdout.strip()
+    except OSError:
+        facts["python"] = "?"
+    try:
+        vp = next((ROOT / ".venv" / "lib").glob("python3*/site-packages/torch/version.py"))
+        m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", vp.read_text(), re.M)
+        facts["torch"] = m.group(1) if m else "?"
+    except StopIteration:
+        facts["torch"] = "?"
+    facts["kernel"] = platform.release()
+    try:
+        facts["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                         text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "tracer"], capture_output=True,
+                               text=True).stdout.strip()
+        if dirty:
+            facts["commit"] += " + uncommitted changes under tracer/"
+    except OSError:
+        facts["commit"] = "?"
+    return facts
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _fmt(v: float | None, unit: str = "", digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}{unit}"
+
+
+def _mb(kb: float | None) -> str:
+    return "-" if kb is None else f"{kb / 1024:.0f} MB"
+
+
+@dataclass
+class Stats:
+    runs: list[RunResult] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def med(self, attr: str) -> float | None:
+        return _median([getattr(r, attr) for r in self.runs])
+
+    def med_extra(self, key: str) -> float | None:
+        return _median([r.extra[key] for r in self.runs if key in r.extra])
+
+
+def run_all(cases: list[Case], rounds: int, tmp: Path) -> dict[tuple[str, str], Stats]:
+    stats: dict[tuple[str, str], Stats] = {}
+    for rnd in range(rounds):
+        for case in cases:
+            for v in case.variants:
+                if v.once and rnd > 0:
+                    continue
+                rundir = tmp / f"{case.key}-{v.key}-{rnd}"
+                rundir.mkdir(parents=True)
+                (rundir / "sessions").mkdir()
+                res = run_measured(v.make_argv(rundir), rundir / "stdout.txt")
+                errs = v.check(rundir, res)
+                st = stats.setdefault((case.key, v.key), Stats())
+                st.runs.append(res)
+                extra = f" loop {res.extra['loop']:.3f} s" if "loop" in res.extra else ""
+                print(f"  round {rnd + 1}/{rounds}  {case.key:8s} {v.key:13s} {res.wall:7.2f} s  "
+                      f"debugger {res.tool_kb / 1024:5.0f} MB  target {res.target_kb / 1024:4.0f} MB{extra}"
+                      f"{'  CHECK FAILED' if errs else ''}", flush=True)
+                if errs:
+                    st.failures += [f"round {rnd + 1}: {e}" for e in errs]
+                    print("\n" + "!" * 100, file=sys.stderr)
+                    print(f"!!! CHECK FAILED: {case.key} / {v.label} (round {rnd + 1}) recorded the wrong thing:",
+                          file=sys.stderr)
+                    for e in errs:
+                        print(f"!!!   {e}", file=sys.stderr)
+                    print(f"!!!   output kept in {rundir}", file=sys.stderr)
+                    print("!" * 100 + "\n", file=sys.stderr, flush=True)
+                    rundir.rename(tmp.parent / f"pttrace-bench-failed-{case.key}-{v.key}-{rnd}-{os.getpid()}")
+                else:
+                    shutil.rmtree(rundir, ignore_errors=True)
+    return stats
+
+
+TARGETS = {
+    "init": {"time": 0.4, "mem": 0.5},
+    "sigmoid": {"time": 1.0, "mem": 1.2},
+}
+
+
+def _verdict(value: float | None, limit: float, higher_is_better: bool = False) -> str:
+    if value is None:
+        return "-"
+    ok = value >= limit if higher_is_better else value <= limit
+    return "met" if ok else "**NOT met**"
+
+
+def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[str, list[str]]:
+    md: list[str] = []
+    failures: list[str] = []
+    md.append(f"Measured by `bench/bench_run.py` ({rounds} rounds, variants alternating within each round; "
+              "medians, ratios of medians). Peak memory: sum of the peak RSS of the debugger's processes "
+              "(pttrace + its gdb, or the one gdb), polled from /proc; the traced Python is shown apart. "
+              "A variant whose recorded path fails its check is marked FAILED.")
+    md.append("")
+    md.append(f"Machine: {facts['nproc']} cores ({facts['cpu']}), {facts['ram']} RAM, Linux {facts['kernel']}; "
+              f"{facts['gdb']}; torch {facts['torch']}; Python {facts['python']}; pttrace at {facts['commit']}; "
+              f"{facts['date']}.")
+    for case in cases:
+        md.append("")
+        md.append(f"### {case.title}")
+        md.append("")
+        base = stats.get((case.key, "gdb")) or stats.get((case.key, "gdb-bt"))
+        base_wall = base.med("wall") if base else None
+        base_mem = base.med("tool_kb") if base else None
+        if case.key == "hot":
+            base_loop = base.med_extra("loop") if base else None
+            md.append("| variant | per hit | hits/s | vs gdb bt (hits/s) | loop (in target) | total wall | "
+                      "peak RSS (debugger) | vs gdb | target RSS | recorded path |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|")
+            for v in case.variants:
+                st = stats.get((case.key, v.key))
+                if not st:
+                    continue
+                loop = st.med_extra("loop")
+                per_hit = loop / HOT_N * 1000 if loop else None
+                hps = HOT_N / loop if loop else None
+                speed = base_loop / loop if (loop and base_loop and v.kind != "ref") else None
+                mem = st.med("tool_kb") if v.kind != "ref" else None
+                memr = mem / base_mem if (mem and base_mem) else None
+                ok = "FAILED" if st.failures else ("ok" if v.kind != "ref" else "-")
+                md.append(f"| {v.label} | {_fmt(per_hit, ' ms', 3)} | {_fmt(hps, '', 0)} | {_fmt(speed, 'x')} | "
+                          f"{_fmt(loop, ' s')} | {_fmt(st.med('wall'), ' s')} | {_mb(mem)} | {_fmt(memr, 'x')} | "
+                          f"{_mb(st.med('target_kb'))} | {ok} |")
+                failures += [f"{case.key}/{v.key}: {f}" for f in st.failures]
+            pt = stats.get((case.key, "pttrace"))
+            bare = stats.get((case.key, "bare"))
+            if pt and base and bare:
+                pl, bl, gl = pt.med_extra("loop"), bare.med_extra("loop"), base.med_extra("loop")
+                if pl and bl and gl:
+                    md.append("")
+                    md.append(f"Targets: hits/s >= 5x gdb `bt` commands: {gl / pl:.1f}x ({_verdict(gl / pl, 5, True)}); "
+                              f"per-hit cost within 3x of the bare breakpoint: {pl / bl:.1f}x "
+                              f"({_verdict(pl / bl, 3)}); peak memory <= 1.2x gdb: "
+                              f"{pt.med('tool_kb') / base_mem:.2f}x ({_verdict(pt.med('tool_kb') / base_mem, 1.2)}).")
+        else:
+            md.append("| variant | wall (median) | vs plain gdb | min-max | peak RSS (debugger) | vs plain gdb | "
+                      "target RSS | recorded path |")
+            md.append("|---|---|---|---|---|---|---|---|")
+            for v in case.variants:
+                st = stats.get((case.key, v.key))
+                if not st:
+                    continue
+                wall = st.med("wall")
+                walls = [r.wall for r in st.runs]
+                ratio = wall / base_wall if (wall and base_wall and v.kind != "ref") else None
+                mem = st.med("tool_kb") if v.kind != "ref" else None
+                memr = mem / base_mem if (mem and base_mem) else None
+                ok = "FAILED" if st.failures else ("ok" if v.kind != "ref" else "-")
+                md.append(f"| {v.label} | {_fmt(wall, ' s')} | {_fmt(ratio, 'x')} | {min(walls):.2f}-{max(walls):.2f} s "
+                          f"| {_mb(mem)} | {_fmt(memr, 'x')} | {_mb(st.med('target_kb'))} | {ok} |")
+                failures += [f"{case.key}/{v.key}: {f}" for f in st.failures]
+            pt = stats.get((case.key, "pttrace"))
+            tgt = TARGETS.get(case.key)
+            if pt and base_wall and tgt:
+                tr = pt.med("wall") / base_wall
+                mr = pt.med("tool_kb") / base_mem
+                md.append("")
+                md.append(f"Targets: time ratio <= {tgt['time']}: {tr:.2f} ({_verdict(tr, tgt['time'])}); "
+                          f"peak memory <= {tgt['mem']}x: {mr:.2f}x ({_verdict(mr, tgt['mem'])}).")
+    if failures:
+        md.append("")
+        md.append("**Recorded-path checks that FAILED:**")
+        md.append("")
+        md += [f"- {f}" for f in failures]
+    return "\n".join(md) + "\n", failures
+
+
+def write_section(path: Path, title: str, body: str) -> None:
+    """Replace (or append) the level-2 section ``## title`` in path, leaving the other sections alone."""
+    text = path.read_text() if path.exists() else "# pttrace benchmarks\n"
+    lines = text.splitlines(keepends=True)
+    head = f"## {title}"
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == head), None)
+    new = [head + "\n", "\n", body if body.endswith("\n") else body + "\n"]
+    if start is None:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        out = lines + ["\n"] + new
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        tail = lines[end:]
+        out = lines[:start] + new + (["\n"] if tail else []) + tail
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("".join(out))
+    os.replace(tmp, path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--rounds", type=int, default=5, help="rounds (default 5)")
+    ap.add_argument("--quick", action="store_true", help="2 rounds, and the as-typed gdb hot variant left out")
+    ap.add_argument("--only", default="init,sigmoid,hot", help="cases to run: init,sigmoid,hot")
+    ap.add_argument("--no-write", action="store_true", help=f"print only; leave {RESULTS.name} alone")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    rounds = 2 if args.quick else args.rounds
+    selected = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = selected - {"init", "sigmoid", "hot"}
+    if unknown:
+        ap.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+    if not PTTRACE.exists():
+        ap.error(f"{PTTRACE} not found: run scripts/setup.sh first")
+    helper = python_helper()
+    if not helper:
+        print("warning: no python3.X-gdb.py beside the interpreter: the hand-written and py-bt variants lack "
+              "Python frames", file=sys.stderr)
+    facts = machine_facts()
+    print(f"{facts['gdb']}, torch {facts['torch']}, Python {facts['python']}, {facts['nproc']} cores, {facts['ram']}")
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as td:
+        tmp = Path(td)
+        cases = build_cases(tmp, helper, selected, full=not args.quick)
+        stats = run_all(cases, rounds, tmp)
+    body, failures = report(cases, stats, facts, rounds)
+    body += f"\n({time.time() - t0:.0f} s for the whole benchmark.)\n"
+    print()
+    print(body)
+    if not args.no_write:
+        write_section(args.results, SECTION, body)
+        print(f"written to {args.results} (section \"{SECTION}\")")
+    if failures:
+        print("\n" + "!" * 100, file=sys.stderr)
+        print(f"!!! {len(failures)} RECORDED-PATH CHECK(S) FAILED: a fast benchmark of a wrong recording is a failure",
+              file=sys.stderr)
+        print("!" * 100, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

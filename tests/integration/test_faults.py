@@ -1,0 +1,275 @@
+"""Faults lose nothing and leave nothing behind: crashes, kills, signals, deep and odd stacks, threads.
+
+Every test runs the real pttrace with a real gdb on a real Python that imports torch, and checks
+afterwards that no gdb (and no launched target) of its own is still running.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
+from tracer import storage
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+TARGETS = ROOT / "tests" / "targets"
+
+
+def session_in(directory: Path):
+    files = list(directory.glob("*.jsonl"))
+    assert len(files) == 1, files
+    return storage.load(files[0])
+
+
+def children_of(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    return [int(a) for a, b in (line.split() for line in out.splitlines()) if int(b) == pid]
+
+
+def processes_named(fragment: str) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split(None, 1)[0]) for line in out.splitlines() if fragment in line and "pytest" not in line]
+
+
+def wait_for_hits(directory: Path, n: int, timeout: float = 90) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for f in directory.glob("*.jsonl"):
+            if f.read_text().count('"type":"hit"') >= n:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {n} hits recorded in {timeout} s")
+
+
+@pytest.fixture
+def no_leftovers():
+    before = gdb_pids()
+    yield
+    time.sleep(0.2)
+    assert gdb_pids() <= before, "a gdb was left running"
+
+
+def test_target_segfault_records_the_crash_path(tmp_path, no_leftovers):
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(TARGETS / "crash.py"), "segv")
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path)
+    assert s.info.status == "target-crashed"
+    assert s.hits[0].breakpoint == "THPVariable_tensor"
+    crash = s.hits[-1]
+    assert crash.signal == "SIGSEGV" and crash.breakpoint is None
+    py = [f for f in crash.frames if f.kind == "python"]
+    assert py[-1].function == "string_at"  # ctypes' own Python wrapper, then the C crash below it
+    assert any(f.file.endswith("crash.py") and f.source.startswith("ctypes.string_at(0)") for f in py)
+    assert crash.innermost.kind == "native"
+    assert not processes_named(str(TARGETS / "crash.py"))
+
+
+@pytest.mark.parametrize("how,status,code", [("exit3", "completed", 3), ("sigkill", "target-crashed", None)])
+def test_target_exit_paths(tmp_path, no_leftovers, how, status, code):
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(TARGETS / "crash.py"), how)
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path)
+    assert s.info.status == status
+    assert s.info.exit_code == code
+    assert len(s.hits) == 1
+
+
+def test_gdb_killed_mid_run_keeps_every_hit(tmp_path, no_leftovers):
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                          str(TARGETS / "loop.py")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        wait_for_hits(tmp_path, 5)
+        gdbs = [c for c in children_of(p.pid) if c in gdb_pids()]
+        assert len(gdbs) == 1
+        os.kill(gdbs[0], signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    s = session_in(tmp_path)
+    assert s.info.status == "interrupted"
+    assert len(s.hits) >= 5
+    assert [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))
+    assert any("killed by signal 9" in w for w in s.info.warnings)
+    time.sleep(0.5)
+    assert not processes_named(str(TARGETS / "loop.py")), "the launched target survived"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftovers, sig):
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                          str(TARGETS / "loop.py")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        wait_for_hits(tmp_path, 3)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    s = session_in(tmp_path)
+    assert s.info.status == "interrupted"
+    assert len(s.hits) >= 3
+    assert "session saved to" in out
+    time.sleep(0.5)
+    assert not processes_named(str(TARGETS / "loop.py"))
+
+
+def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers):
+    target = subprocess.Popen([sys.executable, str(TARGETS / "loop.py")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().strip() == "looping"
+        p = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "-b", "THPVariable_tensor",
+                              "--session-dir", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        wait_for_hits(tmp_path, 3)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        s = session_in(tmp_path)
+        assert s.info.status == "detached"
+        time.sleep(0.3)
+        assert target.poll() is None, "the attached target died"
+        with open(f"/proc/{target.pid}/status") as fh:
+            status = fh.read()
+        assert "TracerPid:\t0" in status
+        assert "(stopped)" not in status and "(tracing stop)" not in status
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_deep_recursion_is_capped_and_marked(tmp_path, no_leftovers):
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--max-depth", "300", "--session-dir",
+                       str(tmp_path), str(TARGETS / "deep.py"))
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path)
+    hit = s.hits[0]
+    assert hit.truncated
+    assert len(hit.frames) == 300
+    # The innermost frames are the ones kept: the binding, under the recursion.
+    assert "THPVariable_tensor" in hit.innermost.function
+    assert sum(1 for f in hit.frames if f.kind == "python" and f.function == "down") >= 250
+
+
+def test_eight_threads_each_hit_recorded_with_its_thread(tmp_path, no_leftovers):
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(TARGETS / "threads.py"))
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path)
+    assert len(s.hits) == 40
+    by_name: dict[str, int] = {}
+    for h in s.hits:
+        by_name[h.thread.name] = by_name.get(h.thread.name, 0) + 1
+        assert [f.function for f in h.frames if f.kind == "python"][-1] == "work"
+    assert by_name == {f"worker-{i}": 5 for i in range(8)}
+    assert len({h.thread.lwp for h in s.hits}) == 8
+
+
+def test_script_path_with_spaces_and_shell_characters_in_args(tmp_path, no_leftovers):
+    odd = tmp_path / "dir with spaces" / "my script.py"
+    odd.parent.mkdir()
+    shutil.copy(TARGETS / "argv_echo.py", odd)
+    args = ["$HOME", "a b", "; touch /tmp/pttrace-pwned", "`id`", "*"]
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path / "s"),
+                       "--", str(odd), *args)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("ARGV="))
+    assert json.loads(line[5:]) == args
+    assert not os.path.exists("/tmp/pttrace-pwned")
+    s = session_in(tmp_path / "s")
+    py = [f for f in s.hits[0].frames if f.kind == "python"]
+    assert py[-1].file == str(odd)
+
+
+def test_non_utf8_script_name(tmp_path, no_leftovers):
+    odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.py")
+    with open(odd, "wb") as fh:
+        fh.write((TARGETS / "argv_echo.py").read_bytes())
+    proc = subprocess.run([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir",
+                           str(tmp_path / "s"), os.fsdecode(odd)], cwd=ROOT, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path / "s")
+    assert len(s.hits) == 1
+    py = [f for f in s.hits[0].frames if f.kind == "python"]
+    assert py[-1].file.startswith(str(tmp_path)) and py[-1].file.endswith(".py")
+
+
+def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftovers):
+    sdir = tmp_path / "s"
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(sdir),
+                          "--max-hits", "400", str(TARGETS / "loop.py")], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_hits(sdir, 2)
+        shutil.rmtree(sdir)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 2
+    assert "session file" in err and "Traceback" not in err
+    assert not processes_named(str(TARGETS / "loop.py"))
+
+
+@pytest.mark.parametrize("case", ["missing-script", "dir-script", "bad-python", "no-gdb", "old-gdb", "bad-spec"])
+def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
+    env = {}
+    args = ["run", "--batch", "--session-dir", str(tmp_path), "-b", "THPVariable_tensor"]
+    if case == "missing-script":
+        args += ["scripts/hello-wrld.py"]
+        expect = "script not found"
+    elif case == "dir-script":
+        args += ["scripts"]
+        expect = "not a readable file"
+    elif case == "bad-python":
+        args += ["--python", "/bin/true", "scripts/hello-world.py"]
+        expect = "not a Python interpreter"
+    elif case == "no-gdb":
+        env = {"PTTRACE_GDB": str(tmp_path / "no-such-gdb")}
+        args += ["scripts/hello-world.py"]
+        expect = "gdb is not installed"
+    elif case == "old-gdb":
+        fake = tmp_path / "gdb"
+        fake.write_text("#!/bin/sh\necho 'GNU gdb (GDB) 9.2'\n")
+        fake.chmod(0o755)
+        env = {"PTTRACE_GDB": str(fake)}
+        args += ["scripts/hello-world.py"]
+        expect = "needs gdb 12.1 or newer"
+    else:
+        args += ["-b", "*0xzz", "scripts/hello-world.py"]
+        expect = "gdb rejects the breakpoint '*0xzz'"
+    proc = run_pttrace(*args, env=env)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert expect in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_attach_to_a_process_already_traced(tmp_path, no_leftovers):
+    # The child asks to be traced by its parent (this test), so it has a tracer already.
+    code = ("import ctypes, time; ctypes.CDLL(None).ptrace(0, 0, 0, 0); print('traced', flush=True); "
+            "time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "traced"
+        proc = run_pttrace("attach", str(child.pid), "--batch", "-b", "x", "--session-dir", str(tmp_path))
+        assert proc.returncode == 2
+        assert "already being traced" in proc.stderr
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,363 @@
+"""Where the TUI's events come from: a live recorder driving gdb, or a saved session file.
+
+The app is handed one of these, as memray's TUI is handed its reader, and never touches gdb or
+the disk itself. ``run(emit)`` blocks (the app calls it from a worker thread) and reports what
+happens as ``SourceEvent``s; the control methods block too and are only ever called from workers.
+
+Event kinds (``data`` in brackets):
+  session [SessionInfo]      what is being traced; sent first
+  breakpoint [Breakpoint]    a breakpoint as gdb resolved it (sent again whenever it changes)
+  hit [Hit] / hits [list]    recorded hits
+  output [str]               the target's own stdout/stderr
+  state [str]                the target's state: "running", "stopped", "exited", "detached"
+  stopped [dict]             the target stopped (gdb's MI payload: reason, frame, ...)
+  pid [int]                  the target's process id, once known
+  warning [str]              something the user should know, the run goes on
+  failed [PttraceError]      the source could not start; nothing else follows
+  finished [str]             the final status of the session; nothing else follows
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tracer import storage
+from tracer.errors import PttraceError
+from tracer.model import Hit, Session
+
+CONTROL_ACTIONS = ("step", "next", "finish")
+
+
+@dataclass
+class SourceEvent:
+    kind: str
+    data: object = None
+
+
+Emit = Callable[[SourceEvent], None]
+
+
+class NotLive(PttraceError):
+    """A control key was pressed on a source that has no target to control."""
+
+
+class NotStopped(PttraceError):
+    """Stepping needs a stopped target."""
+
+
+class EventSource:
+    """The interface the app relies on; the defaults describe a source with nothing to control."""
+
+    live = False
+    attached = False  # True: quitting detaches and leaves the target running
+    label = ""  # a short name for the title bar
+
+    def run(self, emit: Emit) -> None:
+        raise NotImplementedError
+
+    @property
+    def session_path(self) -> Path | None:
+        return None
+
+    def load_session(self) -> Session:
+        raise NotLive("there is no session to read yet.")
+
+    def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
+        """End the run and wait for it (kills a launched target, detaches from an attached one)."""
+
+    def complete(self, text: str, limit: int = 12) -> list[str]:
+        """Breakpoint names that fit ``text``, best first."""
+        return []
+
+    # --- control: only live sources implement these -------------------------------------------
+    def _not_live(self, what: str):
+        raise NotLive(f"cannot {what}: this is a recorded session, there is no target.")
+
+    def set_mode(self, mode: str) -> None:
+        self._not_live("change the mode")
+
+    def resume(self) -> None:
+        self._not_live("continue")
+
+    def interrupt(self) -> Hit | None:
+        self._not_live("interrupt")
+
+    def step(self, action: str) -> Hit | None:
+        """``action`` is step, next or finish; returns the call path where the target stopped."""
+        self._not_live(action)
+
+    def add_breakpoint(self, spec: str) -> None:
+        self._not_live("add a breakpoint")
+
+    def delete_breakpoint(self, spec: str) -> None:
+        self._not_live("remove a breakpoint")
+
+
+def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str]:
+    """Names from recorded call paths that contain ``text``: free completions, no symbol table needed."""
+    from tracer.classify import _strip_args
+
+    needle = text.lower()
+    seen: dict[str, None] = {}
+    for hit in session_hits:
+        for frame in hit.frames:
+            if frame.kind != "native" or not frame.function or frame.layer == "interpreter":
+                continue
+            name = _strip_args(frame.function)
+            if needle in name.lower() and name not in seen:
+                seen[name] = None
+                if len(seen) >= limit:
+                    return list(seen)
+    return list(seen)
+
+
+def symbol_suggestions(text: str, python: str | None, limit: int) -> list[str]:
+    """Names from the symbol index, when ``tracer.symbols`` offers it; nothing otherwise."""
+    if len(text.strip()) < 3 or not python:
+        return []
+    try:
+        from tracer.symbols import suggest, torch_libraries
+    except ImportError:
+        return []
+    try:
+        return list(suggest(text.strip(), torch_libraries(python), limit=limit))
+    except Exception:  # the index is a convenience: a broken one must not break the dialog
+        return []
+
+
+class SessionSource(EventSource):
+    """A session file read with ``storage.load``; everything arrives at once, nothing to control."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.label = Path(session.path).name if session.path else session.info.id
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "SessionSource":
+        """Read the file now, so that a bad path is told before the screen changes."""
+        return cls(storage.load(path))
+
+    @property
+    def session_path(self) -> Path | None:
+        return Path(self.session.path) if self.session.path else None
+
+    def load_session(self) -> Session:
+        return self.session
+
+    def run(self, emit: Emit) -> None:
+        s = self.session
+        emit(SourceEvent("session", s.info))
+        if s.info.pid:
+            emit(SourceEvent("pid", s.info.pid))
+        for bp in s.breakpoints:
+            emit(SourceEvent("breakpoint", bp))
+        emit(SourceEvent("hits", list(s.hits)))
+        emit(SourceEvent("finished", s.info.status))
+
+    def complete(self, text: str, limit: int = 12) -> list[str]:
+        return breakpoint_names(self.session.hits, text, limit)
+
+
+def _controlled_engine_class():
+    """The engine with two stop reports it lacks today (see the TUI's report to the lead):
+
+    - ``-exec-finish`` from a frame without debug info ends in a ``*stopped`` with no ``reason``;
+      the engine records the state but tells nobody. We tell the listener.
+    - ``interrupt()`` makes gdb stop with SIGINT, which the engine passes on to the target as if
+      it were the target's own signal, so the target runs on. We keep it stopped and tell.
+    Both fall back to the plain behaviour if the engine's internals change.
+    """
+    from tracer.engine import Engine
+
+    class ControlledEngine(Engine):
+        _tui_interrupting = False
+
+        def interrupt(self) -> None:
+            self._tui_interrupting = True
+            super().interrupt()
+
+        def _on_notify(self, message, payload):
+            done = super()._on_notify(message, payload)
+            if message == "running":
+                self._emit("state", "running")
+            return done
+
+        def _on_stopped(self, payload: dict) -> bool:
+            reason = payload.get("reason")
+            sig = payload.get("signal-name")
+            if (reason == "signal-received" and sig in ("SIGINT", "0") and self._tui_interrupting
+                    and not self._stop_requested):
+                self._tui_interrupting = False
+                self.target_state = "stopped"
+                self._emit("stopped", payload)
+                return False
+            done = super()._on_stopped(payload)
+            if reason is None and not done and not self._stop_requested:
+                self._emit("stopped", payload)
+            return done
+
+    return ControlledEngine
+
+
+class LiveSource(EventSource):
+    """A run or attach recorded by ``tracer.engine.Engine``, controlled from the TUI."""
+
+    live = True
+
+    def __init__(self, config, engine_factory=None):
+        self.config = config
+        self.attached = config.pid is not None
+        self.label = f"pid {config.pid}" if self.attached else os.path.basename(config.script or "")
+        self._engine_factory = engine_factory or _controlled_engine_class()
+        self.engine = None
+        self.error: PttraceError | None = None
+        self.status: str | None = None
+        self._emit: Emit = lambda ev: None
+        self._stops = 0
+        self._pid: int | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()  # one control command at a time
+
+    # --- the run -----------------------------------------------------------------------------
+    def _on_engine_event(self, ev) -> None:
+        if ev.kind == "stopped":
+            self._stops += 1
+        pid = getattr(self.engine, "target_pid", None)
+        if pid and pid != self._pid:
+            self._pid = pid
+            self._emit(SourceEvent("pid", pid))
+        if ev.kind == "breakpoints":
+            return  # gdb's own MI view of breakpoints; the agent's "breakpoint" records say more
+        if ev.kind == "finished":
+            self.status = ev.data
+        self._emit(SourceEvent(ev.kind, ev.data))
+
+    def run(self, emit: Emit) -> None:
+        self._emit = emit
+        try:
+            self.engine = self._engine_factory(self.config, self._on_engine_event)
+            try:
+                self.engine.start()
+            except PttraceError as exc:
+                self.error = exc
+                emit(SourceEvent("failed", exc))
+                return
+            if self.engine.info is not None:
+                emit(SourceEvent("session", self.engine.info))
+            if self.engine.target_pid:
+                self._pid = self.engine.target_pid
+                emit(SourceEvent("pid", self._pid))
+            emit(SourceEvent("state", self.engine.target_state))
+            self.engine.run()
+        except PttraceError as exc:
+            self.error = exc
+            emit(SourceEvent("failed", exc))
+        finally:
+            self._done.set()
+
+    @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def session_path(self) -> Path | None:
+        return getattr(self.engine, "session_path", None)
+
+    def load_session(self) -> Session:
+        if self.session_path is None:
+            raise NotLive("the session has not started yet.")
+        session = storage.load(self.session_path)
+        if not self.finished:
+            session.info.status = "running"  # no end record yet because the run goes on
+        return session
+
+    def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        engine.request_stop(reason)
+        if self._done.wait(timeout):
+            return
+        mi = getattr(engine, "mi", None)  # the run loop is stuck: take gdb away from under it
+        if mi is not None:
+            mi.close(grace=1.0)
+        self._done.wait(5.0)
+
+    def complete(self, text: str, limit: int = 12) -> list[str]:
+        local: list[str] = []
+        if self.session_path is not None:
+            try:
+                local = breakpoint_names(storage.load(self.session_path).hits, text, limit)
+            except PttraceError:
+                local = []
+        names = dict.fromkeys(local + symbol_suggestions(text, self.config.python, limit))
+        return list(names)[:limit]
+
+    # --- control ------------------------------------------------------------------------------
+    def _engine(self):
+        if self.engine is None or getattr(self.engine, "mi", None) is None:
+            raise NotStopped("gdb is still starting.")
+        if self.finished:
+            raise NotLive("the run has ended: there is no target any more.")
+        return self.engine
+
+    def set_mode(self, mode: str) -> None:
+        with self._lock:
+            self._engine().set_mode(mode)
+
+    def resume(self) -> None:
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "stopped":
+                raise NotStopped("the target is not stopped.")
+            engine.resume()
+
+    def interrupt(self) -> Hit | None:
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "running":
+                raise NotStopped("the target is not running.")
+            before = self._stops
+            engine.interrupt()
+            return self._wait_for_stop(before, timeout=10.0)
+
+    def step(self, action: str) -> Hit | None:
+        if action not in CONTROL_ACTIONS:
+            raise ValueError(action)
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "stopped":
+                raise NotStopped(f"cannot {action}: the target is running (interrupt it first).")
+            before = self._stops
+            getattr(engine, action)()
+            return self._wait_for_stop(before, timeout=60.0)
+
+    def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:
+        """Wait for the target to stop again, then read where it is.
+
+        A stop is known from a "stopped" event, or from a snapshot that succeeds: gdb refuses to
+        read the frames of a running thread, so a snapshot that answers means the target stopped.
+        """
+        engine = self.engine
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while time.monotonic() < deadline and not self.finished:
+            if self._stops != stops_before or engine.target_state != "running":
+                hit = engine.snapshot()
+                if hit is not None and hit.frames:
+                    return hit
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        return None
+
+    def add_breakpoint(self, spec: str) -> None:
+        with self._lock:
+            self._engine().add_breakpoint(spec)
+
+    def delete_breakpoint(self, spec: str) -> None:
+        with self._lock:
+            self._engine().delete_breakpoint(spec)

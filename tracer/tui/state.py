@@ -1,0 +1,90 @@
+"""What the TUI knows about the run, folded from source events. Plain Python, no Textual.
+
+The app applies each batch of events here, then redraws only the parts that changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracer.model import Breakpoint, Hit, SessionInfo
+
+
+@dataclass
+class TraceState:
+    live: bool = False
+    info: SessionInfo | None = None
+    breakpoints: dict[str, Breakpoint] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    target: str = "starting"
+    """starting, running, stopped, exited, detached; "recorded" for a saved session."""
+    pid: int | None = None
+    gdb: str = "starting"
+    """starting, ready, busy: ACTION, exited; "none" for a saved session."""
+    mode: str = "record"
+    status: str | None = None
+    """The session's final status, once the source has finished."""
+    last_stop: dict | None = None
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status is not None or self.error is not None
+
+    @property
+    def can_control(self) -> bool:
+        return self.live and not self.finished and self.gdb != "starting"
+
+    def hits_of(self, spec: str) -> int:
+        return self.counts.get(spec, 0)
+
+    def apply(self, kind: str, data: object) -> set[str]:
+        """Fold one event in; returns the names of the parts to redraw."""
+        if kind == "session":
+            self.info = data  # type: ignore[assignment]
+            if self.live and self.gdb == "starting":
+                self.gdb = "ready"
+            return {"status", "title"}
+        if kind == "breakpoint":
+            bp: Breakpoint = data  # type: ignore[assignment]
+            self.breakpoints[bp.spec] = bp
+            return {"breakpoints"}
+        if kind in ("hit", "hits"):
+            new = [data] if kind == "hit" else list(data)  # type: ignore[arg-type]
+            for hit in new:
+                self.hits.append(hit)
+                if hit.breakpoint is not None:
+                    self.counts[hit.breakpoint] = self.counts.get(hit.breakpoint, 0) + 1
+            return {"hits", "breakpoints", "status"} if new else set()
+        if kind == "state":
+            if isinstance(data, str) and data != "starting":
+                self.target = data
+            return {"status", "bindings"}
+        if kind == "stopped":
+            self.target = "stopped"
+            self.last_stop = data if isinstance(data, dict) else {}
+            return {"status", "bindings"}
+        if kind == "pid":
+            self.pid = data  # type: ignore[assignment]
+            return {"status"}
+        if kind == "warning":
+            self.warnings.append(str(data))
+            return {"warnings"}
+        if kind == "failed":
+            self.error = getattr(data, "message", None) or str(data)
+            self.gdb = "exited"
+            return {"status", "bindings", "failed"}
+        if kind == "finished":
+            self.status = str(data)
+            if self.live:
+                self.gdb = "exited"
+                self.target = "detached" if self.status == "detached" else "exited"
+            else:
+                self.target = "recorded"
+                self.gdb = "none"
+            return {"status", "bindings", "finished"}
+        return set()
+
+    def forget_breakpoint(self, spec: str) -> None:
+        self.breakpoints.pop(spec, None)
