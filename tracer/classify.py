@@ -123,17 +123,36 @@ def _match(name: str, library: str | None) -> str:
     return "runtime"
 
 
+def _matching_paren(name: str, start: int) -> int | None:
+    depth = 0
+    for j in range(start, len(name)):
+        if name[j] == "(":
+            depth += 1
+        elif name[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
 def _strip_args(name: str) -> str:
     """Drop the parameter list (and trailing qualifiers) from a demangled name, keeping templates."""
     depth = 0
     for i, ch in enumerate(name):
-        if ch == "<":
+        if ch in "<{":
             depth += 1
-        elif ch == ">":
+        elif ch in ">}":
             depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
             if name.startswith("(anonymous namespace)", i):
                 continue
+            if name.endswith("operator", 0, i) and name.startswith("()", i):
+                continue  # operator() is a name, not the parameter list
+            if name.startswith("()", i - 1) and name.endswith("operator(", 0, i):
+                continue
+            close = _matching_paren(name, i)
+            if close is not None and name.startswith("::", close + 1):
+                continue  # a local scope: foo(int)::{lambda()#1}::operator()
             return name[:i]
     return name
 

@@ -110,3 +110,13 @@ def test_plt_and_cold_labels():
     assert not is_plt("torch::autograd::THPVariable_tensor(_object*, _object*, _object*)")
     assert is_cold_clone("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&) [clone .cold]")
     assert not is_cold_clone("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)")
+
+
+@pytest.mark.parametrize("function,short", [
+    ("std::function<void ()>::operator()() const", "std::function<…>::operator()"),
+    ("at::native::AVX2::foo(at::TensorIteratorBase&)::{lambda(char**, long const*, long, long)#1}::operator()"
+     "(char**, long const*, long, long) const",
+     "at::native::AVX2::foo(at::TensorIteratorBase&)::{lambda(char**, long const*, long, long)#1}::operator()"),
+])
+def test_short_names_keep_operator_call_and_lambdas(function, short):
+    assert short_name(function) == short

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from export_support import SIGMOID, SIGMOID_ID, code_spans, tables, unclosed_fence
+from tests.unit.export_support import SIGMOID, SIGMOID_ID, code_spans, tables, unclosed_fence
 from tracer.cli import main
 
 

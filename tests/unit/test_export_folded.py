@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, one_hit_session, python
+from tests.unit.export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, one_hit_session, python
 from tracer.export import folded
 
 LINE_RE = re.compile(r"^(?P<stack>[^;\n]+(?:;[^;\n]+)*) (?P<count>\d+)$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import json
 
-from export_support import load_sigmoid
+from tests.unit.export_support import load_sigmoid
 from tracer.export import json as json_export
 from tracer.model import Session
 

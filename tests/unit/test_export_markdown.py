@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, code_spans, fences, html_code, load_sigmoid,
+from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, code_spans, fences, html_code, load_sigmoid,
                             native, one_hit_session, parser, python, tables, unclosed_fence)
 from tracer.export import markdown
 from tracer.export import paths as P
@@ -207,3 +207,14 @@ def test_code_spans_pick_a_fence_longer_than_any_backtick_run():
     assert markdown.code("a|b", in_table=True) == "`a\\|b`"
     for s in ["a`b", "``x", "`x`", "a ``` b", " x "]:
         assert code_spans(markdown.code(s)) == [s], s
+
+
+def test_source_that_contains_fences_cannot_break_out_of_its_excerpt(tmp_path):
+    doc = tmp_path / "doc.py"
+    doc.write_text('"""Example:\n\n```python\nx = 1\n````\n"""\nrun()\n')
+    md = markdown.render(one_hit_session([python("<module>", str(doc), 4, "x = 1")]))
+    assert unclosed_fence(md) is None
+    (excerpt,) = [c for info, c in fences(md) if info == "python"]
+    assert "```python" in excerpt and "````" in excerpt and "> 4  x = 1" in excerpt
+    for t in tables(md):
+        assert all(len(r) == len(t[0]) for r in t)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, python
+from tests.unit.export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, python
 from tracer.export import paths as P
 from tracer.export.source import SourceReader, github_url, pinned_ref, repo_path
 
@@ -104,13 +104,15 @@ def test_a_stop_without_frames_is_still_a_path():
     assert path.frames == [] and path.title == "(no frames)" and path.layers == []
 
 
-def test_missing_derived_fields_are_filled_from_the_classifier():
+def test_missing_derived_fields_degrade_without_reclassifying():
+    # Export never re-runs the classifier (imports go down only): a frame without derived fields
+    # shows its full name, the runtime layer and no key, rather than a guess.
     f = native("at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)", layer=None)
     f.short = None
     f.dispatch_key = None
-    assert P.layer_of(f) == "kernel"
-    assert P.short_of(f) == "at::wrapper_CPU_sigmoid"
-    assert P.dispatch_key_of(f) == "CPU"
+    assert P.layer_of(f) == "runtime"
+    assert P.short_of(f) == "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)"
+    assert P.dispatch_key_of(f) is None
 
 
 @pytest.mark.parametrize("file, expected", [

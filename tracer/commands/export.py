@@ -7,8 +7,7 @@ import sys
 
 from tracer.commands._sessions import add_session_dir, load
 from tracer.errors import UsageError
-
-FORMATS = ("markdown", "json", "folded")
+from tracer.export import FORMATS
 _BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded"}
 
 

@@ -39,19 +39,22 @@ class _HitEncoder:
         return _compact(head).replace(_FRAMES_SLOT_JSON, frames, 1)
 
 
-def _list(items: list[str]) -> str:
-    if not items:
-        return "[]"
-    return "[\n    " + ",\n    ".join(items) + "\n  ]"
+def _array(out: list[str], items) -> None:
+    """Append a JSON array, one compact item a line, to ``out`` (joined once at the end: 100 MB copies add up)."""
+    first = True
+    for item in items:
+        out.append("[\n    " if first else ",\n    ")
+        out.append(item)
+        first = False
+    out.append("[]" if first else "\n  ]")
 
 
 def render(session: Session) -> str:
     encoder = _HitEncoder()
     session_obj = json.dumps(session.info.to_dict(), ensure_ascii=False, indent=2).replace("\n", "\n  ")
-    parts = [
-        f'  "schema": {int(session.schema)}',
-        f'  "session": {session_obj}',
-        f'  "breakpoints": {_list([_compact(b.to_dict()) for b in session.breakpoints])}',
-        f'  "hits": {_list([encoder.hit(h) for h in session.hits])}',
-    ]
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+    out = ["{\n", f'  "schema": {int(session.schema)},\n', f'  "session": {session_obj},\n', '  "breakpoints": ']
+    _array(out, (_compact(b.to_dict()) for b in session.breakpoints))
+    out.append(',\n  "hits": ')
+    _array(out, (encoder.hit(h) for h in session.hits))
+    out.append("\n}\n")
+    return "".join(out)

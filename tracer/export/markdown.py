@@ -42,7 +42,7 @@ def code(s: object, in_table: bool = False) -> str:
 
 def hcode(s: object) -> str:
     """A name inside raw HTML (``<summary>``): entities, not backslashes."""
-    return f"<code>{html.escape(str(s), quote=True)}</code>"
+    return f"<code>{html.escape(' '.join(str(s).split()), quote=True)}</code>"  # a blank line would end the HTML block
 
 
 def fenced(body: str, lang: str = "") -> list[str]:
@@ -155,7 +155,9 @@ class MarkdownRenderer:
             if loc.library:
                 s += " in " + code(loc.library.rsplit("/", 1)[-1], in_table=True)
             if loc.file:
-                where = f"{P.display_path(loc.file, self.cwd)}:{loc.line}" if loc.line else P.display_path(loc.file, self.cwd)
+                where = P.display_path(loc.file, self.cwd)
+                if loc.line:
+                    where += f":{loc.line}"
                 url = github_url(loc.file, loc.line, self.ref)
                 s += " at " + (link(code(where, in_table=True), url) if url else code(where, in_table=True))
             elif loc.address is not None and loc.function:
@@ -287,7 +289,8 @@ class MarkdownRenderer:
             body += ["- " + f for f in facts] + [""]
         url = github_url(frame.file, frame.line, self.ref)
         if url:
-            body += [f"On GitHub at {code(self.ref[:12] if self.ref else '')}: {link(code(P.frame_location(frame, self.cwd)), url)}", ""]
+            label = code(P.frame_location(frame, self.cwd))
+            body += [f"On GitHub at {code(self.ref[:12])}: {link(label, url)}", ""]
         body += self.source(frame)
         if not body:
             return []

@@ -15,19 +15,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from tracer import classify
 from tracer.export.source import repo_path
 from tracer.model import Frame, Hit
 
 
-# --- what a frame is, with gaps filled from the classifier (older or partial files may lack them)
+# --- what a frame is; the recorder fills layer, short name and key (export never re-classifies:
+# imports go down only, DESIGN.md section 5)
 
 def layer_of(frame: Frame) -> str:
     if frame.kind == "python":
         return "python"
     if frame.layer:
         return frame.layer
-    return classify.classify(frame.function, frame.library)
+    return "runtime"
 
 
 def short_of(frame: Frame) -> str:
@@ -37,7 +37,7 @@ def short_of(frame: Frame) -> str:
     if frame.short:
         return frame.short
     if frame.function:
-        return classify.short_name(frame.function) or frame.function
+        return frame.function
     if frame.address is not None:
         return hex(frame.address)
     return "??"
@@ -46,7 +46,7 @@ def short_of(frame: Frame) -> str:
 def dispatch_key_of(frame: Frame) -> str | None:
     if frame.kind == "python":
         return None
-    return frame.dispatch_key or classify.dispatch_key(frame.function)
+    return frame.dispatch_key
 
 
 def library_name(frame: Frame) -> str | None:

@@ -31,8 +31,9 @@ def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False) -> Text:
     layer = P.layer_of(frame)
     style = LAYER_STYLES.get(layer, "")
     t = Text()
+    name_style = ("bold " if layer in ("kernel", "python") else "") + style
     t.append(f"{layer:<{_LAYER_WIDTH}}  ", style=style if not dim else "grey50")
-    t.append(P.short_of(frame), style=("bold " if layer in ("kernel", "python") else "") + style if not dim else "grey50")
+    t.append(P.short_of(frame), style=name_style if not dim else "grey50")
     key = P.dispatch_key_of(frame)
     if key:
         t.append(f"  [{key}]", style="cyan" if not dim else "grey50")

@@ -322,11 +322,8 @@ def call_path() -> tuple[list[dict], bool]:
             break
         inline_index = inline_index + 1 if pc == last_pc else 0
         last_pc = pc
-        try:
-            is_eval = py and f.type() == gdb.NORMAL_FRAME and f.name() == EVAL_FRAME
-        except Exception:
-            is_eval = False
-        if is_eval:
+        native = _native(f, inline_index)  # cached per pc: no symbol lookup for frames seen before
+        if py and native["function"] == EVAL_FRAME and not native.get("inlined"):
             pyframes = _python_frames(f)
             if pyframes:
                 room = STATE.max_depth - len(frames)
@@ -336,9 +333,9 @@ def call_path() -> tuple[list[dict], bool]:
                     break
                 frames.extend(pyframes)
             else:
-                frames.append(_native(f, inline_index))
+                frames.append(native)
         else:
-            frames.append(_native(f, inline_index))
+            frames.append(native)
         depth = len(frames)
         try:
             f = f.older()

@@ -93,7 +93,7 @@ def find_symbol(name: str, libraries: list[str]) -> list[SymbolMatch]:
                 sl = _lookup(reader, index, m.address)
                 if sl is not None:
                     m.file, m.line = sl.file, sl.line
-                    m.decl_file, m.decl_line = sl.decl_file, sl.decl_line
+                    m.decl_file, m.decl_line = sl.outer_decl
         out.extend(matches)
     return out
 

@@ -67,11 +67,14 @@ class DwarfFormatError(Exception):
 
 @dataclass
 class InlineStep:
-    """One entry of an addr2line ``-i`` chain: a function and the file:line to show with it."""
+    """A function that the code at the address was inlined into: its name, the call site (the
+    file:line addr2line ``-i`` shows with it) and the function's own declaration."""
 
     function: str | None
     file: str | None
     line: int | None
+    decl_file: str | None = None
+    decl_line: int | None = None
 
 
 @dataclass
@@ -81,7 +84,8 @@ class SourceLine:
     ``file``/``line`` are the line-table answer (addr2line's); ``function`` is the innermost function
     (the inlined one, if any). ``inlined`` lists, outwards, the functions it was inlined into, each
     with the call site; it is empty when the address is not in inlined code. ``decl_file`` and
-    ``decl_line`` are the innermost function's declaration (``DW_AT_decl_*``).
+    ``decl_line`` are the innermost function's declaration (``DW_AT_decl_*``); ``outer_decl`` gives
+    the declaration of the function the code really belongs to (the last of ``inlined``, or this one).
     """
 
     file: str | None
@@ -96,14 +100,25 @@ class SourceLine:
     def location(self) -> str:
         return f"{self.file or '??'}:{self.line or '?'}"
 
+    @property
+    def outer_decl(self) -> tuple[str | None, int | None]:
+        if self.inlined:
+            return self.inlined[-1].decl_file, self.inlined[-1].decl_line
+        return self.decl_file, self.decl_line
+
     def addr2line_lines(self) -> list[str]:
-        """The answer in addr2line's ``-f -C -i`` text form (two lines per function)."""
-        line = str(self.line) if self.line else "?"
-        if self.line and self.discriminator:
-            line += f" (discriminator {self.discriminator})"
-        out = [self.function or "??", f"{self.file or '??'}:{line}"]
+        """The answer in addr2line's ``-f -C -i`` text form (two lines per function). addr2line
+        repeats the address's discriminator on every call-site line of the chain; so does this."""
+
+        def where(file, line):
+            if not line:
+                return f"{file or '??'}:?"
+            disc = f" (discriminator {self.discriminator})" if self.discriminator else ""
+            return f"{file or '??'}:{line}{disc}"
+
+        out = [self.function or "??", where(self.file, self.line)]
         for step in self.inlined:
-            out += [step.function or "??", f"{step.file or '??'}:{step.line if step.line else '?'}"]
+            out += [step.function or "??", where(step.file, step.line)]
         return out
 
 
@@ -524,7 +539,7 @@ class CompUnit:
         return decode_line_program(self.reader, self.stmt_list, self.comp_dir, self)
 
     # -- functions --------------------------------------------------------------------------------
-    def function_table(self, files: list[str | None]) -> "FunctionTable":
+    def function_table(self) -> "FunctionTable":
         """Every function DIE with code (subprograms, inlined subroutines, entry points), like bfd's
         ``scan_unit_for_symbols``: ranges, resolved name, caller and call site, declaration."""
         data = self.data
@@ -539,8 +554,14 @@ class CompUnit:
         end = len(data)
         level_func = -1
         depth = 0
+        read_attrs = self.read_attrs
+        skip_attrs = self.skip_attrs
         while pos < end:
-            code, pos = _uleb(data, pos)
+            code = data[pos]
+            if code < 0x80:
+                pos += 1
+            else:
+                code, pos = _uleb(data, pos)
             if code == 0:
                 depth -= 1
                 if depth < 0:
@@ -550,35 +571,37 @@ class CompUnit:
             ab = abbrevs.get(code)
             if ab is None:
                 raise DwarfFormatError(f"unit at {self.offset:#x} uses unknown abbreviation {code}")
-            this_func = -1
-            if ab.tag in FUNCTION_TAGS:
-                attrs, pos = self.read_attrs(pos, ab, FUNCTION_ATTRS)
-                rngs = self.pc_ranges(attrs)
-                name, is_linkage, decl_file, decl_line = self._function_names(attrs, mangled_by_name)
-                caller = -1
-                call_file = call_line = None
-                if ab.tag == TAG_INLINED_SUBROUTINE:
-                    caller = level_func
-                    for at, form, value in attrs:
-                        if at == AT_CALL_FILE:
-                            call_file = value
-                        elif at == AT_CALL_LINE:
-                            call_line = value
-                this_func = len(funcs)
-                funcs.append([name, is_linkage, caller, call_file, call_line, decl_file, decl_line, ab.tag,
-                              rngs[0][0] if rngs else 0])
-                for lo, hi in rngs:
-                    lows.append(lo)
-                    highs.append(hi)
-                    owner.append(this_func)
-            else:
-                pos = self.skip_attrs(pos, ab)
+            if ab.tag not in FUNCTION_TAGS:
+                fixed = ab.fixed
+                pos = pos + fixed if fixed is not None else skip_attrs(pos, ab)
+                if ab.children:
+                    nested.append(level_func)
+                    depth += 1
+                continue
+            attrs, pos = read_attrs(pos, ab, FUNCTION_ATTRS)
+            rngs = self.pc_ranges(attrs)
+            name, is_linkage, decl_file, decl_line = self._function_names(attrs, mangled_by_name)
+            caller = -1
+            call_file = call_line = None
+            if ab.tag == TAG_INLINED_SUBROUTINE:
+                caller = level_func
+                for at, form, value in attrs:
+                    if at == AT_CALL_FILE:
+                        call_file = value
+                    elif at == AT_CALL_LINE:
+                        call_line = value
+            this_func = len(funcs)
+            funcs.append([name, is_linkage, caller, call_file, call_line, decl_file, decl_line, ab.tag,
+                          rngs[0][0] if rngs else 0])
+            for lo, hi in rngs:
+                lows.append(lo)
+                highs.append(hi)
+                owner.append(this_func)
             if ab.children:
                 nested.append(level_func)
-                if this_func >= 0:
-                    level_func = this_func
+                level_func = this_func
                 depth += 1
-        return FunctionTable.build(funcs, lows, highs, owner, files, self.version)
+        return FunctionTable.build(funcs, lows, highs, owner)
 
     def _function_names(self, attrs, mangled_by_name: bool):
         """bfd's rules for a function's name and declaration, attribute by attribute, in order."""
@@ -922,59 +945,78 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
         last_high = high
         seq_low.append(low)
         seq_high.append(high)
+        # Consecutive rows saying the same thing answer the same: keep the first of each run.
+        keep = [i for i in range(len(a)) if i == 0 or (f[i], ln[i], d[i]) != (f[i - 1], ln[i - 1], d[i - 1])]
+        if len(keep) != len(a):
+            a, f, ln, d = [a[i] for i in keep], [f[i] for i in keep], [ln[i] for i in keep], [d[i] for i in keep]
         seq_rows.append((array("Q", a), array("q", f), array("q", ln), array("q", d)))
     return LineTable(file_names, seq_low, seq_high, seq_rows)
 
 
+def _arr(code: str, raw: bytes) -> array:
+    a = array(code)
+    a.frombytes(raw)
+    return a
+
+
 @dataclass
 class FunctionTable:
-    """Function ranges of one unit, sorted by start, with names already resolved."""
+    """Function ranges of one unit, sorted by start, with names already resolved.
 
-    lows: array
+    Functions are numbered in DIE order (bfd breaks ties by it); files are DWARF file numbers of the
+    unit's line table (-1: none). Functions without code are left out: nothing can land in them.
+    """
+
+    lows: array  # per range, sorted
     highs: array
-    owner: array
-    names: list[str | None]
+    owner: array  # function number of each range
+    names: list[str]  # distinct names
+    name_of: array  # per function: index into names, -1 for none
     linkage: array  # 1 when the name is a linkage name (else bfd prefers the ELF symbol's name)
-    callers: array
-    call_files: list[str | None]
-    call_lines: array
-    decl_files: list[str | None]
-    decl_lines: array
+    callers: array  # per function: the function it is inlined into, -1 for none
+    call_file: array
+    call_line: array
+    decl_file: array
+    decl_line: array
     max_span: int
 
     @classmethod
-    def build(cls, funcs, lows, highs, owner, files, version) -> "FunctionTable":
+    def build(cls, funcs, lows, highs, owner) -> "FunctionTable":
+        has_code = sorted(set(owner))
+        renumber = {old: new for new, old in enumerate(has_code)}
+        kept = [funcs[i] for i in has_code]
+        distinct: dict[str, int] = {}
+        for f in kept:
+            if f[0] is not None and f[0] not in distinct:
+                distinct[f[0]] = len(distinct)
         order = sorted(range(len(lows)), key=lambda i: (lows[i], owner[i]))
-        v5 = version >= 5
-
-        def fname(index):
-            if index is None:
-                return None
-            if v5:
-                return files[index] if 0 <= index < len(files) else "<unknown>"
-            return files[index] if 0 < index < len(files) else "<unknown>"
-
         return cls(
             lows=array("Q", [lows[i] for i in order]),
             highs=array("Q", [highs[i] for i in order]),
-            owner=array("i", [owner[i] for i in order]),
-            names=[f[0] for f in funcs],
-            linkage=array("B", [1 if f[1] else 0 for f in funcs]),
-            callers=array("i", [f[2] for f in funcs]),
-            call_files=[fname(f[3]) if f[3] is not None else None for f in funcs],
-            call_lines=array("Q", [f[4] or 0 for f in funcs]),
-            decl_files=[fname(f[5]) if f[5] is not None else None for f in funcs],
-            decl_lines=array("Q", [f[6] or 0 for f in funcs]),
+            owner=array("i", [renumber[owner[i]] for i in order]),
+            names=list(distinct),
+            name_of=array("i", [distinct[f[0]] if f[0] is not None else -1 for f in kept]),
+            linkage=array("B", [1 if f[1] else 0 for f in kept]),
+            callers=array("i", [renumber.get(f[2], -1) for f in kept]),
+            call_file=array("q", [-1 if f[3] is None else f[3] for f in kept]),
+            call_line=array("Q", [f[4] or 0 for f in kept]),
+            decl_file=array("q", [-1 if f[5] is None else f[5] for f in kept]),
+            decl_line=array("Q", [f[6] or 0 for f in kept]),
             max_span=max((h - lo for lo, h in zip(lows, highs)), default=0),
         )
+
+    def name(self, f: int) -> str | None:
+        i = self.name_of[f]
+        return self.names[i] if i >= 0 else None
 
     def best(self, address: int) -> int:
         """bfd's best fit: the function with the smallest range holding the address (ties: later DIE)."""
         best = -1
         best_len = None
-        k = bisect.bisect_right(self.lows, address) - 1
         lows, highs, owner = self.lows, self.highs, self.owner
-        while k >= 0 and lows[k] + self.max_span > address:
+        k = bisect.bisect_right(lows, address) - 1
+        floor = address - self.max_span
+        while k >= 0 and lows[k] > floor:
             if address < highs[k]:
                 span = highs[k] - lows[k]
                 f = owner[k]
@@ -984,20 +1026,16 @@ class FunctionTable:
         return best
 
     def to_payload(self):
-        return (self.lows.tobytes(), self.highs.tobytes(), self.owner.tobytes(), self.names,
-                self.linkage.tobytes(), self.callers.tobytes(),
-                self.call_files, self.call_lines.tobytes(), self.decl_files, self.decl_lines.tobytes(),
-                self.max_span)
+        blob = zlib.compress("\0".join(self.names).encode("utf-8", "surrogatepass"), 1)
+        return (self.lows.tobytes(), self.highs.tobytes(), self.owner.tobytes(), blob, len(self.names),
+                self.name_of.tobytes(), self.linkage.tobytes(), self.callers.tobytes(), self.call_file.tobytes(),
+                self.call_line.tobytes(), self.decl_file.tobytes(), self.decl_line.tobytes(), self.max_span)
 
     @classmethod
     def from_payload(cls, p) -> "FunctionTable":
-        def arr(code, raw):
-            a = array(code)
-            a.frombytes(raw)
-            return a
-
-        return cls(arr("Q", p[0]), arr("Q", p[1]), arr("i", p[2]), p[3], arr("B", p[4]), arr("i", p[5]),
-                   p[6], arr("Q", p[7]), p[8], arr("Q", p[9]), p[10])
+        names = zlib.decompress(p[3]).decode("utf-8", "surrogatepass").split("\0") if p[4] else []
+        return cls(_arr("Q", p[0]), _arr("Q", p[1]), _arr("i", p[2]), names, _arr("i", p[5]), _arr("B", p[6]),
+                   _arr("i", p[7]), _arr("q", p[8]), _arr("Q", p[9]), _arr("q", p[10]), _arr("Q", p[11]), p[12])
 
 
 class DwarfReader:
@@ -1225,7 +1263,7 @@ class DwarfReader:
         else:
             u = self.unit(unit_offset)
             lt = u.line_table()
-            ft = u.function_table(lt.files if lt else [])
+            ft = u.function_table()
             got = (lt, ft)
             cache.write(self.key, "cu", (lt.to_payload() if lt else None, ft.to_payload()), extra=f"-{unit_offset:x}")
         self._tables[unit_offset] = got
@@ -1244,19 +1282,27 @@ class DwarfReader:
             if row is None and f < 0:
                 continue
             file, line, disc = row if row is not None else (None, 0, 0)
+            files = lt.files if lt is not None else []
+
+            def file_name(index: int) -> str | None:
+                if index < 0:
+                    return None
+                return files[index] if index < len(files) else "<unknown>"
+
             steps = []
             decl_file = decl_line = None
             if f >= 0:
-                name = ft.names[f]
+                name = ft.name(f)
                 if not ft.linkage[f]:
                     name = symbol_name(address) or name
-                decl_file, decl_line = ft.decl_files[f], ft.decl_lines[f] or None
+                decl_file, decl_line = file_name(ft.decl_file[f]), ft.decl_line[f] or None
                 cur = f
                 while ft.callers[cur] >= 0:
                     caller = ft.callers[cur]
-                    caller_name = ft.names[caller]
+                    caller_name = ft.name(caller)
                     steps.append(InlineStep(demangle(caller_name) if caller_name else None,
-                                            ft.call_files[cur], ft.call_lines[cur] or None))
+                                            file_name(ft.call_file[cur]), ft.call_line[cur] or None,
+                                            file_name(ft.decl_file[caller]), ft.decl_line[caller] or None))
                     cur = caller
             else:
                 name = symbol_name(address)

@@ -454,6 +454,17 @@ class LibraryIndex:
         query's last identifier that the string table contains: a few binary-searched ``find``s
         over ``.strtab``, then a similarity ratio on those few names only.
         """
+        memo = self._load_memo()
+        key = f"\0suggest\0{limit}\0{query}"
+        if key in memo:
+            return [tuple(x) for x in memo[key]]
+        found = self._suggest(query, limit)
+        memo[key] = found
+        self._memo_dirty = True
+        self.save_memo()
+        return found
+
+    def _suggest(self, query: str, limit: int) -> list[tuple[float, str]]:
         t = self.search_table
         if t is None:
             return []
@@ -503,8 +514,12 @@ class LibraryIndex:
                 parsed = names.parse(dem)
                 if not parsed.components:
                     continue
-                cand_last = names.base_component(parsed.components[-1]).lower()
-                score = difflib.SequenceMatcher(None, q_last, cand_last).ratio()
+                bases = [names.base_component(c).lower() for c in parsed.components]
+                score = difflib.SequenceMatcher(None, q_last, bases[-1]).ratio()
+                # A class or namespace name ("make_boxed_from_unboxed_functor") points at its members.
+                for outer in bases[:-1]:
+                    if abs(len(outer) - len(q_last)) <= len(q_last) // 2:
+                        score = max(score, 0.9 * difflib.SequenceMatcher(None, q_last, outer).ratio())
                 if len(q.components) > 1:
                     full = "::".join(names.base_component(c) for c in parsed.components).lower()
                     score = 0.5 * score + 0.5 * difflib.SequenceMatcher(None, q_full, full).ratio()

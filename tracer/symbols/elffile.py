@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tracer.errors import SymbolError
 
+from . import cache
 from .cache import FileKey
 
 SHT_NOBITS = 8
@@ -71,30 +72,57 @@ class ElfFile:
         self._decompressed: dict[str, bytes] = {}
 
     def _read_sections(self, shown: str) -> dict[str, Section]:
+        # The section table (and build-id) is cached by path, size and mtime: a warm lookup then
+        # never parses ELF headers at all.
+        self._locator = FileKey(self.path, self.size, self.mtime_ns, None)
+        stored = cache.read(self._locator, "sections")
+        if stored is not None:
+            listed = [Section(*t) for t in stored[0]]
+            self._build_id = stored[1]
+        else:
+            listed = self._parse_sections(shown)
+            self._build_id = self._find_build_id(listed)
+            cache.write(self._locator, "sections", ([tuple(x.__dict__.values()) for x in listed], self._build_id))
+        self.section_list = listed
+        sections: dict[str, Section] = {}
+        for sec in listed:
+            sections.setdefault(sec.name, sec)
+        return sections
+
+    def _parse_sections(self, shown: str) -> list[Section]:
+        """Section headers through pyelftools' header structures (not its section objects, which
+        would parse whole hash tables of a 400 MB library just to list it)."""
         from elftools.common.exceptions import ELFError
+        from elftools.common.utils import struct_parse
         from elftools.elf.elffile import ELFFile
 
         try:
             elf = ELFFile(self._fh)
             shoff = elf.header["e_shoff"]
+            shentsize = elf.header["e_shentsize"]
             shnum = elf.num_sections()
-            if shoff + shnum * elf.header["e_shentsize"] > self.size:
+            if shnum == 0 or shoff == 0:
+                return []
+            if shoff + shnum * shentsize > self.size:
                 raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; its section table "
-                                  f"ends at byte {shoff + shnum * elf.header['e_shentsize']})")
-            sections: dict[str, Section] = {}
-            listed: list[Section] = []
-            for i in range(shnum):
-                sec = elf.get_section(i)
-                h = sec.header
-                s = Section(sec.name, _sh_type(h["sh_type"]), h["sh_flags"], h["sh_addr"], h["sh_offset"],
-                            h["sh_size"], h["sh_link"], h["sh_entsize"])
-                if s.type != SHT_NOBITS and s.size and s.offset + s.size > self.size:
-                    raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; section {s.name} "
-                                      f"ends at byte {s.offset + s.size})")
-                sections.setdefault(s.name, s)
-                listed.append(s)
-            self.section_list = listed
-            return sections
+                                  f"ends at byte {shoff + shnum * shentsize})")
+            headers = [struct_parse(elf.structs.Elf_Shdr, self._fh, shoff + i * shentsize) for i in range(shnum)]
+            shstrndx = elf.get_shstrndx()
+            names = headers[shstrndx] if 0 <= shstrndx < shnum else None
+            listed = []
+            for h in headers:
+                name = ""
+                if names is not None and h["sh_name"] < names["sh_size"]:
+                    start = names["sh_offset"] + h["sh_name"]
+                    stop = self.mm.find(b"\0", start, names["sh_offset"] + names["sh_size"])
+                    name = self.mm[start : stop if stop >= 0 else start].decode("utf-8", "replace")
+                sec = Section(name, _sh_type(h["sh_type"]), h["sh_flags"], h["sh_addr"], h["sh_offset"],
+                              h["sh_size"], h["sh_link"], h["sh_entsize"])
+                if sec.type != SHT_NOBITS and sec.size and sec.offset + sec.size > self.size:
+                    raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; section {sec.name} "
+                                      f"ends at byte {sec.offset + sec.size})")
+                listed.append(sec)
+            return listed
         except SymbolError:
             raise
         except (ELFError, struct.error, ValueError, KeyError, IndexError, OSError) as exc:
@@ -103,7 +131,10 @@ class ElfFile:
     # -- identity -------------------------------------------------------------------------------
     @property
     def build_id(self) -> str | None:
-        for sec in self.sections.values():
+        return self._build_id
+
+    def _find_build_id(self, listed: list[Section]) -> str | None:
+        for sec in listed:
             if sec.type != SHT_NOTE or sec.size > 1 << 16:
                 continue
             data = bytes(self.mm[sec.offset : sec.offset + sec.size])

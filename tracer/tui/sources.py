@@ -69,6 +69,9 @@ class EventSource:
     def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
         """End the run and wait for it (kills a launched target, detaches from an attached one)."""
 
+    def request_stop(self, reason: str = "quit") -> None:
+        """Like ``stop`` but without waiting; safe from any thread."""
+
     def complete(self, text: str, limit: int = 12) -> list[str]:
         """Breakpoint names that fit ``text``, best first."""
         return []
@@ -218,6 +221,7 @@ class LiveSource(EventSource):
         self.status: str | None = None
         self._emit: Emit = lambda ev: None
         self._stops = 0
+        self._stop_reason: str | None = None
         self._pid: int | None = None
         self._done = threading.Event()
         self._lock = threading.Lock()  # one control command at a time
@@ -246,6 +250,8 @@ class LiveSource(EventSource):
                 self.error = exc
                 emit(SourceEvent("failed", exc))
                 return
+            if self._stop_reason:  # the user quit while gdb was starting: run() ends it at once
+                self.engine.request_stop(self._stop_reason)
             if self.engine.info is not None:
                 emit(SourceEvent("session", self.engine.info))
             if self.engine.target_pid:
@@ -275,12 +281,15 @@ class LiveSource(EventSource):
             session.info.status = "running"  # no end record yet because the run goes on
         return session
 
+    def request_stop(self, reason: str = "quit") -> None:
+        self._stop_reason = self._stop_reason or reason
+        if self.engine is not None and not self.finished:
+            self.engine.request_stop(reason)
+
     def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
+        self.request_stop(reason)
         engine = self.engine
-        if engine is None:
-            return
-        engine.request_stop(reason)
-        if self._done.wait(timeout):
+        if engine is None or self._done.wait(timeout):
             return
         mi = getattr(engine, "mi", None)  # the run loop is stuck: take gdb away from under it
         if mi is not None:

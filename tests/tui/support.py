@@ -1,0 +1,142 @@
+"""TUI test helpers: the fixture session's path, a fake live source, and a runner for pilot coroutines.
+
+Pilot tests are plain functions that run their coroutine with ``asyncio.run`` (no async plugin
+needed); ``run_pilot`` gives each a deadline so a stuck app fails the test instead of hanging it.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+import queue
+import threading
+from pathlib import Path
+
+from tracer.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
+from tracer.tui.sources import EventSource, NotStopped, SourceEvent
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "data" / "tui_session.jsonl"
+
+
+def run_pilot(coro, timeout: float = 30.0):
+    async def guarded():
+        return await asyncio.wait_for(coro, timeout)
+
+    return asyncio.run(guarded())
+
+
+async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05) -> None:
+    """Let the app run until ``predicate()`` holds; fail with the predicate's docstring otherwise."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__doc__ or predicate}")
+        await pilot.pause(step)
+
+
+class FakeSource(EventSource):
+    """A live source without gdb: the test pushes events, control calls are recorded and answered.
+
+    ``step()``/``interrupt()`` answer with ``stop_hit`` (a copy of a fixture hit whose innermost
+    frame was cut, as after ``finish``).
+    """
+
+    live = True
+    label = "fake.py"
+
+    def __init__(self, info: SessionInfo, breakpoints: list[Breakpoint], stop_hit: Hit | None = None,
+                 attached: bool = False):
+        self.info = info
+        self.breakpoints = breakpoints
+        self.stop_hit = stop_hit
+        self.attached = attached
+        self.calls: list[tuple] = []
+        self.events: "queue.Queue[SourceEvent | None]" = queue.Queue()
+        self.target = "running"
+        self.stopped = threading.Event()
+        self._emit = None
+
+    def push(self, kind: str, data=None) -> None:
+        self.events.put(SourceEvent(kind, data))
+
+    def run(self, emit) -> None:
+        self._emit = emit
+        emit(SourceEvent("session", self.info))
+        emit(SourceEvent("pid", 4242))
+        for bp in self.breakpoints:
+            emit(SourceEvent("breakpoint", bp))
+        emit(SourceEvent("state", "running"))
+        while True:
+            ev = self.events.get()
+            if ev is None:
+                break
+            if ev.kind in ("state", "stopped"):
+                self.target = "stopped" if ev.kind == "stopped" else ev.data
+            emit(ev)
+            if ev.kind in ("finished", "failed"):
+                break
+        self.stopped.set()
+
+    def request_stop(self, reason: str = "quit") -> None:
+        if not self.stopped.is_set():
+            self.calls.append(("stop", reason))
+            self.push("finished", "interrupted")
+
+    def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
+        self.request_stop(reason)
+        self.stopped.wait(timeout)
+
+    def complete(self, text: str, limit: int = 12) -> list[str]:
+        self.calls.append(("complete", text))
+        names = ["at::(anonymous namespace)::wrapper_CPU_sigmoid", "at::_ops::sigmoid::call",
+                 "torch::autograd::THPVariable_sigmoid"]
+        return [n for n in names if text.lower() in n.lower()][:limit]
+
+    def set_mode(self, mode: str) -> None:
+        self.calls.append(("mode", mode))
+
+    def resume(self) -> None:
+        self.calls.append(("resume",))
+        self.push("state", "running")
+
+    def interrupt(self):
+        self.calls.append(("interrupt",))
+        self.push("stopped", {"reason": "signal-received", "signal-name": "SIGINT"})
+        return self.stop_hit
+
+    def step(self, action: str):
+        self.calls.append((action,))
+        if self.target != "stopped":
+            raise NotStopped(f"cannot {action}: the target is running (interrupt it first).")
+        self.push("stopped", {"reason": "function-finished"})
+        return self.stop_hit
+
+    def add_breakpoint(self, spec: str) -> None:
+        self.calls.append(("add", spec))
+        self.push("breakpoint", Breakpoint(spec=spec, pending=True))
+
+    def delete_breakpoint(self, spec: str) -> None:
+        self.calls.append(("delete", spec))
+
+
+def fake_from(session: Session) -> FakeSource:
+    """A fake live run of the fixture's program: one resolved breakpoint, no hits yet."""
+    info = copy.deepcopy(session.info)
+    info.status = "running"
+    bps = [Breakpoint(spec="wrapper_CPU_sigmoid", number=1, pending=False, locations=[
+        Location(function="at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)",
+                 library="/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+                 address=0x7FFFE35EEC40)])]
+    sigmoid = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    after_finish = copy.deepcopy(sigmoid)
+    after_finish.seq = 0
+    after_finish.breakpoint = None
+    after_finish.frames = after_finish.frames[:-1]
+    return FakeSource(info, bps, stop_hit=after_finish)
+
+
+def numbered_hits(template: Hit, start: int, count: int) -> list[Hit]:
+    """``count`` copies of a real hit with consecutive sequence numbers (frames shared, read-only)."""
+    return [Hit(seq=start + i, breakpoint=template.breakpoint, thread=Thread(1, "python3"), time=float(i),
+                frames=template.frames) for i in range(count)]

@@ -1,0 +1,28 @@
+"""``pttrace view SESSION``: browse a recorded session in the TUI (no gdb, no target)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tracer.commands._sessions import add_session_dir, session_dir
+from tracer.errors import UsageError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("view", help="browse a recorded session in the terminal UI",
+                              description="Open a recorded session in the terminal UI: its breakpoints, "
+                                          "hits, the call path of each hit and the source of each frame.")
+    p.add_argument("session", metavar="SESSION", help="a session id, a unique prefix, a path, or `last`")
+    add_session_dir(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer import storage
+
+    path = storage.resolve(args.session, session_dir(args))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("`pttrace view` needs a terminal; use `pttrace show` or `pttrace export` otherwise.")
+    from tracer.tui.app import view_session
+
+    return view_session(path)

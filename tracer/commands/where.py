@@ -1,0 +1,235 @@
+"""``pttrace where NAME|0xADDR``: where a function is defined, or what is at an address.
+
+Answers from the libraries' own symbol tables and DWARF (``tracer.symbols``), without gdb and without
+importing torch: by default the torch libraries of ``--python``'s interpreter are searched.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from tracer.errors import SymbolError, UsageError
+
+RELEASE_NOTE = "release build: no line information; build with DEBUG=1 or REL_WITH_DEB_INFO=1"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("where", help="find where a C/C++ function is defined (or what is at an address)",
+                       description="Find a C/C++ function by name in the torch libraries (or --lib ones), "
+                                   "with its library, address, binding and size, and its source file:line "
+                                   "when the library has DWARF. With 0xADDR, name the function at that "
+                                   "address of --lib and its file:line (with the inlining chain).")
+    p.add_argument("name", metavar="NAME|0xADDR",
+                   help="a function name as for gdb's `break` (initModule, at::_ops::add_Tensor::call, "
+                        "a mangled name), or an address in --lib")
+    p.add_argument("--lib", action="append", default=[], metavar="PATH",
+                   help="search this shared library instead of torch's; repeat for more")
+    p.add_argument("--python", default=sys.executable, metavar="PATH",
+                   help="whose torch to search (default: the interpreter running pttrace)")
+    p.add_argument("--json", action="store_true", help="print one JSON object, for scripts")
+    p.set_defaults(func=run)
+
+
+def _parse_address(text: str) -> int | None:
+    if text.lower().startswith("0x"):
+        try:
+            return int(text, 16)
+        except ValueError:
+            raise UsageError(f"{text!r} is not a hexadecimal address") from None
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer import symbols
+
+    name = args.name.strip()
+    if not name:
+        raise UsageError("give a function name or an address")
+    libraries = list(args.lib) or symbols.torch_libraries(args.python)
+    if not libraries:
+        raise UsageError(f"no torch libraries found for {args.python}", hint="pass them with --lib PATH")
+    address = _parse_address(name)
+    if address is not None:
+        if len(args.lib) != 1:
+            raise UsageError("an address belongs to one library: give it with --lib PATH")
+        return _where_address(address, args.lib[0], args.json)
+    return _where_name(name, libraries, args.json, explicit=bool(args.lib))
+
+
+# -- by name ----------------------------------------------------------------------------------
+def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool) -> int:
+    from tracer import symbols
+    from tracer.symbols.elf_index import LibraryIndex
+
+    matches = symbols.find_symbol(name, libraries)
+    with_lines = {}
+    for lib in sorted({m.library for m in matches}):
+        with_lines[lib] = symbols.line_info_source(lib)
+    if not matches:
+        stripped = [lib for lib in libraries if LibraryIndex.open(lib).stripped]
+        if explicit and stripped and len(stripped) == len(libraries):
+            raise SymbolError(f"{stripped[0]} is stripped (no .symtab): only its exported symbols were "
+                              f"searched and none is named {name!r}")
+        suggestions = symbols.suggest(name, libraries, limit=5)
+        if as_json:
+            _print_json({"query": name, "libraries": [os.path.abspath(x) for x in libraries], "matches": [],
+                         "suggestions": suggestions})
+        else:
+            _print_no_match(name, libraries, suggestions)
+        return 1
+    if as_json:
+        _print_json({"query": name, "libraries": [os.path.abspath(x) for x in libraries],
+                     "matches": [m.to_dict() for m in matches],
+                     "line_info": with_lines, "suggestions": []})
+        return 0
+    _print_matches(name, libraries, matches, with_lines)
+    return 0
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _label(m) -> str:
+    if m.plt:
+        return "plt stub: a call into another library, not a definition"
+    parts = [m.binding, m.kind]
+    if m.cold:
+        parts.append("cold part")
+    return " ".join(parts)
+
+
+def _print_matches(name, libraries, matches, with_lines) -> None:
+    from rich.text import Text
+
+    console = _console()
+    by_lib: dict[str, list] = {}
+    for m in matches:
+        by_lib.setdefault(m.library, []).append(m)
+    definitions = sum(1 for m in matches if not m.plt)
+    head = Text()
+    head.append(name, style="bold")
+    head.append(f": {definitions} definition{'s' if definitions != 1 else ''}")
+    stubs = len(matches) - definitions
+    if stubs:
+        head.append(f" and {stubs} plt stub{'s' if stubs != 1 else ''}")
+    head.append(f" in {len(by_lib)} of {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}")
+    console.print(head)
+    release = False
+    for lib, ms in by_lib.items():
+        console.print()
+        title = Text(os.path.basename(lib), style="bold cyan")
+        title.append(f"  {lib}", style="dim")
+        if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
+            title.append(f"  (DWARF from {with_lines[lib]})", style="dim")
+        console.print(title)
+        for m in ms:
+            line = Text("  ")
+            line.append(m.name, style="yellow" if m.plt or m.cold else "bold")
+            line.append(f"  {m.address:#x}", style="green")
+            line.append(f"  {m.size} bytes  {_label(m)}", style="dim")
+            console.print(line)
+            if m.file or m.decl_file:
+                if m.file:
+                    code = Text("      code at   ")
+                    code.append(f"{m.file}:{m.line or '?'}", style="cyan")
+                    code.append("  (line table at the address; what addr2line says)", style="dim")
+                    console.print(code)
+                if m.decl_file:
+                    decl = Text("      declared  ")
+                    decl.append(f"{m.decl_file}:{m.decl_line or '?'}", style="cyan")
+                    decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
+                    console.print(decl)
+            elif not m.plt and not with_lines.get(lib):
+                release = True
+    if release:
+        console.print()
+        console.print(Text(RELEASE_NOTE, style="italic"))
+
+
+def _print_no_match(name, libraries, suggestions) -> None:
+    from rich.text import Text
+
+    console = _console()
+    where = libraries[0] if len(libraries) == 1 else f"{len(libraries)} libraries"
+    msg = Text()
+    msg.append(name, style="bold")
+    msg.append(f": no function or variable of that name in {where}")
+    console.print(msg)
+    if suggestions:
+        console.print("closest names:")
+        for s in suggestions:
+            console.print(Text(f"  {s}", style="yellow"))
+
+
+# -- by address -------------------------------------------------------------------------------
+def _where_address(address: int, library: str, as_json: bool) -> int:
+    from rich.text import Text
+
+    from tracer import symbols
+
+    found = symbols.symbol_at(library, address)
+    source = symbols.line_for_address(library, address)
+    dwarf_from = symbols.line_info_source(library)
+    if as_json:
+        _print_json({
+            "address": address, "library": os.path.abspath(library),
+            "symbol": found[0].to_dict() if found else None, "offset": found[1] if found else None,
+            "source": _source_dict(source), "line_info": dwarf_from,
+        })
+        return 0 if (found or source) else 1
+    console = _console()
+    head = Text(f"{address:#x}", style="green")
+    head.append(f" in {os.path.basename(library)}: ")
+    if found:
+        sym, offset = found
+        head.append(sym.name, style="bold")
+        head.append(f"+{offset:#x}" if offset else "")
+        head.append(f"  ({_label(sym)} at {sym.address:#x}, {sym.size} bytes)", style="dim")
+    elif source and source.function:
+        head.append(source.function, style="bold")
+    else:
+        head.append("no symbol covers this address", style="yellow")
+    console.print(head)
+    if source is not None:
+        code = Text("    code at   ")
+        code.append(source.location, style="cyan")
+        if source.discriminator:
+            code.append(f" (discriminator {source.discriminator})", style="dim")
+        code.append(f"  in {source.function or '??'}", style="dim")
+        console.print(code)
+        for step in source.inlined:
+            inl = Text("    inlined into  ")
+            inl.append(step.function or "??", style="bold")
+            inl.append(f"  at {step.file or '??'}:{step.line or '?'}", style="cyan")
+            console.print(inl)
+        if source.decl_file:
+            decl = Text("    declared  ")
+            decl.append(f"{source.decl_file}:{source.decl_line or '?'}", style="cyan")
+            decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
+            console.print(decl)
+    elif dwarf_from is None:
+        console.print(Text(RELEASE_NOTE, style="italic"))
+    else:
+        console.print(Text("no line information covers this address", style="italic"))
+    return 0 if (found or source) else 1
+
+
+def _source_dict(source) -> dict | None:
+    if source is None:
+        return None
+    return {
+        "file": source.file, "line": source.line, "function": source.function,
+        "discriminator": source.discriminator,
+        "inlined": [{"function": s.function, "file": s.file, "line": s.line, "decl_file": s.decl_file,
+                     "decl_line": s.decl_line} for s in source.inlined],
+        "decl_file": source.decl_file, "decl_line": source.decl_line,
+    }
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")

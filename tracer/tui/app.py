@@ -1,0 +1,481 @@
+"""The pttrace TUI: breakpoints, hits, the call path of a hit, its source, the target's output.
+
+The app is handed an ``EventSource`` (a live recorder or a saved session) and never touches gdb or
+the disk itself: the source runs in a worker thread and its events land in an inbox that the app
+drains in batches (at most ``MAX_BATCHES_PER_SECOND``), so 500 hits a second cost a few table
+updates a second, not 500. Every control command (step, continue, add a breakpoint, ...) runs in a
+worker too, and comes back as a message; failures become toasts.
+
+``make_app`` is the one factory the CLI and the tests share.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer
+
+from tracer.errors import PttraceError
+from tracer.model import Hit, Session
+from tracer.tui.messages import (
+    BreakpointRemovalRequested,
+    ControlFinished,
+    ExportWritten,
+    FrameSelected,
+    HitSelected,
+    SourceEventsArrived,
+)
+from tracer.tui.screens import AddBreakpoint, ConfirmQuit
+from tracer.tui.sources import CONTROL_ACTIONS, EventSource, LiveSource, SessionSource, SourceEvent
+from tracer.tui.state import TraceState
+from tracer.tui.widgets.breakpoints import BreakpointsTable
+from tracer.tui.widgets.callpath import CallPathTable
+from tracer.tui.widgets.hits import HitsTable
+from tracer.tui.widgets.output import OutputLog
+from tracer.tui.widgets.source import SourcePane
+from tracer.tui.widgets.status import StatusLine
+
+MAX_BATCHES_PER_SECOND = 8
+_LIVE_ACTIONS = {"toggle_mode", "resume", "control", "interrupt", "add_breakpoint"}
+
+
+class Inbox:
+    """Thread-safe queue of source events; ``notify`` is called once per batch, not per event."""
+
+    def __init__(self, notify: Callable[[], object]):
+        self._events: deque[SourceEvent] = deque()
+        self._lock = threading.Lock()
+        self._pending = False
+        self._notify = notify
+
+    def push(self, event: SourceEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+            if self._pending:
+                return
+            self._pending = True
+        self._notify()
+
+    def take(self) -> list[SourceEvent]:
+        with self._lock:
+            events = list(self._events)
+            self._events.clear()
+            self._pending = False
+        return events
+
+
+def export_path(session: Session) -> Path:
+    """Where the markdown notes go: beside the session file, else in the current directory."""
+    name = f"{session.info.id}.md"
+    if session.path:
+        folder = Path(session.path).parent
+        if os.access(folder, os.W_OK):
+            return folder / (Path(session.path).stem + ".md")
+    return Path.cwd() / name
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class PttraceApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "pttrace"
+    BINDINGS = [
+        Binding("q", "quit_app", "quit"),
+        Binding("m", "toggle_mode", "mode"),
+        Binding("c", "resume", "continue"),
+        Binding("s", "control('step')", "step"),
+        Binding("n", "control('next')", "next"),
+        Binding("f", "control('finish')", "finish"),
+        Binding("i", "interrupt", "interrupt"),
+        Binding("b", "add_breakpoint", "add bp"),
+        Binding("u", "unfold", "unfold"),
+        Binding("d", "full_names", "full names"),
+        Binding("e", "export", "export md"),
+        Binding("G", "newest_hit", "newest hit", show=False),
+        Binding("1", "focus('breakpoints')", show=False),
+        Binding("2", "focus('hits')", show=False),
+        Binding("3", "focus('callpath')", show=False),
+        Binding("4", "focus('output')", show=False),
+    ]
+
+    def __init__(self, source: EventSource):
+        super().__init__()
+        self.source = source
+        self.state = TraceState(live=source.live, gdb="starting" if source.live else "none",
+                                target="starting" if source.live else "recorded",
+                                mode=getattr(getattr(source, "config", None), "mode", "record"))
+        self.inbox = Inbox(lambda: self.post_message(SourceEventsArrived()))
+        self.title = f"pttrace · {source.label}" if source.label else "pttrace"
+        self._last_drain = 0.0
+        self._drain_timer = None
+        self._jump_to_newest = False
+        self._quitting = False
+        self.cwd: str | None = None
+
+    # --- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield BreakpointsTable(id="breakpoints", classes="pane")
+                yield HitsTable(id="hits", classes="pane", follow=self.source.live)
+                yield OutputLog(id="output", classes="pane")
+            with Vertical(id="right"):
+                yield CallPathTable(id="callpath", classes="pane")
+                yield SourcePane(id="source", classes="pane")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    @property
+    def hits_table(self) -> HitsTable:
+        return self.query_one(HitsTable)
+
+    @property
+    def call_path(self) -> CallPathTable:
+        return self.query_one(CallPathTable)
+
+    def on_mount(self) -> None:
+        if not self.source.live:
+            self.query_one(OutputLog).note("a recorded session: the target's output is not kept in the file",
+                                           style="grey62")
+        self._redraw_status()
+        self.hits_table.focus()
+        self._run_source()
+
+    # --- the event source -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="source", exit_on_error=False)
+    def _run_source(self) -> None:
+        try:
+            self.source.run(self.inbox.push)
+        except Exception as exc:  # a bug in a source must end up on the screen, not kill the app
+            self.inbox.push(SourceEvent("failed", exc if isinstance(exc, PttraceError)
+                                        else PttraceError(f"{type(exc).__name__}: {exc}")))
+
+    def on_source_events_arrived(self, _message: SourceEventsArrived) -> None:
+        wait = self._last_drain + 1.0 / MAX_BATCHES_PER_SECOND - time.monotonic()
+        if wait > 0:
+            if self._drain_timer is None:
+                self._drain_timer = self.set_timer(wait, self._drain)
+            return
+        self._drain()
+
+    def _drain(self) -> None:
+        self._drain_timer = None
+        self._last_drain = time.monotonic()
+        events = self.inbox.take()
+        if not events:
+            return
+        new_hits: list[Hit] = []
+        output: list[str] = []
+        changed: set[str] = set()
+        for ev in events:
+            if ev.kind == "output":
+                output.append(str(ev.data))
+                continue
+            if ev.kind == "hit":
+                new_hits.append(ev.data)
+            elif ev.kind == "hits":
+                new_hits.extend(ev.data)
+            elif ev.kind == "session":
+                self._session_opened(ev.data)
+            elif ev.kind == "stopped":
+                if self.state.mode == "stop" and (ev.data or {}).get("reason") == "breakpoint-hit":
+                    self._jump_to_newest = True
+            elif ev.kind == "warning":
+                self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
+                self.query_one(OutputLog).note(f"warning: {ev.data}")
+            changed |= self.state.apply(ev.kind, ev.data)
+        if new_hits:
+            self.hits_table.add_hits(new_hits)
+        if self._jump_to_newest and new_hits:
+            self._jump_to_newest = False
+            self.hits_table.select_newest()
+        if "breakpoints" in changed:
+            self.query_one(BreakpointsTable).update_from(self.state)
+        log = self.query_one(OutputLog)
+        if output:
+            log.write_output(output)
+        log.tick()
+        if "failed" in changed:
+            self._failed()
+        if "finished" in changed:
+            self._finished()
+        if changed & {"status", "hits", "title"}:
+            self._redraw_status()
+        if "bindings" in changed:
+            self.refresh_bindings()
+
+    def _session_opened(self, info) -> None:
+        self.cwd = getattr(info, "cwd", None)
+        self.hits_table.cwd = self.cwd
+        self.call_path.cwd = self.cwd
+        self.query_one(SourcePane).session_info = info
+
+    def _failed(self) -> None:
+        message = self.state.error or "the run could not start"
+        self.notify(message, title="pttrace", severity="error", timeout=15)
+        self.query_one(OutputLog).note(message, style="bold red")
+        if self.source.live and not self.state.hits:
+            # Nothing to look at: leave, and let the CLI print the error with its hint.
+            self.exit(2)
+
+    def _finished(self) -> None:
+        if self.source.live:
+            status = self.state.status
+            text = f"the run ended: {status}"
+            self.query_one(OutputLog).note(text, style="bold cyan")
+            self.notify(f"{text}; the session is saved. Press q to leave.", timeout=6)
+
+    def _redraw_status(self) -> None:
+        path = self.source.session_path
+        self.query_one(StatusLine).render_state(self.state, path.name if path else self.source.label)
+
+    # --- selection ------------------------------------------------------------------------------
+    def on_hit_selected(self, message: HitSelected) -> None:
+        hit = message.hit
+        thread = f"thread {hit.thread.id}" + (f" {hit.thread.name}" if hit.thread.name else "")
+        caption = f"hit #{hit.seq} · {hit.breakpoint or hit.signal or '?'} · {thread}"
+        self.call_path.show(hit, caption, self.cwd)
+
+    def on_frame_selected(self, message: FrameSelected) -> None:
+        self.query_one(SourcePane).show(message.frame, message.cwd)
+
+    def action_unfold(self) -> None:
+        self.call_path.toggle_unfold()
+
+    def action_full_names(self) -> None:
+        self.call_path.toggle_full_names()
+
+    def action_newest_hit(self) -> None:
+        self.hits_table.select_newest()
+
+    def action_focus(self, widget_id: str) -> None:
+        self.query_one(f"#{widget_id}").focus()
+
+    # --- control: every gdb call in a worker, every answer a message ------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action not in _LIVE_ACTIONS:
+            return True
+        if not self.source.live:
+            return False
+        if not self.state.can_control or self._quitting:
+            return None
+        if action in ("resume", "control"):
+            return True if self.state.target == "stopped" else None
+        if action == "interrupt":
+            return True if self.state.target == "running" else None
+        return True
+
+    def _control(self, label: str, call: Callable[[], object]) -> None:
+        self.state.gdb = f"busy: {label}"
+        self._redraw_status()
+        self._control_worker(label, call)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _control_worker(self, label: str, call: Callable[[], object]) -> None:
+        try:
+            result = call()
+        except PttraceError as exc:
+            self.post_message(ControlFinished(label, False, exc.message))
+            return
+        except Exception as exc:
+            self.post_message(ControlFinished(label, False, f"{label} failed: {type(exc).__name__}: {exc}"))
+            return
+        self.post_message(ControlFinished(label, True, hit=result if isinstance(result, Hit) else None))
+
+    def on_control_finished(self, message: ControlFinished) -> None:
+        if not self.state.finished and not self._quitting:
+            self.state.gdb = "ready"
+        if not message.ok:
+            self.notify(message.message, title=message.action, severity="error", timeout=8)
+        else:
+            self._after_control(message)
+        self._redraw_status()
+        self.refresh_bindings()
+
+    def _after_control(self, message: ControlFinished) -> None:
+        action = message.action
+        if action.startswith("mode "):
+            self.state.mode = action.split()[1]
+            note = ("stop mode: the target stops at the next hit" if self.state.mode == "stop"
+                    else "record mode: hits are recorded and the target goes on")
+            if self.state.mode == "record" and self.state.target == "stopped":
+                note += " (it is stopped now: c continues)"
+            self.notify(note, timeout=4)
+        elif action.startswith("add "):
+            self.notify(f"breakpoint {action[4:]} added", timeout=4)
+        elif action.startswith("remove "):
+            self.state.forget_breakpoint(action[7:])
+            self.query_one(BreakpointsTable).update_from(self.state)
+            self.notify(f"breakpoint {action[7:]} removed", timeout=4)
+        if message.hit is not None:
+            hit = message.hit
+            self.state.target = "stopped"
+            self.call_path.show(hit, f"where {action} stopped · thread {hit.thread.id} (not a recorded hit)",
+                                self.cwd)
+        elif action in CONTROL_ACTIONS or action == "interrupt":
+            self.notify(f"{action}: the target did not stop again", severity="warning", timeout=5)
+
+    def action_toggle_mode(self) -> None:
+        mode = "record" if self.state.mode == "stop" else "stop"
+        self._control(f"mode {mode}", lambda: self.source.set_mode(mode))
+
+    def action_resume(self) -> None:
+        self._control("continue", self.source.resume)
+
+    def action_control(self, action: str) -> None:
+        self._control(action, lambda: self.source.step(action))
+
+    def action_interrupt(self) -> None:
+        self._control("interrupt", self.source.interrupt)
+
+    def action_add_breakpoint(self) -> None:
+        def added(spec: str | None) -> None:
+            if spec:
+                self._control(f"add {spec}", lambda: self.source.add_breakpoint(spec))
+
+        self.push_screen(AddBreakpoint(self.source.complete), added)
+
+    @on(BreakpointRemovalRequested)
+    def _remove_breakpoint(self, message: BreakpointRemovalRequested) -> None:
+        if not self.source.live:
+            self.notify("a recorded session: breakpoints cannot change", severity="warning", timeout=4)
+            return
+        if not self.state.can_control:
+            self.notify("the run has ended", severity="warning", timeout=4)
+            return
+        spec = message.spec
+        self._control(f"remove {spec}", lambda: self.source.delete_breakpoint(spec))
+
+    # --- export ---------------------------------------------------------------------------------
+    def action_export(self) -> None:
+        self.notify("writing markdown notes…", timeout=2)
+        self._export_worker()
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export_worker(self) -> None:
+        try:
+            from tracer.export.markdown import render
+        except ImportError:
+            self.post_message(ExportWritten(None, error="markdown export is not available in this pttrace"))
+            return
+        try:
+            session = self.source.load_session()
+            path = export_path(session)
+            write_atomically(path, render(session))
+        except PttraceError as exc:
+            self.post_message(ExportWritten(None, error=exc.message))
+        except OSError as exc:
+            self.post_message(ExportWritten(None, error=f"cannot write the notes: {exc.strerror or exc}"))
+        except Exception as exc:
+            self.post_message(ExportWritten(None, error=f"export failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(ExportWritten(path, len(session.hits)))
+
+    def on_export_written(self, message: ExportWritten) -> None:
+        if message.error:
+            self.notify(message.error, title="export", severity="error", timeout=8)
+        else:
+            self.notify(f"{message.hits:,} hits written to {message.path}", title="export", timeout=8)
+
+    # --- quitting -------------------------------------------------------------------------------
+    def action_quit_app(self) -> None:
+        if self._quitting:
+            return
+        if not self.source.live or self.state.finished:
+            self.exit(0)
+            return
+        if self.source.attached:
+            self._begin_quit(f"detaching from pid {self.state.pid}")
+            return
+        pid = f" (pid {self.state.pid})" if self.state.pid else ""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._begin_quit("killing the target")
+
+        self.push_screen(ConfirmQuit(f"Quit and kill the target{pid}? The session file keeps what was "
+                                     "recorded."), answered)
+
+    def _begin_quit(self, doing: str) -> None:
+        self._quitting = True
+        self.state.gdb = f"busy: {doing}"
+        self.notify(f"{doing}…", timeout=10)
+        self._redraw_status()
+        self.refresh_bindings()
+        self._stop_worker()
+
+    @work(thread=True, group="quit", exit_on_error=False)
+    def _stop_worker(self) -> None:
+        try:
+            self.source.stop("quit")
+        finally:
+            self.call_from_thread(self.exit, 0)
+
+    def on_unmount(self) -> None:
+        # However the app ends (even by a crash), the run must end too: the worker running it is
+        # waited for when the event loop closes.
+        self.source.request_stop("quit")
+
+    def request_shutdown(self) -> None:
+        """SIGTERM and friends: end the run without asking, keep what was recorded."""
+        if self.source.live and not self.state.finished:
+            if not self._quitting:
+                self._begin_quit("stopping")
+        else:
+            self.exit(0)
+
+
+def make_app(source: EventSource) -> PttraceApp:
+    """The one way to build the app: the CLI and the tests hand it their source."""
+    return PttraceApp(source)
+
+
+def run_live(config) -> int:
+    """``pttrace run``/``attach`` on a terminal: record with the TUI on screen."""
+    config.live = True
+    config.forward_output = False  # the target's output goes to its pane, not over the screen
+    source = LiveSource(config)
+    app = make_app(source)
+
+    def on_term(signum, frame):
+        app.call_later(app.request_shutdown)
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        app.run()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        source.stop("quit", timeout=10.0)  # never leave gdb or a launched target behind
+    if source.error is not None:
+        raise source.error
+    path = source.session_path
+    if path is not None:
+        print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
+              f"{len(app.state.hits):,} hits)", file=sys.stderr)
+        print(f"  view it again with: pttrace view {path.stem}", file=sys.stderr)
+    return 0
+
+
+def view_session(path) -> int:
+    """``pttrace view SESSION``: browse a recorded session; no gdb."""
+    source = SessionSource.open(path)
+    make_app(source).run()
+    return 0

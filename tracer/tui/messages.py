@@ -1,0 +1,57 @@
+"""Messages between the workers, the widgets and the app. Past tense: each says what happened."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from tracer.model import Frame, Hit
+
+
+class SourceEventsArrived(Message):
+    """The event source put events in the inbox; the app drains them in one batch."""
+
+
+class HitSelected(Message):
+    def __init__(self, hit: Hit) -> None:
+        super().__init__()
+        self.hit = hit
+
+
+class FrameSelected(Message):
+    def __init__(self, frame: Frame | None, cwd: str | None) -> None:
+        super().__init__()
+        self.frame = frame
+        self.cwd = cwd
+
+
+class BreakpointRemovalRequested(Message):
+    def __init__(self, spec: str) -> None:
+        super().__init__()
+        self.spec = spec
+
+
+class ControlFinished(Message):
+    """A control command ran in a worker. ``hit``: where the target stopped afterwards, if known."""
+
+    def __init__(self, action: str, ok: bool, message: str = "", hit: Hit | None = None) -> None:
+        super().__init__()
+        self.action = action
+        self.ok = ok
+        self.message = message
+        self.hit = hit
+
+
+class CompletionsFound(Message):
+    def __init__(self, query: str, names: list[str]) -> None:
+        super().__init__()
+        self.query = query
+        self.names = names
+
+
+class ExportWritten(Message):
+    def __init__(self, path: Path | None, hits: int = 0, error: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.hits = hits
+        self.error = error

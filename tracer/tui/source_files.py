@@ -1,0 +1,127 @@
+"""Finding a recorded frame's source file on this machine, and reading a window of it.
+
+A session may come from another checkout or another machine, so a recorded path is tried as is,
+then relative to the current directory (when it was under the recording's cwd), then under this
+interpreter's site-packages (same torch, different prefix). A Python frame carries the text of
+its line: if the file found here says something else at that line, it is flagged as changed.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import site
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracer.model import Frame
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
+_CPP_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".inl", ".ipp", ".tcc"}
+
+
+@dataclass
+class Located:
+    path: Path | None  # the file on this machine, None when it is not here
+    moved_from: str | None = None  # the recorded path, when the file was found elsewhere
+    changed: bool = False  # the line's text differs from what was recorded
+
+
+def language(file: str | None) -> str:
+    suffix = os.path.splitext(file or "")[1].lower()
+    if suffix in (".py", ".pyi"):
+        return "python"
+    if suffix in _CPP_SUFFIXES:
+        return "cpp"
+    return "text"
+
+
+@functools.lru_cache(maxsize=1)
+def _package_roots() -> tuple[str, ...]:
+    roots: list[str] = []
+    try:
+        roots += site.getsitepackages()
+    except AttributeError:  # some virtualenv layouts lack it
+        pass
+    roots.append(sysconfig.get_paths().get("purelib", ""))
+    roots += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return tuple(dict.fromkeys(r for r in roots if r and os.path.isdir(r)))
+
+
+def _candidates(file: str, cwd: str | None) -> list[Path]:
+    out: list[Path] = []
+    p = Path(file)
+    if p.is_absolute():
+        out.append(p)
+    else:
+        if cwd:
+            out.append(Path(cwd) / p)
+        out.append(Path.cwd() / p)
+    if cwd and p.is_absolute():
+        prefix = cwd.rstrip("/") + "/"
+        if file.startswith(prefix):
+            out.append(Path.cwd() / file[len(prefix):])
+    for marker in _PACKAGE_DIRS:
+        cut = file.rfind(marker)
+        if cut >= 0:
+            rest = file[cut + len(marker):]
+            out += [Path(root) / rest for root in _package_roots()]
+    return out
+
+
+def locate(frame: Frame, cwd: str | None = None) -> Located:
+    """Where this frame's file is here, if anywhere."""
+    if not frame.file or frame.file.startswith("<"):
+        return Located(None)
+    for candidate in _candidates(frame.file, cwd):
+        try:
+            if not candidate.is_file():
+                continue
+        except OSError:
+            continue
+        moved = None if str(candidate) == frame.file else frame.file
+        changed = False
+        if frame.kind == "python" and frame.source and frame.line:
+            here = line_text(candidate, frame.line)
+            changed = here is None or here.strip() != frame.source.strip()
+            if changed and moved is not None:
+                continue  # a stranger's file that does not match: keep looking
+        return Located(candidate, moved, changed)
+    return Located(None)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return None
+        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+            return tuple(fh.read().splitlines())
+    except OSError:
+        return None
+
+
+def read_lines(path: Path) -> tuple[str, ...] | None:
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _read_lines(str(path), mtime)
+
+
+def line_text(path: Path, line: int) -> str | None:
+    lines = read_lines(path)
+    if lines is None or not 1 <= line <= len(lines):
+        return None
+    return lines[line - 1]
+
+
+def window(total: int, line: int, height: int) -> tuple[int, int]:
+    """First and last line numbers (1-based, inclusive) of a ``height``-line window around ``line``."""
+    height = max(1, height)
+    start = max(1, line - height // 2)
+    end = min(total, start + height - 1)
+    start = max(1, min(start, end - height + 1))
+    return start, end

@@ -1,0 +1,42 @@
+"""Shared look: one colour per layer (the same as the batch summary), and how names are shown."""
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+
+from tracer.commands._summary import LAYER_STYLE
+from tracer.export import paths as P
+from tracer.model import Frame
+
+
+def layer_style(layer: str | None) -> str:
+    return LAYER_STYLE.get(layer or "", "")
+
+
+def frame_name(frame: Frame, full: bool = False) -> Text:
+    """A frame's name as a Text (never markup: ``<…>`` and ``[clone .cold]`` are not tags)."""
+    layer = P.layer_of(frame)
+    if full and frame.kind == "native" and frame.function:
+        name = frame.function
+    else:
+        name = P.short_of(frame)
+    return Text(name, style=layer_style(layer), no_wrap=True)
+
+
+def frame_where(frame: Frame, cwd: str | None, short: bool = False) -> Text:
+    """Where a frame is: file:line for Python (just the file name when ``short``), else the library."""
+    if frame.kind == "python":
+        if short and frame.file and not frame.file.startswith("<"):
+            where = f"{os.path.basename(frame.file)}:{frame.line}" if frame.line else os.path.basename(frame.file)
+        else:
+            where = P.frame_location(frame, cwd) or "?"
+        return Text(where, style="green", no_wrap=True)
+    t = Text(no_wrap=True)
+    t.append(os.path.basename(frame.library) if frame.library else "?", style="grey62")
+    loc = P.frame_location(frame, cwd)
+    if loc and short and frame.file:
+        loc = f"{os.path.basename(frame.file)}:{frame.line}" if frame.line else os.path.basename(frame.file)
+    if loc:
+        t.append(f"  {loc}", style="grey70")
+    return t

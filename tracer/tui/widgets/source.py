@@ -1,0 +1,149 @@
+"""The source pane: the selected frame's file around its line, highlighted, or why it cannot be shown."""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.widgets import Static
+
+from tracer.export import paths as P
+from tracer.model import Frame
+from tracer.tui import source_files as SF
+
+THEME = "monokai"
+LINE_STYLE = "on #3b3b1f"
+
+
+@functools.lru_cache(maxsize=16)
+def _highlighted(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
+    """The file's lines as highlighted Texts, lexed once per file and version."""
+    lines = SF.read_lines(Path(path))
+    if lines is None:
+        return None
+    code = "\n".join(lines)
+    if lang == "text":
+        return [Text(line) for line in lines]
+    text = Syntax(code, lang, theme=THEME).highlight(code)
+    return text.split("\n", allow_blank=True)[: len(lines)]
+
+
+def _github_link(frame: Frame, session_info) -> str | None:
+    try:
+        from tracer.export.source import github_url, pinned_ref
+    except ImportError:
+        return None
+    try:
+        ref = pinned_ref(getattr(session_info, "torch_git_version", None), getattr(session_info, "torch_version", None))
+        return github_url(frame.file, frame.line, ref)
+    except Exception:
+        return None
+
+
+class SourcePane(Static):
+    """Shows a window of the file fitted to the pane, the frame's line in the middle."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.frame: Frame | None = None
+        self.cwd: str | None = None
+        self.session_info = None
+        self.border_title = "source"
+
+    def show(self, frame: Frame | None, cwd: str | None) -> None:
+        if frame is self.frame and cwd == self.cwd:
+            return
+        self.frame, self.cwd = frame, cwd
+        self._render_frame()
+
+    def on_resize(self) -> None:
+        self._render_frame()
+
+    def _render_frame(self) -> None:
+        frame = self.frame
+        if frame is None:
+            self.border_title = "source"
+            self.update(Text("select a frame in the call path", style="grey50"))
+            return
+        where = P.frame_location(frame, self.cwd)
+        self.border_title = f"source · {where}" if where else f"source · {P.short_of(frame)}"
+        located = SF.locate(frame, self.cwd)
+        if located.path is not None and frame.line:
+            body = self._excerpt(frame, located)
+            if body is not None:
+                self.update(body)
+                return
+        self.update(self._not_here(frame, located))
+
+    def _excerpt(self, frame: Frame, located: SF.Located):
+        path = located.path
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            return None
+        lines = _highlighted(str(path), mtime, SF.language(str(path)))
+        if not lines or not 1 <= frame.line <= len(lines):
+            return None
+        notes: list[Text] = []
+        if located.moved_from:
+            notes.append(Text(f"recorded at {located.moved_from}; shown from {path}", style="grey62"))
+        if located.changed:
+            notes.append(Text(f"the file has changed since the recording; line {frame.line} ran as: "
+                              f"{(frame.source or '').strip()}", style="yellow"))
+        height = max(3, self.content_region.height or 15) - len(notes)
+        start, end = SF.window(len(lines), frame.line, height)
+        width = len(str(end))
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for n in range(start, end + 1):
+            mark = n == frame.line
+            gutter = Text(f"{'▶' if mark else ' '}{n:>{width}} ", style="bold yellow" if mark else "grey50")
+            line = lines[n - 1].copy()
+            if mark:
+                line.stylize(LINE_STYLE)
+                line.pad_right(max(0, (self.content_region.width or 80) - width - 2 - line.cell_len))
+                line.stylize(LINE_STYLE)
+            out.append_text(gutter)
+            out.append_text(line)
+            if n != end:
+                out.append("\n")
+        return Group(*notes, out) if notes else out
+
+    def _not_here(self, frame: Frame, located: SF.Located) -> Text:
+        t = Text()
+        if frame.kind == "python":
+            if frame.file and frame.file.startswith("<"):
+                t.append(f"{frame.file} is not a file: Python compiled this code from a string or froze it.\n",
+                         style="yellow")
+            else:
+                t.append(f"{frame.file} is not on this machine.\n", style="bold yellow")
+            if frame.source:
+                t.append(f"\nline {frame.line}, as recorded:\n", style="grey62")
+                t.append_text(Syntax(frame.source.strip(), "python", theme=THEME).highlight(frame.source.strip()))
+            return t
+        name = frame.function or (hex(frame.address) if frame.address else "??")
+        if frame.file:
+            t.append(f"{frame.file} (line {frame.line}) is not on this machine.\n", style="bold yellow")
+        else:
+            lib = os.path.basename(frame.library) if frame.library else "this library"
+            t.append(f"No file:line for this frame: {lib} has no line tables (DWARF).\n", style="bold yellow")
+            t.append("Release wheels carry function names only; a debug build (DEBUG=1 or "
+                     "REL_WITH_DEB_INFO=1) has them.\n", style="grey62")
+        t.append("\nfunction  ", style="grey62")
+        t.append(name + "\n", style="bold")
+        if frame.library:
+            t.append("library   ", style="grey62")
+            t.append(frame.library + "\n")
+        if frame.address:
+            t.append("address   ", style="grey62")
+            t.append(hex(frame.address) + "\n")
+        if frame.decl_file:
+            t.append("declared  ", style="grey62")
+            t.append(f"{frame.decl_file}:{frame.decl_line}\n")
+        url = _github_link(frame, self.session_info) if frame.file else None
+        if url:
+            t.append("on GitHub ", style="grey62")
+            t.append(url + "\n", style="underline")
+        return t
