@@ -141,3 +141,28 @@ def test_json_export_is_the_contract(hello_recording):
         assert set(f) >= frame_keys
         if f["kind"] == "python":
             assert "source" in f
+
+
+def test_markdown_export_of_a_real_recording(hello_recording, tmp_path):
+    from markdown_it import MarkdownIt
+
+    from tests.conftest import run_pttrace
+
+    _, session = hello_recording
+    out = tmp_path / "notes.md"
+    proc = run_pttrace("export", session.path, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    assert not any(t.type == "fence" and t.info == "" and t.content.count("```") for t in tokens)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`at::wrapper_CPU_sigmoid`" in line]
+    assert rows and "| CPU |" in rows[0] and "libtorch_cpu.so" in rows[0]
+    assert "y = model(x)" in text
+    assert "```mermaid" in text
+    # The torch frames link to GitHub at the wheel's exact commit.
+    assert f"https://github.com/pytorch/pytorch/blob/{session.info.torch_git_version}/torch/nn/modules/activation.py#L" in text
+    # folded stacks for flame graphs: one line per distinct path, ending in its count.
+    proc = run_pttrace("export", session.path, "--format", "folded")
+    lines = proc.stdout.strip().splitlines()
+    assert any(line.endswith(" 1") and "wrapper_CPU_sigmoid" in line for line in lines)
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in lines) == len(session.hits)

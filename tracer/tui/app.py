@@ -45,7 +45,7 @@ from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.source import SourcePane
 from tracer.tui.widgets.status import StatusLine
 
-MAX_BATCHES_PER_SECOND = 8
+MAX_BATCHES_PER_SECOND = 5
 _LIVE_ACTIONS = {"toggle_mode", "resume", "control", "interrupt", "add_breakpoint"}
 
 

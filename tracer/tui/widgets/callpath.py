@@ -11,6 +11,10 @@ from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import frame_name, frame_where, layer_style
 
 
+def _path_key(hit: Hit) -> tuple:
+    return (hit.truncated, tuple(f.key() for f in hit.frames))
+
+
 class CallPathTable(DataTable):
     """Folded start-up and interpreter runs show as one row; Enter on it opens that fold."""
 
@@ -39,8 +43,17 @@ class CallPathTable(DataTable):
         return self.hit.frames if self.hit else []
 
     def show(self, hit: Hit | None, caption: str, cwd: str | None) -> None:
-        """Show a hit's path with the most readable frame selected."""
+        """Show a hit's path with the most readable frame selected.
+
+        A hit that took the same path as the one shown (the common case while following a hot
+        breakpoint) keeps the rows and the cursor; only the caption changes.
+        """
+        same = (hit is not None and self.hit is not None and cwd == self.cwd
+                and _path_key(hit) == _path_key(self.hit))
         self.hit, self.caption, self.cwd = hit, caption, cwd
+        if same:
+            self._retitle()
+            return
         self._opened = set()
         self._rebuild(select_frame=default_frame(self.frames))
 
@@ -69,6 +82,16 @@ class CallPathTable(DataTable):
         self.clear()
         for row in self._rows:
             self.add_row(*self._cells(row, frames), key=row.key)
+        self._retitle()
+        if select_frame is not None:
+            target = next((i for i, r in enumerate(self._rows) if r.start <= select_frame < r.end), None)
+            if target is not None:
+                self.move_cursor(row=target, scroll=False)
+                self.call_after_refresh(self.scroll_to_center_row, target)
+        self._announce()
+
+    def _retitle(self) -> None:
+        frames = self.frames
         shown = sum(1 for r in self._rows if r.kind == "frame")
         title = "call path"
         if self.hit is not None:
@@ -78,12 +101,6 @@ class CallPathTable(DataTable):
             if self.hit.truncated:
                 title += " · truncated"
         self.border_title = title
-        if select_frame is not None:
-            target = next((i for i, r in enumerate(self._rows) if r.start <= select_frame < r.end), None)
-            if target is not None:
-                self.move_cursor(row=target, scroll=False)
-                self.call_after_refresh(self.scroll_to_center_row, target)
-        self._announce()
 
     def scroll_to_center_row(self, row: int) -> None:
         if 0 <= row < len(self._rows):

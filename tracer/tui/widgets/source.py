@@ -1,13 +1,16 @@
 """The source pane: the selected frame's file around its line, highlighted, or why it cannot be shown."""
 from __future__ import annotations
 
-import functools
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import work
+from textual.message import Message
 from textual.widgets import Static
 
 from tracer.export import paths as P
@@ -18,17 +21,46 @@ THEME = "monokai"
 LINE_STYLE = "on #3b3b1f"
 
 
-@functools.lru_cache(maxsize=16)
-def _highlighted(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
-    """The file's lines as highlighted Texts, lexed once per file and version."""
+_HIGHLIGHTED: "OrderedDict[tuple, list[Text]]" = OrderedDict()
+_HIGHLIGHTED_MAX = 16
+_lock = threading.Lock()
+
+
+def highlighted(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
+    """The file's lines as highlighted Texts if they were lexed already (lexing a big file takes
+    a few hundred ms: it happens in a worker, see ``SourcePane``)."""
+    with _lock:
+        lines = _HIGHLIGHTED.get((path, mtime_ns, lang))
+        if lines is not None:
+            _HIGHLIGHTED.move_to_end((path, mtime_ns, lang))
+        return lines
+
+
+def highlight(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
+    """Lex the file once per file and version; the result is kept for ``highlighted``."""
+    found = highlighted(path, mtime_ns, lang)
+    if found is not None:
+        return found
     lines = SF.read_lines(Path(path))
     if lines is None:
         return None
-    code = "\n".join(lines)
     if lang == "text":
-        return [Text(line) for line in lines]
-    text = Syntax(code, lang, theme=THEME).highlight(code)
-    return text.split("\n", allow_blank=True)[: len(lines)]
+        result = [Text(line) for line in lines]
+    else:
+        code = "\n".join(lines)
+        text = Syntax(code, lang, theme=THEME).highlight(code)
+        result = list(text.split("\n", allow_blank=True))[: len(lines)]
+    with _lock:
+        _HIGHLIGHTED[(path, mtime_ns, lang)] = result
+        while len(_HIGHLIGHTED) > _HIGHLIGHTED_MAX:
+            _HIGHLIGHTED.popitem(last=False)
+    return result
+
+
+class SourceHighlighted(Message):
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
 
 
 def _github_link(frame: Frame, session_info) -> str | None:
@@ -84,7 +116,14 @@ class SourcePane(Static):
             mtime = path.stat().st_mtime_ns
         except OSError:
             return None
-        lines = _highlighted(str(path), mtime, SF.language(str(path)))
+        lang = SF.language(str(path))
+        lines = highlighted(str(path), mtime, lang)
+        if lines is None:
+            plain = SF.read_lines(path)
+            if plain is None:
+                return None
+            lines = [Text(line) for line in plain]  # plain now, colours when the worker is done
+            self._highlight(str(path), mtime, lang)
         if not lines or not 1 <= frame.line <= len(lines):
             return None
         notes: list[Text] = []
@@ -110,6 +149,17 @@ class SourcePane(Static):
             if n != end:
                 out.append("\n")
         return Group(*notes, out) if notes else out
+
+    @work(thread=True, group="highlight", exit_on_error=False)
+    def _highlight(self, path: str, mtime: int, lang: str) -> None:
+        if highlight(path, mtime, lang) is not None:
+            self.post_message(SourceHighlighted(path))
+
+    def on_source_highlighted(self, message: SourceHighlighted) -> None:
+        message.stop()
+        located = SF.locate(self.frame, self.cwd) if self.frame is not None else None
+        if located is not None and located.path is not None and str(located.path) == message.path:
+            self._render_frame()
 
     def _not_here(self, frame: Frame, located: SF.Located) -> Text:
         t = Text()
