@@ -56,6 +56,9 @@ class TraceConfig:
     force: bool = False
     live: bool = False  # emit "hit" events as hits are written (for the TUI)
     all_symbols: bool = False  # let gdb read every library's symbols (slow; the plain-gdb behaviour)
+    layers: list[str] = field(default_factory=list)  # record only hits whose innermost frame is in these
+    # Breakpoints our symbol index resolved (``--op``): {label, library, offset, function}.
+    address_breakpoints: list[dict] = field(default_factory=list)
 
 
 def gdb_path() -> str:
@@ -168,7 +171,7 @@ class Engine:
     # --- start-up -------------------------------------------------------------------------------
     def _validate(self) -> dict:
         cfg = self.config
-        if not cfg.breakpoints:
+        if not cfg.breakpoints and not cfg.address_breakpoints:
             raise UsageError("give at least one breakpoint with --break SYMBOL.")
         if cfg.pid is None:
             if not cfg.script:
@@ -289,6 +292,8 @@ class Engine:
                 "max_hits": cfg.max_hits,
                 "max_depth": cfg.max_depth,
                 "breakpoints": [],
+                "layers": cfg.layers,
+                "address_breakpoints": cfg.address_breakpoints,
             }))
             if cfg.pid is not None:
                 self._attach(cfg.pid)
@@ -325,7 +330,7 @@ class Engine:
                     if os.path.getsize(lib) >= self.HEAVY_LIBRARY]
         except Exception:
             return None
-        needed: set[str] = set()
+        needed: set[str] = {os.path.basename(b["library"]) for b in self.config.address_breakpoints}
         for spec in self.config.breakpoints:
             if ":" in spec.replace("::", "") or spec.startswith("*"):
                 return None  # FILE:LINE or an address: we cannot tell which library

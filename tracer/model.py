@@ -43,6 +43,9 @@ class Frame:
     decl_file: str | None = None
     decl_line: int | None = None
     inlined: bool = False
+    # A dispatcher hop's DispatchKeySet, read at its entry (raw bits) and decoded to key names.
+    keyset: int | None = None
+    keys: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow copy equals ``asdict`` (which deep-copies, ~20x slower).
@@ -54,6 +57,10 @@ class Frame:
         if self.decl_file is None and self.decl_line is None:
             d.pop("decl_file", None)
             d.pop("decl_line", None)
+        if self.keyset is None:
+            d.pop("keyset", None)
+        if self.keys is None:
+            d.pop("keys", None)
         return d
 
     @classmethod

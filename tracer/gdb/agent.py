@@ -46,6 +46,9 @@ class _State:
     pending_spec = None  # the breakpoint whose hit waits to be recorded again after loading them
     stop_requested = False  # what stop() decided, for pttrace-status
     write_error = None  # set when the session file cannot be written (disk full, directory gone)
+    layers: set = set()  # --layer: record only hits whose innermost frame is in one of these
+    address_breakpoints: list = []  # resolved by pttrace's symbol index, placed when their library maps
+    address_groups: dict = {}  # label -> [TraceBreakpoint]
 
 
 STATE = _State()
@@ -363,9 +366,32 @@ def _missing_symbols(frames: list[dict]) -> list[str]:
     return libs
 
 
-def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False) -> bool:
+def _entry_keyset(frame, name: str | None) -> int | None:
+    """The DispatchKeySet a dispatcher hop was called with, read at its entry.
+
+    It is the first argument (a 64-bit value in rdi on x86-64) of ``redispatch`` and of the kernels
+    that take one; only valid at the function's first instructions, so only for the stopped frame.
+    """
+    if frame is None or not name or "(c10::DispatchKeySet" not in name:
+        return None
+    try:
+        rdi = int(frame.read_register("rdi")) & 0xFFFFFFFFFFFFFFFF
+        rsp = int(frame.read_register("rsp")) & 0xFFFFFFFFFFFFFFFF
+        # A function returning a class by value (at::Tensor) gets the address of the return slot,
+        # on the caller's stack, as a hidden first argument: the key set then comes in rsi.
+        if abs(rdi - rsp) < (1 << 24):
+            return int(frame.read_register("rsi")) & 0xFFFFFFFFFFFFFFFF
+        return rdi
+    except Exception:
+        return None
+
+
+def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
+               keyset: int | None = None) -> bool:
     """Record the current stack; returns False if deferred until missing symbols are loaded."""
     frames, truncated = call_path()
+    if keyset is not None and frames:
+        frames[-1] = dict(frames[-1], keyset=keyset)
     if allow_defer:
         missing = _missing_symbols(frames)
         if missing:
@@ -391,20 +417,26 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
 class TraceBreakpoint(gdb.Breakpoint):
     """Records the call path at each hit and lets the target run on (or stops, in stop mode)."""
 
-    def __init__(self, spec: str):
+    def __init__(self, spec: str, label: str | None = None, function: str | None = None):
         super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
-        self.pt_spec = spec
+        self.pt_spec = label or spec
+        self.pt_function = function  # for address breakpoints: the symbol our index resolved
 
     def stop(self) -> bool:
         try:
-            name = gdb.newest_frame().name()
+            newest = gdb.newest_frame()
+            innermost = _native(newest, 0)
         except Exception:
-            name = None
+            newest, innermost = None, {"function": None, "layer": None}
+        name = innermost["function"]
         if is_plt(name):
             return False  # a stub in another library, not the function itself
+        if STATE.layers and innermost["layer"] not in STATE.layers:
+            return False  # --layer: only hits whose innermost frame is in these layers
+        keyset = _entry_keyset(newest, name)
         STATE.need_libs = []
         try:
-            if not record_hit(self.pt_spec, allow_defer=True):
+            if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset):
                 STATE.stop_requested = self._wants_stop()
                 return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         except OSError as exc:
@@ -487,7 +519,57 @@ def _on_modified(bp) -> None:
         _fix_plt(bp)
 
 
+def _mapped_base(library: str) -> int | None:
+    """Where a shared library is mapped in the target (the mapping of its file offset 0)."""
+    try:
+        pid = gdb.selected_inferior().pid
+    except Exception:
+        return None
+    if not pid:
+        return None
+    real = os.path.realpath(library)
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and int(parts[2], 16) == 0 and parts[5].strip() in (library, real):
+                    return int(parts[0].split("-")[0], 16)
+    except OSError:
+        return None
+    return None
+
+
+def place_address_breakpoints(event=None) -> None:
+    """Set the breakpoints our index resolved (``--op``) in every library that is mapped now."""
+    remaining = []
+    for item in STATE.address_breakpoints:
+        base = _mapped_base(item["library"])
+        if base is None:
+            remaining.append(item)
+            continue
+        try:
+            bp = TraceBreakpoint(f"*{base + int(item['offset']):#x}", label=item["label"],
+                                 function=item.get("function"))
+            bp.pt_library = item["library"]
+            STATE.address_groups.setdefault(item["label"], []).append(bp)
+        except Exception as exc:
+            _warn(f"could not set a breakpoint on {item.get('function')}: {exc}")
+    STATE.address_breakpoints = remaining
+
+
 def dump_breakpoints() -> None:
+    for label, bps in STATE.address_groups.items():
+        locs = []
+        for bp in bps:
+            if not bp.is_valid():
+                continue
+            for loc in _locations(bp):
+                loc["function"] = bp.pt_function or loc["function"]
+                loc["library"] = getattr(bp, "pt_library", None) or loc["library"]
+                locs.append(loc)
+        pending = [i for i in STATE.address_breakpoints if i["label"] == label]
+        _write({"type": "breakpoint", "spec": label, "number": None, "locations": locs, "hits": 0,
+                "pending": bool(pending), "enabled": True})
     for spec, bp in list(STATE.breakpoints.items()):
         locs = _locations(bp) if bp.is_valid() else []
         _write({"type": "breakpoint", "spec": spec, "number": bp.number if bp.is_valid() else None,
@@ -524,8 +606,11 @@ def _setup(arg: str) -> None:
     STATE.max_hits = int(cfg.get("max_hits") or 0)
     STATE.max_depth = int(cfg.get("max_depth") or 256)
     STATE.hits = int(cfg.get("first_seq") or 0)
+    STATE.layers = set(cfg.get("layers") or [])
+    STATE.address_breakpoints = list(cfg.get("address_breakpoints") or [])
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)
+    place_address_breakpoints()
 
 
 def _mode(arg: str) -> None:
@@ -576,3 +661,4 @@ _Command("pttrace-status", _status)
 _Command("pttrace-snapshot", _snapshot)
 _Command("pttrace-rerecord", _rerecord)
 gdb.events.breakpoint_modified.connect(_on_modified)
+gdb.events.new_objfile.connect(lambda event: STATE.address_breakpoints and place_address_breakpoints())

@@ -218,7 +218,7 @@ class LibraryIndex:
         found: set[int] = set()
         plain, _ = names.split_clones(query.strip())
         if plain.startswith("_Z"):
-            for pat in (plain.encode() + b"\0", plain.encode() + b"."):
+            for pat in (plain.encode() + b"\0", plain.encode() + b".", plain.encode() + b"@"):
                 for p in self._find_all(pat, so, end):
                     found.update(self._symbols_starting_in(t, p - so, p - so))
             return found
@@ -238,9 +238,9 @@ class LibraryIndex:
             if all(mm.find(o, s, e) >= 0 for o in others):
                 found.update(self._symbols_starting_in(t, s - so, pos - so))
             pos = mm.find(pattern, e, end)
-        # C names (and the query "initModule" for a C++-unqualified definition in a C library).
+        # C names, with a clone suffix (".cold") or, in .symtab, a symbol version ("puts@GLIBC_2.2.5").
         if len(tokens) == 1:
-            for pat in (last + b"\0", last + b"."):
+            for pat in (last + b"\0", last + b".", last + b"@"):
                 for p in self._find_all(pat, so, end):
                     found.update(self._symbols_starting_in(t, p - so, p - so))
         return found
@@ -262,6 +262,8 @@ class LibraryIndex:
                 if stype not in _FUNCTION_TYPES and stype not in _OBJECT_TYPES:
                     continue
                 mangled = self._name_at(t, st_name)
+                if "@" in mangled:  # "name@VERSION" / "name@@VERSION": the version is not the name
+                    mangled = mangled.partition("@")[0]
                 demangled = demangle(mangled)
                 if demangled.startswith(_SPECIAL_PREFIXES):
                     continue

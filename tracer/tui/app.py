@@ -212,7 +212,6 @@ class PttraceApp(App[int]):
         log = self.query_one(OutputLog)
         if output:
             log.write_output(output)
-        log.tick()
         if "failed" in changed:
             self._failed()
         if "finished" in changed:

@@ -4,14 +4,16 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import RichLog
 
+PARTIAL_LINE_WAIT = 0.3  # seconds a line without its end waits for the rest before it is shown
+
 
 class OutputLog(RichLog):
-    """Lines are written whole; a partial line waits one batch for its end, then is shown anyway."""
+    """Lines are written whole; a partial line (a prompt, a progress bar) is shown after a short wait."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(max_lines=5000, wrap=False, markup=False, highlight=False, **kwargs)
         self._partial = ""
-        self._partial_age = 0
+        self._timer = None
         self.border_title = "target output"
 
     def write_output(self, chunks: list[str]) -> None:
@@ -20,16 +22,19 @@ class OutputLog(RichLog):
         self._partial = lines.pop()
         for line in lines:
             self.write(Text(line))
-        self._partial_age = 0
-
-    def tick(self) -> None:
-        """Called once per batch: a partial line that has waited a whole batch is shown as is."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         if self._partial:
-            self._partial_age += 1
-            if self._partial_age > 1:
-                self.write(Text(self._partial))
-                self._partial = ""
+            self._timer = self.set_timer(PARTIAL_LINE_WAIT, self._flush_partial)
+
+    def _flush_partial(self) -> None:
+        self._timer = None
+        if self._partial:
+            self.write(Text(self._partial))
+            self._partial = ""
 
     def note(self, message: str, style: str = "yellow") -> None:
         """pttrace's own remarks (warnings), told apart from the target's output by their colour."""
+        self._flush_partial()
         self.write(Text(f"pttrace: {message}", style=style))

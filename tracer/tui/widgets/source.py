@@ -83,6 +83,8 @@ class SourcePane(Static):
         self.frame: Frame | None = None
         self.cwd: str | None = None
         self.session_info = None
+        self.colouring = False
+        """True while the file is shown plain because a worker is still lexing it."""
         self.border_title = "source"
 
     def show(self, frame: Frame | None, cwd: str | None) -> None:
@@ -95,6 +97,7 @@ class SourcePane(Static):
         self._render_frame()
 
     def _render_frame(self) -> None:
+        self.colouring = False
         frame = self.frame
         if frame is None:
             self.border_title = "source"
@@ -118,6 +121,7 @@ class SourcePane(Static):
             return None
         lang = SF.language(str(path))
         lines = highlighted(str(path), mtime, lang)
+        self.colouring = lines is None
         if lines is None:
             plain = SF.read_lines(path)
             if plain is None:

@@ -1,0 +1,270 @@
+"""Pilot tests on a fake live source: hits streaming in, stop mode, stepping, breakpoints, quitting.
+
+The fake stands where the engine would; it records every control call and answers at once, so
+these tests check the app's side of the contract: gdb work in workers, results as messages,
+errors as toasts, and a UI that keeps answering while hits pour in.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from textual.widgets import Input, OptionList
+
+from tests.tui.support import numbered_hits, run_pilot, wait_until
+from tracer.errors import TargetError
+from tracer.tui.app import MAX_BATCHES_PER_SECOND, make_app
+from tracer.tui.screens import AddBreakpoint, ConfirmQuit
+from tracer.tui.widgets.breakpoints import BreakpointsTable
+from tracer.tui.widgets.hits import HitsTable
+from tracer.tui.widgets.output import OutputLog
+
+SIZE = (160, 48)
+
+
+async def ready(pilot) -> None:
+    app = pilot.app
+    await wait_until(pilot, lambda: app.state.gdb == "ready" and app.state.target == "running")
+
+
+def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session):
+    template = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    hits = numbered_hits(template, 1, 500)
+    batches: list[int] = []
+    original = HitsTable.add_hits
+
+    def counting(self, new):
+        batches.append(len(new))
+        return original(self, new)
+
+    def pump():
+        # 500 hits over one second, in bursts of 5, as the recorder's tail thread delivers them.
+        start = time.monotonic()
+        for i in range(0, 500, 5):
+            for hit in hits[i:i + 5]:
+                fake_source.push("hit", hit)
+            delay = start + (i + 5) / 500 - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            HitsTable.add_hits = counting
+            try:
+                feeder = threading.Thread(target=pump)
+                feeder.start()
+                await pilot.pause(0.4)
+                # WHILE hits pour in, a keypress is answered promptly
+                before = app.call_path.full_names
+                t0 = time.monotonic()
+                await pilot.press("d")
+                latency = time.monotonic() - t0
+                assert app.call_path.full_names is not before
+                assert latency < 1.0, f"the UI took {latency:.2f} s to answer a key under load"
+                feeder.join()
+                await wait_until(pilot, lambda: len(app.hits_table.hits) == 500, timeout=5)
+            finally:
+                HitsTable.add_hits = original
+            # THEN the table got the hits in a few batches, not 500 updates
+            assert sum(batches) == 500
+            assert len(batches) <= 2 * MAX_BATCHES_PER_SECOND + 2, batches
+            # and followed the newest hit while the cursor sat on it
+            assert app.hits_table.cursor_row == 499 and app.call_path.hit.seq == 500
+            assert app.state.hits_of("wrapper_CPU_sigmoid") == 500
+            assert "hits 500" in str(app.query_one("#status").render())
+            t0 = time.monotonic()
+            await pilot.press("up")
+            assert app.call_path.hit.seq == 499
+            assert time.monotonic() - t0 < 1.0
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+        assert app.return_code == 0
+
+    run_pilot(scenario())
+
+
+def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fixture_session):
+    sigmoid = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            # WHILE running, stepping keys are greyed out and do nothing
+            assert app.check_action("control", ("step",)) is None
+            await pilot.press("s")
+            assert ("step",) not in fake_source.calls
+            # WHEN m is pressed THEN the source is switched to stop mode
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop")
+            assert ("mode", "stop") in fake_source.calls
+            assert "mode stop" in str(app.query_one("#status").render())
+            # WHEN the target stops at a breakpoint THEN its hit is selected
+            app.hits_table.move_cursor(row=0)
+            fake_source.push("stopped", {"reason": "breakpoint-hit"})
+            fake_source.push("hit", numbered_hits(sigmoid, 1, 1)[0])
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None)
+            assert app.call_path.hit.seq == 1 and app.call_path.frames[-1].short == "at::wrapper_CPU_sigmoid"
+            assert app.check_action("control", ("finish",)) is True
+            # WHEN f is pressed THEN finish runs in a worker and the path shows where it stopped
+            await pilot.press("f")
+            await wait_until(pilot, lambda: "where finish stopped" in app.call_path.border_title)
+            assert ("finish",) in fake_source.calls
+            frames = app.call_path.frames
+            assert len(frames) == 67 and frames[-1].short.startswith("wrap_kernel_functor_unboxed_")
+            assert app.state.gdb == "ready"
+            # WHEN c is pressed THEN the target runs on
+            await pilot.press("c")
+            await wait_until(pilot, lambda: app.state.target == "running")
+            assert ("resume",) in fake_source.calls
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_interrupt_stops_a_running_target_and_shows_where(fake_source):
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("i")
+            await wait_until(pilot, lambda: "where interrupt stopped" in app.call_path.border_title)
+            assert ("interrupt",) in fake_source.calls and app.state.target == "stopped"
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_a_failing_control_command_is_a_toast_not_a_crash(fake_source):
+    toasts: list[tuple[str, str]] = []
+
+    async def scenario():
+        app = make_app(fake_source)
+        app.notify = lambda message, severity="information", **kw: toasts.append((str(message), severity))
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            app.state.target = "stopped"  # the app believes it stopped; the source knows better
+            app.refresh_bindings()
+            await pilot.press("n")
+            await wait_until(pilot, lambda: any(sev == "error" for _, sev in toasts))
+            assert ("cannot next: the target is running (interrupt it first).", "error") in toasts
+            assert app.state.gdb == "ready"
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_add_a_breakpoint_with_completion_then_remove_it(fake_source):
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("b")
+            assert isinstance(app.screen, AddBreakpoint)
+            await pilot.press(*"sigm")
+            options = app.screen.query_one(OptionList)
+            await wait_until(pilot, lambda: options.option_count == 3, timeout=3)
+            assert ("complete", "sigm") in fake_source.calls
+            await pilot.press("down", "tab")  # the second name: at::_ops::sigmoid::call
+            assert app.screen.query_one(Input).value == "at::_ops::sigmoid::call"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: "at::_ops::sigmoid::call" in app.state.breakpoints)
+            assert ("add", "at::_ops::sigmoid::call") in fake_source.calls
+            table = app.query_one(BreakpointsTable)
+            assert table.row_count == 2
+            # WHEN the new breakpoint is selected and delete pressed THEN it is removed
+            table.focus()
+            table.move_cursor(row=1)
+            await pilot.press("delete")
+            await wait_until(pilot, lambda: "at::_ops::sigmoid::call" not in app.state.breakpoints)
+            assert ("delete", "at::_ops::sigmoid::call") in fake_source.calls
+            assert table.row_count == 1
+            # Escape leaves the dialog without adding anything
+            await pilot.press("b", "x", "escape")
+            assert not isinstance(app.screen, AddBreakpoint)
+            assert ("add", "x") not in fake_source.calls
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_output_and_warnings_go_to_the_output_pane(fake_source):
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            fake_source.push("output", "tensor([0.2252], grad_fn=<Sigm")
+            fake_source.push("output", "oidBackward0>)\nno newline yet")
+            fake_source.push("warning", "libtorch_cpu.so has no DWARF line information")
+            log = app.query_one(OutputLog)
+            await wait_until(pilot, lambda: len(log.lines) >= 4, timeout=3)
+            text = [line.text for line in log.lines]
+            assert "tensor([0.2252], grad_fn=<SigmoidBackward0>)" in text
+            assert "pttrace: warning: libtorch_cpu.so has no DWARF line information" in text
+            assert "no newline yet" in text  # a partial line is shown after one more batch
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_quit_asks_before_killing_a_launched_target(fake_source):
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("q")
+            assert isinstance(app.screen, ConfirmQuit)
+            assert "kill the target (pid 4242)" in str(app.screen.question)
+            await pilot.press("n")
+            assert not isinstance(app.screen, ConfirmQuit) and app.is_running
+            assert ("stop", "quit") not in fake_source.calls
+            await pilot.press("q", "y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=5)
+        assert ("stop", "quit") in fake_source.calls
+        assert app.return_code == 0
+
+    run_pilot(scenario())
+
+
+def test_quit_detaches_from_an_attached_target_without_asking(fake_source):
+    fake_source.attached = True
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("q")
+            assert not isinstance(app.screen, ConfirmQuit)
+            await wait_until(pilot, lambda: not app.is_running, timeout=5)
+        assert ("stop", "quit") in fake_source.calls
+
+    run_pilot(scenario())
+
+
+def test_a_source_that_cannot_start_ends_the_app_with_its_error(fake_source):
+    def failing_run(emit):
+        emit(type("E", (), {"kind": "failed", "data": TargetError("gdb could not attach to process 1")})())
+
+    fake_source.run = failing_run
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: not app.is_running, timeout=5)
+        assert app.return_code == 2
+        assert app.state.error == "gdb could not attach to process 1"
+
+    run_pilot(scenario())

@@ -1,0 +1,236 @@
+"""Pilot tests on a saved session (``pttrace view``): what each pane shows, and the keys that work
+without a target."""
+from __future__ import annotations
+
+import copy
+import shutil
+
+from rich.console import Console
+from textual.widgets import DataTable
+
+from tests.tui.support import FIXTURE, run_pilot, wait_until
+from tracer import storage
+from tracer.tui.app import make_app
+from tracer.tui.sources import SessionSource
+from tracer.tui.widgets.breakpoints import BreakpointsTable
+from tracer.tui.widgets.callpath import CallPathTable
+from tracer.tui.widgets.source import SourcePane
+
+SIZE = (160, 48)
+
+
+def cell_text(table: DataTable, row: int, column: str) -> str:
+    value = table.get_cell_at((row, table.get_column_index(column)))
+    return getattr(value, "plain", str(value))
+
+
+def column(table: DataTable, name: str) -> list[str]:
+    return [cell_text(table, r, name) for r in range(table.row_count)]
+
+
+def pane_text(pane: SourcePane) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    console.print(pane.render())
+    return console.export_text()
+
+
+async def opened(pilot) -> None:
+    app = pilot.app
+    await wait_until(pilot, lambda: app.state.status is not None and app.call_path.hit is not None)
+
+
+def test_saved_session_fills_every_pane():
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            # GIVEN the recorded hello-world session: 4 breakpoints, 4 hits, status completed
+            assert app.state.target == "recorded" and app.state.status == "completed"
+            bps = app.query_one(BreakpointsTable)
+            assert column(bps, "spec") == ["THPVariable_tensor", "wrapper_CPU_sigmoid",
+                                           "wrapper_CPU_sigmoid_backward", "THPVariable_tensr"]
+            assert column(bps, "hits") == ["2", "1", "1", "0"]
+            assert "never resolved" in cell_text(bps, 3, "where")
+            assert "THPVariable_tensor" in cell_text(bps, 3, "where")  # the "did you mean"
+            hits = app.hits_table
+            assert column(hits, "seq") == ["1", "2", "3", "4"]
+            assert cell_text(hits, 2, "inner") == "at::wrapper_CPU_sigmoid"
+            assert cell_text(hits, 2, "from").endswith("torch/nn/modules/activation.py:361")
+            # THEN the first hit is selected and its innermost Python line is in the source pane
+            assert app.call_path.hit.seq == 1
+            source = app.query_one(SourcePane)
+            assert source.frame.file.endswith("scripts/hello-world.py") and source.frame.line == 10
+            assert "▶10 x = torch.tensor([1.0, 2.0, 3.0])" in pane_text(source)
+            status = str(app.query_one("#status").render())
+            assert "recorded, completed" in status and "hits 4" in status
+            await pilot.press("q")
+        assert app.return_code == 0
+
+    run_pilot(scenario())
+
+
+def test_call_path_is_outermost_first_coloured_and_folded():
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            await pilot.press("down", "down")  # hit 3: wrapper_CPU_sigmoid
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 3)
+            path: CallPathTable = app.call_path
+            layers = column(path, "layer")
+            names = column(path, "frame")
+            # Start-up frames fold into one row; interpreter frames are hidden; 68 frames in all.
+            assert layers[0] == "start-up" and "17 start-up frames" in names[0]
+            assert "interpreter" not in layers
+            assert "68 frames, 54 folded" in path.border_title
+            # Outermost first: the script, then torch's Python, then each native layer down to the kernel.
+            assert names[1] == "<module>" and names[-1] == "at::wrapper_CPU_sigmoid"
+            native = [(lay, n) for lay, n in zip(layers, names) if lay not in ("start-up", "python")]
+            assert native == [
+                ("binding", "torch::autograd::THPVariable_sigmoid"),
+                ("dispatcher", "at::_ops::sigmoid::call"),
+                ("autograd", "wrap_kernel_functor_unboxed_<…sigmoid…>::call"),
+                ("autograd", "torch::autograd::VariableType::sigmoid"),
+                ("dispatcher", "at::_ops::sigmoid::redispatch"),
+                ("dispatcher", "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call"),
+                ("kernel", "at::wrapper_CPU_sigmoid"),
+            ]
+            keys = column(path, "key")
+            assert keys[-1] == "CPU" and keys[names.index("torch::autograd::VariableType::sigmoid")] == "Autograd"
+            # Coloured by layer: the kernel row is styled as the summary's kernel layer.
+            kernel_cell = path.get_cell_at((len(names) - 1, path.get_column_index("layer")))
+            assert "red" in str(kernel_cell.style)
+            # The selected frame is the innermost Python line, shown in the source pane.
+            assert path.selected_frame_index() == next(
+                i for i in range(67, -1, -1) if path.hit.frames[i].kind == "python")
+            assert "▶361         return torch.sigmoid(input)" in pane_text(app.query_one(SourcePane))
+
+            # WHEN u is pressed THEN every frame shows; again, and they fold back
+            await pilot.press("u")
+            assert path.row_count == 68 and "interpreter" in column(path, "layer")
+            await pilot.press("u")
+            assert path.row_count == len(names)
+
+            # WHEN d is pressed THEN the full demangled names replace the short ones
+            await pilot.press("d")
+            full = column(path, "frame")
+            assert full[-1] == "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)"
+            assert "torch::autograd::THPVariable_sigmoid(_object*, _object*, _object*)" in full
+            await pilot.press("d")
+            assert column(path, "frame")[-1] == "at::wrapper_CPU_sigmoid"
+
+            # WHEN enter is pressed on the start-up fold THEN that fold alone opens
+            path.focus()
+            path.move_cursor(row=0)
+            await pilot.press("enter")
+            assert column(path, "frame")[0] == "_start" and "interpreter" in column(path, "layer")
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_source_pane_says_when_there_is_no_file():
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            await pilot.press("down", "down")
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 3)
+            path = app.call_path
+            path.focus()
+            path.move_cursor(row=path.row_count - 1)  # the kernel: a release wheel has no line tables
+            await wait_until(pilot, lambda: app.query_one(SourcePane).frame.short == "at::wrapper_CPU_sigmoid")
+            text = pane_text(app.query_one(SourcePane))
+            assert "No file:line for this frame: libtorch_cpu.so has no line tables" in text
+            assert "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)" in text
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_a_python_file_missing_here_is_told_with_its_recorded_line(fixture_session):
+    session = copy.deepcopy(fixture_session)
+    for hit in session.hits:
+        for frame in hit.frames:
+            if frame.kind == "python" and frame.file and frame.file.endswith("hello-world.py"):
+                frame.file = "/elsewhere/project/hello-world.py"
+    session.info.cwd = "/elsewhere/project"
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            text = pane_text(app.query_one(SourcePane))
+            assert "/elsewhere/project/hello-world.py is not on this machine." in text
+            assert "line 10, as recorded:" in text and "x = torch.tensor([1.0, 2.0, 3.0])" in text
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_control_keys_are_hidden_for_a_recorded_session():
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            for action in ("toggle_mode", "resume", "control", "interrupt", "add_breakpoint"):
+                assert app.check_action(action, ()) is False
+            await pilot.press("s", "f", "m", "b")
+            assert len(app.screen_stack) == 1  # no dialog opened
+            assert app.state.mode == "record"
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
+def test_export_writes_markdown_beside_the_session(tmp_path):
+    copy_path = tmp_path / FIXTURE.name
+    shutil.copy(FIXTURE, copy_path)
+    toasts: list[str] = []
+
+    async def scenario():
+        app = make_app(SessionSource.open(copy_path))
+        app.notify = lambda message, **kw: toasts.append(str(message))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            await pilot.press("e")
+            await wait_until(pilot, lambda: any("written to" in t for t in toasts))
+            await pilot.press("q")
+
+    run_pilot(scenario())
+    notes = tmp_path / "tui_session.md"
+    assert notes.is_file()
+    assert "wrapper_CPU_sigmoid" in notes.read_text()
+    assert f"4 hits written to {notes}" in toasts[-1]
+
+
+def test_export_without_the_markdown_module_is_a_toast(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tracer.export.markdown", None)  # import now raises ImportError
+    toasts: list[tuple[str, str]] = []
+
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        app.notify = lambda message, severity="information", **kw: toasts.append((str(message), severity))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            await pilot.press("e")
+            await wait_until(pilot, lambda: any(sev == "error" for _, sev in toasts))
+            await pilot.press("q")
+
+    run_pilot(scenario())
+    assert ("markdown export is not available in this pttrace", "error") in toasts
+
+
+def test_view_session_rejects_a_file_that_is_not_a_session(tmp_path):
+    import pytest
+
+    from tracer.errors import SessionError
+    from tracer.tui.app import view_session
+
+    bad = tmp_path / "x.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(SessionError):
+        view_session(bad)
+    assert storage.load(FIXTURE).hits  # the fixture itself is fine
