@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -154,3 +155,25 @@ def test_attach_bad_targets_one_sentence_exit_2(tmp_path, case):
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) <= 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to switch to another user")
+def test_attach_to_another_users_process_is_permission_denied(tmp_path):
+    target = Target(tmp_path)
+    sessions = tmp_path / "s"
+    sessions.mkdir()
+    sessions.chmod(0o777)
+    try:
+        # pttrace runs as nobody; the target belongs to root.
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-m", "tracer", "attach", str(target.proc.pid), "--batch",
+                               "-b", "THPVariable_tensor", "--session-dir", str(sessions)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
+        assert proc.returncode == 2, proc.stderr
+        assert "belongs to another user" in proc.stderr
+        assert "Run pttrace as that user, or as root." in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert target.wait_for_heartbeats(target.heartbeats() + 1)
+    finally:
+        assert target.finish() == 0

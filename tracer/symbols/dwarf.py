@@ -12,7 +12,9 @@ The answers follow bfd (binutils' DWARF reader) on purpose, including where it i
   ignored; overlapping sequences are trimmed the way bfd trims them;
 - the function is the one with the *smallest* range holding the address (ties: the later DIE), its
   name is its linkage name when it (or its abstract origin / specification) has one, else the ELF
-  symbol at that address, else its ``DW_AT_name``;
+  symbol at that address, else its ``DW_AT_name`` (one exception, kept apart in
+  ``addr2line_function``: for *inlined* code without a linkage name bfd prints the symbol of the
+  enclosing function, which is wrong; ``function`` gives DWARF's name there);
 - file names are built like bfd's ``concat_filename`` (comp_dir / directory / name, DWARF 4 and 5
   numbering).
 ``decl_file``/``decl_line`` are reported as well, labelled: they are where the function is declared
@@ -95,6 +97,9 @@ class SourceLine:
     inlined: list[InlineStep] = field(default_factory=list)
     decl_file: str | None = None
     decl_line: int | None = None
+    # What addr2line prints for the innermost function: the ELF symbol's name when DWARF gives the
+    # function no linkage name, even for inlined code (``function`` keeps DWARF's name there).
+    addr2line_function: str | None = field(default=None, repr=False)
 
     @property
     def location(self) -> str:
@@ -116,7 +121,7 @@ class SourceLine:
             disc = f" (discriminator {self.discriminator})" if self.discriminator else ""
             return f"{file or '??'}:{line}{disc}"
 
-        out = [self.function or "??", where(self.file, self.line)]
+        out = [self.addr2line_function or self.function or "??", where(self.file, self.line)]
         for step in self.inlined:
             out += [step.function or "??", where(step.file, step.line)]
         return out
@@ -1292,9 +1297,15 @@ class DwarfReader:
             steps = []
             decl_file = decl_line = None
             if f >= 0:
-                name = ft.name(f)
+                name = a2l_name = ft.name(f)
                 if not ft.linkage[f]:
-                    name = symbol_name(address) or name
+                    # No linkage name in DWARF: bfd prints the ELF symbol at the address instead, even
+                    # for inlined code; we take it only for the function that owns the code.
+                    sym = symbol_name(address)
+                    if sym:
+                        a2l_name = sym
+                        if ft.callers[f] < 0:
+                            name = sym
                 decl_file, decl_line = file_name(ft.decl_file[f]), ft.decl_line[f] or None
                 cur = f
                 while ft.callers[cur] >= 0:
@@ -1305,9 +1316,10 @@ class DwarfReader:
                                             file_name(ft.decl_file[caller]), ft.decl_line[caller] or None))
                     cur = caller
             else:
-                name = symbol_name(address)
+                name = a2l_name = symbol_name(address)
             function = demangle(name) if name else None
-            return SourceLine(file, line or None, function, disc, steps, decl_file, decl_line)
+            return SourceLine(file, line or None, function, disc, steps, decl_file, decl_line,
+                              demangle(a2l_name) if a2l_name else None)
         return None
 
 
