@@ -49,7 +49,7 @@ with open(cfg, "w") as fh:
                "breakpoints": []}, fh)
 gdb.execute(f"pttrace-setup {cfg}")
 
-times: dict = {"stop": [], "unwind": [], "call_path_extra": [], "encode": [], "write": [], "frames": []}
+times: dict = {"stop": [], "unwind": [], "unwind_outer": [], "native_frames": [], "call_path_extra": [], "encode": [], "write": [], "frames": []}
 profiler = cProfile.Profile() if MODE == "cprofile" else None
 
 _orig_stop = agent.TraceBreakpoint.stop
@@ -57,19 +57,34 @@ _orig_call_path = agent.call_path
 _orig_write = agent._write
 
 
-def _unwind_only() -> int:
+def _unwind_only() -> float:
+    """Walk the whole stack with older() only; returns the seconds spent unwinding past the
+    outermost ``PyEval_EvalCode`` frame (the interpreter's start-up frames, the same at every hit)."""
     n = 0
     f = gdb.newest_frame()
+    steps = []
     while f is not None and n < 256:
         n += 1
-        f = f.older()
-    return n
+        t = time.perf_counter()
+        older = f.older()
+        steps.append((time.perf_counter() - t, f))
+        f = older
+    cut = None
+    for i, (_, fr) in enumerate(steps):
+        try:
+            if fr.name() == "PyEval_EvalCode":
+                cut = i
+        except gdb.error:
+            pass
+    times["native_frames"].append(n)
+    return sum(dt for dt, _ in steps[cut:]) if cut is not None else 0.0
 
 
 def _timed_call_path():
     t0 = time.perf_counter()
-    _unwind_only()
+    outer = _unwind_only()
     t1 = time.perf_counter()
+    times["unwind_outer"].append(outer)
     out = _orig_call_path()
     t2 = time.perf_counter()
     times["unwind"].append(t1 - t0)
@@ -126,8 +141,9 @@ def _report(_event=None) -> None:
         total = sum(times["stop"])
         lines.append(f"stop(): median {_ms(times['stop'])} ms, mean {1000 * total / len(times['stop']):.3f} ms")
     if MODE == "sections" and times["unwind"]:
-        lines.append(f"frames per hit (median): {sorted(times['frames'])[len(times['frames']) // 2]}")
-        for key in ("unwind", "call_path_extra", "encode", "write"):
+        lines.append(f"frames per hit (median): {sorted(times['frames'])[len(times['frames']) // 2]} recorded, "
+                     f"{sorted(times['native_frames'])[len(times['native_frames']) // 2]} gdb frames unwound")
+        for key in ("unwind", "unwind_outer", "call_path_extra", "encode", "write"):
             lines.append(f"  {key:16s} median {_ms(times[key])} ms, total {sum(times[key]):.3f} s")
     if profiler is not None:
         buf = io.StringIO()

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,25 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+# Every process this test run starts (pttrace, its gdb, the targets) inherits this tag, so a check for
+# leftovers counts only our own processes, not those of anything else running on the machine.
+TEST_TAG = f"PTTRACE_TEST_TAG={uuid.uuid4().hex}"
+os.environ["PTTRACE_TEST_TAG"] = TEST_TAG.split("=", 1)[1]
+
+
+def _ours(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return TEST_TAG.encode() in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def gdb_pids() -> set[int]:
-    """Every gdb process on the machine (to check that a test left none behind)."""
+    """The gdb processes started by this test run (to check that a test left none behind)."""
     out = subprocess.run(["ps", "-eo", "pid=,comm="], capture_output=True, text=True).stdout
-    return {int(line.split()[0]) for line in out.splitlines() if line.split()[-1] == "gdb"}
+    pids = {int(line.split()[0]) for line in out.splitlines() if line.split()[-1] == "gdb"}
+    return {pid for pid in pids if _ours(pid)}
 
 
 def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None):
@@ -64,3 +80,14 @@ def hello_recording(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr
     assert len(files) == 1, (proc.stdout, proc.stderr)
     return proc, storage.load(files[0])
+
+
+@pytest.fixture(scope="session")
+def debug_ext() -> Path:
+    """The pttrace_demo operator library built with -g -O0 (scripts/build_debug_ext.py; cached)."""
+    if shutil.which("c++") is None:
+        pytest.skip("no C++ compiler to build the debug extension")
+    proc = subprocess.run([PYTHON, str(SCRIPTS / "build_debug_ext.py")], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(proc.stdout.strip().splitlines()[-1])

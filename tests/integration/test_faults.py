@@ -36,8 +36,16 @@ def children_of(pid: int) -> list[int]:
 
 
 def processes_named(fragment: str) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split(None, 1)[0]) for line in out.splitlines() if fragment in line and "pytest" not in line]
+    """Our own (tagged) processes whose command line contains ``fragment``, zombies excluded."""
+    from tests.conftest import _ours
+
+    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    found = []
+    for line in out.splitlines():
+        pid, stat, args = line.split(None, 2)
+        if fragment in args and "pytest" not in args and not stat.startswith("Z") and _ours(int(pid)):
+            found.append(int(pid))
+    return found
 
 
 def wait_for_hits(directory: Path, n: int, timeout: float = 90) -> None:

@@ -140,3 +140,34 @@ def numbered_hits(template: Hit, start: int, count: int) -> list[Hit]:
     """``count`` copies of a real hit with consecutive sequence numbers (frames shared, read-only)."""
     return [Hit(seq=start + i, breakpoint=template.breakpoint, thread=Thread(1, "python3"), time=float(i),
                 frames=template.frames) for i in range(count)]
+
+
+RECORDED_ROOT = "/work/main/"
+RECORDED_PACKAGES = "/work/main/.venv/lib/python3.11/site-packages/"
+
+
+def relocated(session: Session) -> Session:
+    """The fixture session as if recorded in this checkout with this interpreter's torch.
+
+    The recording names files under /work/main; on another machine the source pane would add a
+    "shown from" note, which is right for users but makes screenshots depend on the checkout path.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    packages = str(Path(spec.origin).parent.parent) + "/" if spec and spec.origin else RECORDED_PACKAGES
+    root = str(ROOT) + "/"
+    session = copy.deepcopy(session)
+
+    def move(path: str | None) -> str | None:
+        if path and path.startswith(RECORDED_PACKAGES):
+            return packages + path[len(RECORDED_PACKAGES):]
+        if path and path.startswith(RECORDED_ROOT):
+            return root + path[len(RECORDED_ROOT):]
+        return path
+
+    session.info.cwd = str(ROOT)
+    for hit in session.hits:
+        for frame in hit.frames:
+            frame.file = move(frame.file)
+    return session

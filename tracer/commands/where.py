@@ -106,6 +106,8 @@ def _label(m) -> str:
 def _print_matches(name, libraries, matches, with_lines) -> None:
     from rich.text import Text
 
+    from tracer.symbols.elf_index import LibraryIndex
+
     console = _console()
     by_lib: dict[str, list] = {}
     for m in matches:
@@ -126,6 +128,8 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
         title.append(f"  {lib}", style="dim")
         if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
             title.append(f"  (DWARF from {with_lines[lib]})", style="dim")
+        if LibraryIndex.open(lib).stripped:
+            title.append("  (stripped: exported symbols only)", style="dim")
         console.print(title)
         for m in ms:
             line = Text("  ")

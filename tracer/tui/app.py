@@ -200,7 +200,10 @@ class PttraceApp(App[int]):
                     self._jump_to_newest = True
             elif ev.kind == "warning":
                 self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
-                self.query_one(OutputLog).note(f"warning: {ev.data}")
+                log = self.query_one(OutputLog)
+                log.write_output(output)  # what the target printed before the warning comes first
+                output = []
+                log.note(f"warning: {ev.data}")
             changed |= self.state.apply(ev.kind, ev.data)
         if new_hits:
             self.hits_table.add_hits(new_hits)
@@ -233,7 +236,7 @@ class PttraceApp(App[int]):
         self.query_one(OutputLog).note(message, style="bold red")
         if self.source.live and not self.state.hits:
             # Nothing to look at: leave, and let the CLI print the error with its hint.
-            self.exit(2)
+            self.exit(return_code=2)
 
     def _finished(self) -> None:
         if self.source.live:

@@ -40,3 +40,22 @@ def frame_where(frame: Frame, cwd: str | None, short: bool = False) -> Text:
     if loc:
         t.append(f"  {loc}", style="grey70")
     return t
+
+
+ROW_BINDINGS = [
+    # A table's home/end scroll sideways by default; in these tables they go to the first/last row.
+    ("home", "first_row", "first"),
+    ("end", "last_row", "last"),
+]
+
+
+class RowJumps:
+    """home/end move the cursor to the first/last row (mixed into the DataTables)."""
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)

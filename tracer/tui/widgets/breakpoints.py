@@ -11,6 +11,7 @@ from tracer.classify import short_name
 from tracer.model import Breakpoint, Location
 from tracer.tui.messages import BreakpointRemovalRequested
 from tracer.tui.state import TraceState
+from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps
 
 
 def _location_text(loc: Location) -> Text:
@@ -40,10 +41,11 @@ def _summary(bp: Breakpoint) -> Text:
     return Text("pending: its library is not loaded yet", style="yellow")
 
 
-class BreakpointsTable(DataTable):
+class BreakpointsTable(RowJumps, DataTable):
     """One row per breakpoint, plus one row per location when gdb found several."""
 
-    BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove bp")]
+    BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove bp"),
+                *(Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS)]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
@@ -96,6 +98,14 @@ class BreakpointsTable(DataTable):
         if key.startswith("bp:"):
             return key[3:]
         return key[4:].rsplit(":", 1)[0]
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action != "remove_breakpoint":
+            return True
+        source = getattr(self.app, "source", None)
+        if source is None or not source.live:
+            return False  # a recorded session: nothing to remove, no key to show
+        return True if self.app.state.can_control else None
 
     def action_remove_breakpoint(self) -> None:
         spec = self.selected_spec

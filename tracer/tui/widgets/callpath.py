@@ -2,21 +2,24 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.model import Frame, Hit
 from tracer.tui.folding import PathRow, default_frame, path_rows
 from tracer.tui.messages import FrameSelected
-from tracer.tui.widgets._style import frame_name, frame_where, layer_style
+from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, frame_where, layer_style
 
 
 def _path_key(hit: Hit) -> tuple:
     return (hit.truncated, tuple(f.key() for f in hit.frames))
 
 
-class CallPathTable(DataTable):
+class CallPathTable(RowJumps, DataTable):
     """Folded start-up and interpreter runs show as one row; Enter on it opens that fold."""
+
+    BINDINGS = [Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", **kwargs)

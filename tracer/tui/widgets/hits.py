@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.model import Hit
 from tracer.tui.messages import HitSelected
-from tracer.tui.widgets._style import frame_name
+from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
 
 
-class HitsTable(DataTable):
+class HitsTable(RowJumps, DataTable):
     """Rows are only ever appended, so a row's index is the hit's index in the session."""
+
+    BINDINGS = [Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS]
 
     def __init__(self, follow: bool = False, **kwargs) -> None:
         super().__init__(cursor_type="row", **kwargs)
