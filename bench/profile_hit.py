@@ -15,6 +15,11 @@ target to its end. Then:
   to a bit more than a plain hit;
 - ``cprofile``: cProfile around every ``stop()`` call, top functions by own time.
 
+``PROFILE_PATCH=unwinders,json`` tries candidate agent changes from outside: ``unwinders`` skips
+gdb's per-frame walk over every objfile looking for Python frame unwinders while none is
+registered; ``json`` encodes each cached native frame once and reuses the text.
+The session file must stay the same: compare ``PROFILE_KEEP=DIR`` copies of it.
+
 The report goes to ``$PROFILE_OUT`` (default: printed).
 """
 import cProfile
@@ -95,11 +100,15 @@ def _timed_call_path():
 
 def _timed_write(record):
     t0 = time.perf_counter()
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogateescape")
-    t1 = time.perf_counter()
-    if agent.STATE.session_fd >= 0:
-        os.write(agent.STATE.session_fd, data)
-    t2 = time.perf_counter()
+    if "json" in PATCHES:
+        _patched_write(record)
+        t1 = t2 = time.perf_counter()
+    else:
+        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogateescape")
+        t1 = time.perf_counter()
+        if agent.STATE.session_fd >= 0:
+            os.write(agent.STATE.session_fd, data)
+        t2 = time.perf_counter()
     times["encode"].append(t1 - t0)
     times["write"].append(t2 - t1)
 
@@ -119,6 +128,72 @@ def _stop(self):
         times["stop"].append(time.perf_counter() - t0)
 
 
+# --- experiments: candidate agent changes, applied from outside (PROFILE_PATCH=unwinders,json) ---
+PATCHES = {p.strip() for p in os.environ.get("PROFILE_PATCH", "").split(",") if p.strip()}
+
+
+def _patch_unwinders() -> None:
+    """gdb calls gdb._execute_unwinders for every frame it unwinds; it walks every objfile looking
+    for Python unwinders (there are none here). Skip that walk while no unwinder is registered."""
+    orig = gdb._execute_unwinders
+    state = {"objfiles": None}
+
+    def _invalidate(*_args):
+        state["objfiles"] = None
+
+    def fast(pending_frame):
+        objs = state["objfiles"]
+        if objs is None:
+            objs = state["objfiles"] = [o for o in gdb.objfiles() if o.frame_unwinders]
+        if not objs and not gdb.frame_unwinders and not gdb.current_progspace().frame_unwinders:
+            return None
+        return orig(pending_frame)
+
+    gdb.events.new_objfile.connect(_invalidate)
+    gdb.events.clear_objfiles.connect(_invalidate)
+    try:
+        gdb.events.free_objfile.connect(_invalidate)
+    except AttributeError:
+        pass
+    import gdb.unwinder as _unw
+    _orig_register = _unw.register_unwinder
+
+    def register(locus, unwinder, replace=False):
+        _invalidate()
+        return _orig_register(locus, unwinder, replace)
+
+    _unw.register_unwinder = register
+    gdb._execute_unwinders = fast
+
+
+_frame_json: dict = {}
+
+
+def _patched_write(record: dict) -> None:
+    """Encode each cached native frame once: a hot breakpoint repeats the same frames every hit."""
+    if agent.STATE.session_fd < 0:
+        return
+    parts = []
+    for f in record["frames"]:
+        key = id(f)
+        hit = _frame_json.get(key)
+        if hit is not None and hit[0] is f:
+            parts.append(hit[1])
+            continue
+        text = json.dumps(f, ensure_ascii=False, separators=(",", ":"))
+        if f.get("kind") == "native":
+            _frame_json[key] = (f, text)
+        parts.append(text)
+    head = {k: v for k, v in record.items() if k != "frames"}
+    line = json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1] + ',"frames":[' + ",".join(parts) + "]}\n"
+    os.write(agent.STATE.session_fd, line.encode("utf-8", "surrogateescape"))
+
+
+if "unwinders" in PATCHES:
+    _patch_unwinders()
+if "json" in PATCHES:
+    agent._write = _patched_write
+
 if MODE == "sections":
     agent.call_path = _timed_call_path
     agent._write = _timed_write
@@ -136,7 +211,8 @@ def _ms(values) -> str:
 
 
 def _report(_event=None) -> None:
-    lines = [f"mode={MODE} break={SPEC} hits={agent.STATE.hits} stop() calls={len(times['stop'])}"]
+    lines = [f"mode={MODE} patches={','.join(sorted(PATCHES)) or '-'} break={SPEC} hits={agent.STATE.hits} "
+             f"stop() calls={len(times['stop'])}"]
     if times["stop"]:
         total = sum(times["stop"])
         lines.append(f"stop(): median {_ms(times['stop'])} ms, mean {1000 * total / len(times['stop']):.3f} ms")
@@ -152,6 +228,11 @@ def _report(_event=None) -> None:
         st.sort_stats("cumulative").print_stats(25)
         lines.append(buf.getvalue())
     text = "\n".join(lines) + "\n"
+    keep = os.environ.get("PROFILE_KEEP")
+    if keep:
+        import shutil
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(os.path.join(tmp, "s.jsonl"), os.path.join(keep, f"{MODE}-{'-'.join(sorted(PATCHES)) or 'none'}.jsonl"))
     if OUT:
         with open(OUT, "w") as fh:
             fh.write(text)

@@ -272,6 +272,14 @@ class Engine:
             mi.command("-gdb-set confirm off")
             mi.command("-gdb-set breakpoint pending on")
             mi.command("-gdb-set print thread-events off")
+            # DWARF indexes of debug builds are reused across runs, in pttrace's own cache directory.
+            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pttrace" / "gdb-index"
+            try:
+                cache.mkdir(parents=True, exist_ok=True)
+                mi.console(f"set index-cache directory {cache}", check=False)
+                mi.console("set index-cache enabled on", check=False)
+            except OSError:
+                pass
             # gdb 13 cannot pass an argument containing a space without a shell (it splits on
             # whitespace), so the target starts through /bin/sh, with every argument escaped by gdb
             # itself (construct_inferior_arguments); SHELL is pinned to /bin/sh in gdb's environment.
@@ -414,10 +422,16 @@ class Engine:
         self._on_solib_event()
 
     def _abort_startup(self) -> None:
+        """Start-up failed before anything was recorded: no gdb and no empty session left behind."""
         if self.mi:
-            self.mi.close()
+            self.mi.close()  # gdb detaches from an attached target as it exits
         if self.writer:
-            self.writer.end("gdb-died")
+            self.writer.close()
+            try:
+                self.session_path.unlink()
+            except OSError:
+                pass
+            self.writer = None
 
     def add_breakpoint(self, spec: str, fatal: bool = False) -> None:
         assert self.mi is not None
@@ -425,9 +439,10 @@ class Engine:
             raise UsageError(f"{spec!r} is not a breakpoint location.")
         res = self.mi.console(f"pttrace-break {spec}", check=False)
         if res.error:
+            why = res.error.replace("Error occurred in Python: ", "").strip().rstrip(".")
             if fatal:
-                raise UsageError(f"gdb rejects the breakpoint {spec!r}: {res.error.rstrip('.')}.")
-            self._warn(f"breakpoint {spec!r} was refused by gdb: {res.error}")
+                raise UsageError(f"gdb rejects the breakpoint {spec!r}: {why}.")
+            self._warn(f"breakpoint {spec!r} was refused by gdb: {why}")
         self.mi.console("pttrace-dump", check=False)
 
     # --- running --------------------------------------------------------------------------------
