@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +133,7 @@ def build(units: int, per_unit: int, jobs: int) -> Path:
             pass
     subprocess.run(["g++", "-shared", "-g", "-o", str(library), *map(str, objs)], check=True)
     stamp_file.write_text(stamp)
+    shutil.rmtree(out / "obj", ignore_errors=True)  # ~400 MB of objects, not needed once linked
     return library
 
 

@@ -13,11 +13,15 @@ target to its end. Then:
   Python frames, the per-pc caches), building the record + ``json.dumps``, ``os.write``; plus the
   whole of ``stop()``. Splitting costs a second walk of the (cached) frame chain: the parts add up
   to a bit more than a plain hit;
-- ``cprofile``: cProfile around every ``stop()`` call, top functions by own time.
+- ``cprofile``: cProfile around every ``stop()`` call, top functions by own time;
+- ``floor-bare`` / ``floor-newest`` / ``floor-walk``: the agent's ``stop()`` replaced by one that
+  records nothing and returns False at once / after ``gdb.newest_frame()`` / after unwinding the
+  whole stack with ``older()``: what gdb itself costs a hit, before any recording.
 
-``PROFILE_PATCH=unwinders,json`` tries candidate agent changes from outside: ``unwinders`` skips
+``PROFILE_PATCH=unwinders,json,suffix`` tries candidate agent changes from outside: ``unwinders`` skips
 gdb's per-frame walk over every objfile looking for Python frame unwinders while none is
-registered; ``json`` encodes each cached native frame once and reuses the text.
+registered; ``json`` encodes each cached native frame once and reuses the text; ``suffix`` unwinds
+the frames older than the outermost ``PyEval_EvalCode`` once per (thread, pc, sp) of that frame.
 The session file must stay the same: compare ``PROFILE_KEEP=DIR`` copies of it.
 
 The report goes to ``$PROFILE_OUT`` (default: printed).
@@ -54,7 +58,7 @@ with open(cfg, "w") as fh:
                "breakpoints": []}, fh)
 gdb.execute(f"pttrace-setup {cfg}")
 
-times: dict = {"stop": [], "unwind": [], "unwind_outer": [], "native_frames": [], "call_path_extra": [], "encode": [], "write": [], "frames": []}
+times: dict = {"stop": [], "stop_cpu": [], "unwind": [], "unwind_outer": [], "native_frames": [], "call_path_extra": [], "encode": [], "write": [], "frames": []}
 profiler = cProfile.Profile() if MODE == "cprofile" else None
 
 _orig_stop = agent.TraceBreakpoint.stop
@@ -115,6 +119,7 @@ def _timed_write(record):
 
 def _stop(self):
     t0 = time.perf_counter()
+    c0 = time.thread_time()
     if profiler is not None:
         profiler.enable()
         try:
@@ -122,10 +127,12 @@ def _stop(self):
         finally:
             profiler.disable()
             times["stop"].append(time.perf_counter() - t0)
+            times["stop_cpu"].append(time.thread_time() - c0)
     try:
         return _orig_stop(self)
     finally:
         times["stop"].append(time.perf_counter() - t0)
+        times["stop_cpu"].append(time.thread_time() - c0)
 
 
 # --- experiments: candidate agent changes, applied from outside (PROFILE_PATCH=unwinders,json) ---
@@ -189,6 +196,63 @@ def _patched_write(record: dict) -> None:
     os.write(agent.STATE.session_fd, line.encode("utf-8", "surrogateescape"))
 
 
+ANCHOR = "PyEval_EvalCode"
+_suffix_cache: dict = {}
+
+
+def _suffix_call_path():
+    """agent.call_path, but the frames older than the outermost ``PyEval_EvalCode`` (the interpreter's
+    start-up: run_mod, Py_RunMain, main, _start...) are unwound once per (thread, pc, sp) of that
+    frame and reused: the same C activation has the same callers. Experiment only."""
+    py = agent._check_python()
+    frames: list = []
+    try:
+        f = gdb.newest_frame()
+    except gdb.error:
+        return frames, False
+    try:
+        tnum = gdb.selected_thread().num
+    except Exception:
+        tnum = None
+    last_pc = None
+    inline_index = 0
+    truncated = False
+    while f is not None:
+        if len(frames) >= agent.STATE.max_depth:
+            truncated = True
+            break
+        pc = f.pc()
+        inline_index = inline_index + 1 if pc == last_pc else 0
+        last_pc = pc
+        native = agent._native(f, inline_index)
+        if py and native["function"] == agent.EVAL_FRAME and not native.get("inlined"):
+            frames.extend(agent._python_frames(f) or [native])
+        else:
+            frames.append(native)
+        if native["function"] == ANCHOR:
+            key = (tnum, pc, int(f.read_register("rsp")))
+            cached = _suffix_cache.get(key)
+            if cached is not None:
+                frames.extend(cached)
+                break
+            start = len(frames)
+            f = f.older()
+            while f is not None:
+                pc = f.pc()
+                inline_index = inline_index + 1 if pc == last_pc else 0
+                last_pc = pc
+                frames.append(agent._native(f, inline_index))
+                f = f.older()
+            _suffix_cache[key] = frames[start:]
+            break
+        f = f.older()
+    frames.reverse()
+    return frames, truncated
+
+
+if "suffix" in PATCHES:
+    _orig_call_path = _suffix_call_path
+    agent.call_path = _suffix_call_path
 if "unwinders" in PATCHES:
     _patch_unwinders()
 if "json" in PATCHES:
@@ -197,7 +261,29 @@ if "json" in PATCHES:
 if MODE == "sections":
     agent.call_path = _timed_call_path
     agent._write = _timed_write
-if MODE in ("sections", "cprofile", "plain"):
+
+# --- floors: what a hit costs before the agent records anything -------------------------------
+def _floor_bare(self):
+    return False
+
+
+def _floor_newest(self):
+    gdb.newest_frame().pc()
+    return False
+
+
+def _floor_walk(self):
+    f = gdb.newest_frame()
+    while f is not None:
+        f.pc()
+        f = f.older()
+    return False
+
+
+FLOORS = {"floor-bare": _floor_bare, "floor-newest": _floor_newest, "floor-walk": _floor_walk}
+if MODE in FLOORS:
+    _orig_stop = FLOORS[MODE]
+if MODE in ("sections", "cprofile", "plain", *FLOORS):
     agent.TraceBreakpoint.stop = _stop
 
 gdb.execute(f"pttrace-break {SPEC}")
@@ -215,7 +301,8 @@ def _report(_event=None) -> None:
              f"stop() calls={len(times['stop'])}"]
     if times["stop"]:
         total = sum(times["stop"])
-        lines.append(f"stop(): median {_ms(times['stop'])} ms, mean {1000 * total / len(times['stop']):.3f} ms")
+        lines.append(f"stop(): median {_ms(times['stop'])} ms, mean {1000 * total / len(times['stop']):.3f} ms; "
+                     f"CPU mean {1000 * sum(times['stop_cpu']) / len(times['stop_cpu']):.3f} ms")
     if MODE == "sections" and times["unwind"]:
         lines.append(f"frames per hit (median): {sorted(times['frames'])[len(times['frames']) // 2]} recorded, "
                      f"{sorted(times['native_frames'])[len(times['native_frames']) // 2]} gdb frames unwound")
@@ -238,6 +325,12 @@ def _report(_event=None) -> None:
             fh.write(text)
     else:
         gdb.write(text)
+    import shutil as _shutil
+
+    if agent.STATE.session_fd >= 0:
+        os.close(agent.STATE.session_fd)
+        agent.STATE.session_fd = -1
+    _shutil.rmtree(tmp, ignore_errors=True)
 
 
 gdb.events.exited.connect(_report)

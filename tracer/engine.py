@@ -59,6 +59,9 @@ class TraceConfig:
     layers: list[str] = field(default_factory=list)  # record only hits whose innermost frame is in these
     # Breakpoints our symbol index resolved (``--op``): {label, library, offset, function}.
     address_breakpoints: list[dict] = field(default_factory=list)
+    # The target torch's DispatchKeySet numbering (``tracer.ops.key_table``), written once into the
+    # session so that the raw key sets the agent records can be decoded when it is read.
+    dispatch_keys: dict | None = None
 
 
 def gdb_path() -> str:
@@ -258,6 +261,8 @@ class Engine:
             cwd=cfg.cwd or os.getcwd(),
         )
         self.writer.header(self.info)
+        if cfg.dispatch_keys:
+            self.writer.dispatch_keys(cfg.dispatch_keys)
         if not helper:
             self._warn(f"no python-gdb helper beside {cfg.python}; Python frames are read by pttrace's own reader")
 

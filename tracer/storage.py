@@ -2,6 +2,9 @@
 
 A file is a ``header`` record, then any number of ``breakpoint``, ``hit`` and ``warning`` records
 as they happen, then an ``end`` record. A file without its ``end`` loads as ``interrupted``.
+An optional ``dispatch_keys`` record carries the DispatchKeySet numbering of the target's torch
+(``{"keys": [[name, mask], ...], "bits": {bit: name}, ...}``); frames recorded with a raw ``keyset``
+get their ``keys`` decoded with it when the session is loaded. Files without one load as before.
 Several writers may append (pttrace itself and the agent inside gdb): each record is one
 ``write()`` on an ``O_APPEND`` descriptor, so lines never interleave.
 """
@@ -63,6 +66,9 @@ class SessionWriter:
     def warning(self, message: str) -> None:
         self.write({"type": "warning", "message": message})
 
+    def dispatch_keys(self, table: dict[str, Any]) -> None:
+        self.write({**table, "type": "dispatch_keys"})
+
     def breakpoint(self, bp: Breakpoint) -> None:
         self.write({"type": "breakpoint", **bp.to_dict()})
 
@@ -113,6 +119,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
     hits: list[Hit] = []
     warnings: list[str] = []
     ended: dict[str, Any] | None = None
+    key_table: dict[str, Any] | None = None
     for lineno, rec in _iter_records(path, report):
         kind = rec.get("type")
         try:
@@ -131,6 +138,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                 hits.append(Hit.from_dict(rec))
             elif kind == "warning":
                 warnings.append(str(rec.get("message")))
+            elif kind == "dispatch_keys":
+                key_table = rec
             elif kind == "end":
                 ended = rec
             else:
@@ -171,8 +180,52 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
         bp.hits = counts.get(spec, 0)
     session.breakpoints = list(bps.values())
     hits.sort(key=lambda h: h.seq)
+    if key_table is not None:
+        _decode_keysets(hits, key_table)
     session.hits = hits
     return session
+
+
+def decode_keyset(bits: int, table: dict[str, Any]) -> list[str]:
+    """Key names of a raw DispatchKeySet, in the numbering ``table`` describes (a ``dispatch_keys`` record).
+
+    A runtime key (``CPU``, ``AutogradCPU``) is present when all the bits of its mask are (its
+    functionality bit and its backend bit); bits no key accounts for are named from ``bits``, or
+    given as ``bit N`` when the table does not know them either: never guessed.
+    """
+    names: list[str] = []
+    covered = 0
+    for item in table.get("keys") or []:
+        try:
+            name, mask = str(item[0]), int(item[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if mask and bits & mask == mask:
+            names.append(name)
+            covered |= mask
+    rest = bits & ~covered & 0xFFFFFFFFFFFFFFFF
+    labels = table.get("bits") or {}
+    bit = 0
+    while rest:
+        if rest & 1:
+            label = labels.get(str(bit))
+            names.append(f"{label} (alone)" if label else f"bit {bit} (unknown)")
+        rest >>= 1
+        bit += 1
+    return names
+
+
+def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
+    # A tuple: frames stay hashable by value (the JSON export caches encoded frames by their fields),
+    # and one decoded tuple is shared by every frame with the same key set.
+    cache: dict[int, tuple[str, ...]] = {}
+    for h in hits:
+        for f in h.frames:
+            if f.keyset is not None and f.keys is None:
+                keys = cache.get(f.keyset)
+                if keys is None:
+                    keys = cache[f.keyset] = tuple(decode_keyset(f.keyset, table))
+                f.keys = keys
 
 
 def default_dir() -> Path:

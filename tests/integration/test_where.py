@@ -229,3 +229,16 @@ def test_where_an_address_names_function_and_line(debug_ext, capsys):
     lines = addr2line(debug_ext, [address])[address]
     assert [data["source"]["function"], f"{data['source']['file']}:{data['source']['line']}"] == \
         [lines[0], lines[1].split(" (discriminator")[0]]
+
+
+def test_skipping_type_bodies_loses_no_function_of_the_debug_ext(debug_ext):
+    # The extension has classes local to functions (std::string's _M_construct::_Guard), whose
+    # member functions' code DIEs live inside the class: those must still be found.
+    from tracer.symbols.dwarf import DwarfReader
+    from tracer.symbols.elffile import ElfFile
+
+    reader = DwarfReader(ElfFile(str(debug_ext)), str(debug_ext))
+    for offset in reader.unit_offsets():
+        unit = reader.unit(offset)
+        assert unit.function_table(skip_types=True).to_payload() == \
+            unit.function_table(skip_types=False).to_payload()

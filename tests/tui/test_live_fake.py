@@ -103,12 +103,18 @@ def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fi
             await wait_until(pilot, lambda: app.state.mode == "stop")
             assert ("mode", "stop") in fake_source.calls
             assert "mode stop" in str(app.query_one("#status").render())
-            # WHEN the target stops at a breakpoint THEN its hit is selected
+            # GIVEN two earlier hits, the first one selected (so new hits are not followed)
+            for hit in numbered_hits(sigmoid, 1, 2):
+                fake_source.push("hit", hit)
+            await wait_until(pilot, lambda: len(app.hits_table.hits) == 2)
             app.hits_table.move_cursor(row=0)
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 1)
+            # WHEN the target stops at a breakpoint THEN its hit is selected, whether the hit is
+            # read from the session file before or after gdb reports the stop
+            fake_source.push("hit", numbered_hits(sigmoid, 3, 1)[0])
             fake_source.push("stopped", {"reason": "breakpoint-hit"})
-            fake_source.push("hit", numbered_hits(sigmoid, 1, 1)[0])
-            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None)
-            assert app.call_path.hit.seq == 1 and app.call_path.frames[-1].short == "at::wrapper_CPU_sigmoid"
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 3)
+            assert app.call_path.frames[-1].short == "at::wrapper_CPU_sigmoid"
             assert app.check_action("control", ("finish",)) is True
             # WHEN f is pressed THEN finish runs in a worker and the path shows where it stopped
             await pilot.press("f")
@@ -233,6 +239,9 @@ def test_quit_asks_before_killing_a_launched_target(fake_source):
             assert "kill the target (pid 4242)" in str(app.screen.question)
             await pilot.press("n")
             assert not isinstance(app.screen, ConfirmQuit) and app.is_running
+            await pilot.press("ctrl+q")  # Textual's own quit key asks too
+            assert isinstance(app.screen, ConfirmQuit)
+            await pilot.press("escape")
             assert ("stop", "quit") not in fake_source.calls
             await pilot.press("q", "y")
             await wait_until(pilot, lambda: not app.is_running, timeout=5)

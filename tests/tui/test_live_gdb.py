@@ -1,16 +1,22 @@
-"""The TUI driving a real gdb: hello-world.py in stop mode, to the CPU sigmoid kernel, then finish."""
+"""The TUI driving a real gdb: hello-world.py in stop mode down to the CPU sigmoid kernel (finish,
+step, quit), and an attach to a running Python (interrupt, continue, quit detaches)."""
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import HELLO
+from tests.conftest import HELLO, ROOT
 from tests.tui.support import run_pilot, wait_until
 from tracer.engine import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.screens import ConfirmQuit
 from tracer.tui.sources import LiveSource
+
+
+HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
 
 
 def _alive(pid: int) -> bool:
@@ -70,3 +76,50 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
     # Our own gdb and target are gone (other gdbs may run on the machine: ask about ours only).
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
     assert not _alive(app.state.pid), "the TUI left the launched target behind"
+
+
+@pytest.mark.gdb
+def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
+    # GIVEN a running Python (it says "ready" through a fifo once torch is imported)
+    fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
+    os.mkfifo(fifo)
+    target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with open(fifo) as fh:
+            assert fh.readline().startswith("ready")
+        config = TraceConfig(breakpoints=["THPVariable_tensor"], python=sys.executable, pid=target.pid,
+                             session_dir=tmp_path, live=True, forward_output=False)
+        source = LiveSource(config)
+
+        async def scenario():
+            app = make_app(source)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await wait_until(pilot, lambda: len(app.state.hits) >= 2, timeout=60, step=0.2)
+                assert app.state.pid == target.pid and app.state.target == "running"
+                # WHEN i is pressed THEN the target stops and the path shows where (in its sleep)
+                await pilot.press("i")
+                await wait_until(pilot, lambda: "where interrupt stopped" in app.call_path.border_title,
+                                 timeout=30)
+                assert "work" in [f.function for f in app.call_path.frames if f.kind == "python"]
+                assert app.state.target == "stopped"
+                # WHEN c is pressed THEN it runs and records again
+                seen = len(app.state.hits)
+                await pilot.press("c")
+                await wait_until(pilot, lambda: len(app.state.hits) > seen, timeout=30)
+                # WHEN q is pressed THEN pttrace detaches without asking
+                await pilot.press("q")
+                assert not isinstance(app.screen, ConfirmQuit)
+                await wait_until(pilot, lambda: not app.is_running, timeout=30)
+
+        run_pilot(scenario(), timeout=120)
+        assert source.status == "detached"
+        assert target.poll() is None, "detaching must leave the target running"
+        assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+    finally:
+        stop_file.touch()
+        try:
+            target.wait(30)
+        finally:
+            if target.poll() is None:
+                target.kill()

@@ -30,7 +30,7 @@ def column(table: DataTable, name: str) -> list[str]:
 
 def pane_text(pane: SourcePane) -> str:
     console = Console(width=200, record=True, color_system=None)
-    console.print(pane.render())
+    console.print(pane.shown)
     return console.export_text()
 
 
@@ -234,3 +234,38 @@ def test_view_session_rejects_a_file_that_is_not_a_session(tmp_path):
     with pytest.raises(SessionError):
         view_session(bad)
     assert storage.load(FIXTURE).hits  # the fixture itself is fine
+
+
+def test_view_command_needs_a_terminal_and_a_session(capsys, tmp_path):
+    from tracer.cli import main
+
+    # Under pytest stdin is not a terminal: the command says what to use instead.
+    assert main(["view", str(FIXTURE)]) == 2
+    assert "`pttrace view` needs a terminal" in capsys.readouterr().err
+    assert main(["view", "nosuchsession", "--session-dir", str(tmp_path)]) == 2
+    assert "no session 'nosuchsession'" in capsys.readouterr().err
+
+
+def test_a_native_frame_with_a_line_table_shows_its_cpp_source(fixture_session):
+    """As for a kernel of a debug build: the C++ file here, its line marked, coloured as C++."""
+    session = copy.deepcopy(fixture_session)
+    hit = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    kernel = hit.frames[-1]
+    kernel.file, kernel.line = "scripts/debug_ext/pttrace_demo.cpp", 22
+    session.hits = [hit]
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            source = app.query_one(SourcePane)
+            assert source.frame is kernel  # the innermost frame with a line now
+            await wait_until(pilot, lambda: not source.colouring)
+            assert "▶22 at::Tensor scale_add_cpu(const at::Tensor& a, const at::Tensor& b, double alpha) {" \
+                in pane_text(source)
+            styles = {str(span.style) for span in source.shown.spans}
+            assert len(styles) > 3, "C++ tokens should be coloured"
+            assert "recorded at" not in pane_text(source)  # a path relative to the recording's cwd
+            await pilot.press("q")
+
+    run_pilot(scenario())

@@ -6,7 +6,6 @@ Line answers are compared with binutils' ``addr2line -f -C -i`` at every byte of
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -331,3 +330,15 @@ def test_no_dwarf_means_none_quickly(libs):
     lib = str(libs["stripped"])
     assert symbols.line_info_source(lib) is None
     assert symbols.lines_for_addresses(lib, [0x1000, 0x1010]) == {0x1000: None, 0x1010: None}
+
+
+@pytest.mark.parametrize("shape", ["v5_O2", "v4_O0"])
+def test_skipping_type_bodies_loses_no_function(libs, shape):
+    from tracer.symbols.dwarf import DwarfReader
+    from tracer.symbols.elffile import ElfFile
+
+    reader = DwarfReader(ElfFile(str(libs[shape])), str(libs[shape]))
+    for offset in reader.unit_offsets():
+        unit = reader.unit(offset)
+        assert unit.function_table(skip_types=True).to_payload() == \
+            unit.function_table(skip_types=False).to_payload()

@@ -113,4 +113,7 @@ def run(args: argparse.Namespace) -> int:
         max_depth=args.max_depth,
         force=args.force,
     )
+    from tracer.commands.ops import apply_trace_options
+
+    apply_trace_options(config, args, quiet=args.quiet)
     return trace(config, args)

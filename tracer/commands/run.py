@@ -22,6 +22,9 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
                    metavar="DIR", help="where sessions are written (default: sessions/)")
     p.add_argument("--batch", action="store_true", help="record headless and print a summary (no TUI)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
+    from tracer.commands.ops import add_trace_options
+
+    add_trace_options(p)  # --op NAME[.OVERLOAD], --variants, --no-backward, --layer LAYER
 
 
 def add_parser(sub) -> None:
@@ -59,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_depth=args.max_depth,
     )
+    from tracer.commands.ops import apply_trace_options
+
+    apply_trace_options(config, args, quiet=args.quiet)
     return trace(config, args)
 
 
@@ -97,4 +103,8 @@ def run_batch(config, quiet: bool = False) -> int:
                            "the run was stopped.")
     session = engine.load_session()
     print_summary(session, config, quiet=quiet)
+    if not quiet and config.address_breakpoints:
+        from tracer.commands.ops import print_op_hops
+
+        print_op_hops(session)
     return 0

@@ -542,8 +542,11 @@ def _mapped_base(library: str) -> int | None:
 def place_address_breakpoints(event=None) -> None:
     """Set the breakpoints our index resolved (``--op``) in every library that is mapped now."""
     remaining = []
+    bases: dict = {}  # one read of /proc/PID/maps per library, not per breakpoint (3,100 x 40 loads: 23 s)
     for item in STATE.address_breakpoints:
-        base = _mapped_base(item["library"])
+        if item["library"] not in bases:
+            bases[item["library"]] = _mapped_base(item["library"])
+        base = bases[item["library"]]
         if base is None:
             remaining.append(item)
             continue

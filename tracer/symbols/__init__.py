@@ -196,3 +196,102 @@ def torch_libraries(python: str) -> list[str]:
     libs += sorted(os.path.join(package, f) for f in os.listdir(package)
                    if f.startswith("_C") and f.endswith(".so"))
     return libs
+
+
+# -- bulk enumeration (operator resolution: ``tracer.ops``) -----------------------------------------
+__all__ += ["search_symbols", "read_pointer"]
+
+
+def search_symbols(substrings: list[str], libraries: list[str], pattern: str | None = None,
+                   kinds: tuple[str, ...] = ("function",)) -> list[SymbolMatch]:
+    """Every symbol defined in these libraries whose *mangled* name contains one of ``substrings``
+    and, if given, matches the regular expression ``pattern`` (``re.search`` on the mangled name).
+
+    For enumerating families of names (``at::_ops::*::call``, every kernel of an operator) where
+    ``find_symbol``'s one-name lookup does not fit. One ``find`` per substring over the string table,
+    the regex before any demangling; only survivors are demangled. Undefined symbols (PLT imports)
+    are skipped; ``[clone .cold]`` parts are included and labelled ``cold``. No file:line here.
+    """
+    import re
+
+    from . import names as _names
+    from .elf_index import _BINDINGS, _FUNCTION_TYPES, _OBJECT_TYPES, _SPECIAL_PREFIXES, demangle
+
+    wanted = set()
+    if "function" in kinds:
+        wanted.update(_FUNCTION_TYPES)
+    if "object" in kinds:
+        wanted.update(_OBJECT_TYPES)
+    rx = re.compile(pattern) if pattern else None
+    needles = sorted({s.encode() for s in substrings if s})
+    out: list[SymbolMatch] = []
+    for lib in libraries:
+        shown = os.path.abspath(lib)
+        index = _index(lib)
+        t = index.search_table
+        if t is None:
+            continue
+        index._ensure_names()
+        mm = index.elf.mm
+        so, end = t.str_offset, t.str_offset + t.str_size
+        candidates: set[int] = set()
+        for needle in needles:
+            pos = mm.find(needle, so, end)
+            while pos >= 0:
+                s = mm.rfind(b"\0", so, pos) + 1
+                # Names may share a tail in the string table: any symbol starting in [s, pos] holds the match.
+                candidates.update(index._symbols_starting_in(t, s - so, pos - so))
+                e = mm.find(b"\0", pos, end)
+                if e < 0:
+                    break
+                pos = mm.find(needle, e, end)
+        seen: set[tuple[str, int]] = set()
+        for i in sorted(candidates):
+            st_name, info, shndx, value, size = index._entry(t, i)
+            if shndx == 0 or (info & 0xF) not in wanted:
+                continue
+            mangled = index._name_at(t, st_name)
+            if "@" in mangled:
+                mangled = mangled.partition("@")[0]
+            if rx is not None and not rx.search(mangled):
+                continue
+            if (mangled, value) in seen:
+                continue
+            seen.add((mangled, value))
+            dem = demangle(mangled)
+            if dem.startswith(_SPECIAL_PREFIXES):
+                continue
+            kind = "function" if (info & 0xF) in _FUNCTION_TYPES else "object"
+            out.append(SymbolMatch(dem, mangled, shown, value, size, _BINDINGS.get(info >> 4, str(info >> 4)),
+                                   kind, cold=_names.parse(dem).cold))
+    out.sort(key=lambda m: (m.library, m.address, m.name))
+    return out
+
+
+def read_pointer(library: str, address: int) -> int | None:
+    """The pointer a data symbol holds at link time (``address`` as ``st_value``), file-relative.
+
+    Position-independent libraries keep it as the addend of an ``R_X86_64_RELATIVE`` relocation
+    (the section bytes may hold it too, or zero); ``.bss`` holds none. None when unknown or null.
+    """
+    index = _index(library)
+    elf = index.elf
+    if elf.elfclass != 64:
+        return None
+    value = None
+    for sec in elf.section_list:
+        if sec.addr and sec.addr <= address < sec.addr + sec.size and sec.type != 8:  # not NOBITS
+            value = struct.unpack_from("<Q", elf.mm, sec.offset + address - sec.addr)[0]
+            break
+    if value:
+        return value
+    rela = elf.sections.get(".rela.dyn")
+    if rela is None or rela.entsize not in (0, 24):
+        return None
+    pattern = struct.pack("<QQ", address, 8)  # r_offset, r_info = R_X86_64_RELATIVE
+    pos = elf.mm.find(pattern, rela.offset, rela.offset + rela.size)
+    while pos >= 0:
+        if (pos - rela.offset) % 24 == 0:
+            return struct.unpack_from("<q", elf.mm, pos + 16)[0] or None
+        pos = elf.mm.find(pattern, pos + 1, rela.offset + rela.size)
+    return None

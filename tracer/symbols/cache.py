@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT = 3  # bump when any payload layout changes
+FORMAT = 4  # bump when any payload changes in layout or in meaning (e.g. the matching rules)
 _MAGIC = b"PTTRACE\x00"
 _HEADER = struct.Struct("<8sII16sQ")  # magic, format, payload crc32, kind, payload length
 

@@ -88,6 +88,7 @@ class SourceLine:
     with the call site; it is empty when the address is not in inlined code. ``decl_file`` and
     ``decl_line`` are the innermost function's declaration (``DW_AT_decl_*``); ``outer_decl`` gives
     the declaration of the function the code really belongs to (the last of ``inlined``, or this one).
+    ``addr2line_lines()`` renders all this exactly as ``addr2line -f -C -i`` prints it.
     """
 
     file: str | None
@@ -158,9 +159,9 @@ def _sleb(data, pos: int) -> tuple[int, int]:
             return result, pos
 
 
-def _cstr(data, pos: int) -> tuple[bytes, int]:
-    end = data.index(b"\0", pos) if isinstance(data, (bytes, bytearray)) else bytes(data[pos:]).index(b"\0") + pos
-    return bytes(data[pos:end]), end + 1
+def _cstr(data: bytes, pos: int) -> tuple[bytes, int]:
+    end = data.index(b"\0", pos)
+    return data[pos:end], end + 1
 
 
 def _str_at(section, offset: int) -> str | None:
@@ -194,6 +195,10 @@ class Abbrev:
     fixed: int | None  # total size of the attributes when every form has a fixed size here
     plans: dict = field(default_factory=dict)  # wanted attributes -> compiled plan
     decoders: dict = field(default_factory=dict)  # wanted attributes -> generated decoder (or None)
+    has_sibling: bool = False
+
+    def __post_init__(self):
+        self.has_sibling = any(at == AT_SIBLING for at, _, _ in self.attrs)
 
 
 _SKIP_ULEB, _SKIP_CSTR, _SKIP_BLOCK, _SKIP_BLOCK1, _SKIP_BLOCK2, _SKIP_BLOCK4 = -1, -2, -3, -4, -5, -6
@@ -203,6 +208,11 @@ _VARIABLE_SKIPS = {F_UDATA: _SKIP_ULEB, F_SDATA: _SKIP_ULEB, F_REF_UDATA: _SKIP_
                    F_EXPRLOC: _SKIP_BLOCK, F_BLOCK: _SKIP_BLOCK, F_BLOCK1: _SKIP_BLOCK1, F_BLOCK2: _SKIP_BLOCK2,
                    F_BLOCK4: _SKIP_BLOCK4}
 _NOTHING: frozenset = frozenset()
+_SIBLING_ONLY: frozenset = frozenset({AT_SIBLING})
+_UNIT_REF_FORMS = {F_REF1, F_REF2, F_REF4, F_REF8, F_REF_UDATA}
+# Types whose bodies hold no code-carrying DIEs (see CompUnit.function_table).
+TYPE_TAGS = frozenset({0x01, 0x02, 0x04, 0x13, 0x15, 0x17, 0x16})  # array, class, enum, struct,
+# subroutine type, union, typedef
 _KEEP_ALL = object()  # marks a step decoded only to learn its length (DW_FORM_indirect)
 # What we read of function DIEs; everything else is skipped by length.
 FUNCTION_ATTRS = frozenset({AT_NAME, AT_LOW_PC, AT_HIGH_PC, AT_RANGES, AT_ABSTRACT_ORIGIN, AT_SPECIFICATION,
@@ -633,9 +643,15 @@ class CompUnit:
         return decode_line_program(self.reader, self.stmt_list, self.comp_dir, self)
 
     # -- functions --------------------------------------------------------------------------------
-    def function_table(self) -> "FunctionTable":
+    def function_table(self, skip_types: bool = True) -> "FunctionTable":
         """Every function DIE with code (subprograms, inlined subroutines, entry points), like bfd's
-        ``scan_unit_for_symbols``: ranges, resolved name, caller and call site, declaration."""
+        ``scan_unit_for_symbols``: ranges, resolved name, caller and call site, declaration.
+
+        ``skip_types`` jumps over the bodies of types declared outside any function (through
+        DW_AT_sibling): the code-carrying DIE of a member function of such a class is placed outside
+        it (DW_AT_specification points back), so their bodies hold only declarations, and they are
+        most of the DIEs of a C++ unit. (A class local to a function does hold its members' code
+        DIEs in gcc's output: those are walked.)"""
         data = self.data
         abbrevs = self.abbrevs
         mangled_by_name = self.language not in _UNMANGLED_LANGUAGES
@@ -666,6 +682,11 @@ class CompUnit:
             if ab is None:
                 raise DwarfFormatError(f"unit at {self.offset:#x} uses unknown abbreviation {code}")
             if ab.tag not in FUNCTION_TAGS:
+                if ab.children and skip_types and level_func < 0 and ab.tag in TYPE_TAGS and ab.has_sibling:
+                    attrs, _ = read_attrs(pos, ab, _SIBLING_ONLY)
+                    if attrs and attrs[0][1] in _UNIT_REF_FORMS and attrs[0][2] > pos:
+                        pos = attrs[0][2]
+                        continue
                 fixed = ab.fixed
                 pos = pos + fixed if fixed is not None else skip_attrs(pos, ab)
                 if ab.children:
@@ -737,40 +758,59 @@ class CompUnit:
         return ab, attrs
 
 
+def _compact(values, signed: bool = False) -> array:
+    """An array of the smallest item type that holds every value (the cache stores these as is)."""
+    lo = min(values, default=0)
+    hi = max(values, default=0)
+    for code in ("bhiq" if signed or lo < 0 else "BHIQ"):
+        bits = array(code).itemsize * 8
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if code.islower() else (0, (1 << bits) - 1)
+        if low <= lo and hi <= high:
+            return array(code, values)
+    raise OverflowError("value out of 64-bit range")
+
+
+def _pack(a: array) -> tuple[str, bytes]:
+    return a.typecode, a.tobytes()
+
+
+def _unpack(p: tuple[str, bytes]) -> array:
+    a = array(p[0])
+    a.frombytes(p[1])
+    return a
+
+
 @dataclass
 class LineTable:
-    """Decoded rows of one line program, grouped in sorted, trimmed sequences (bfd's rules)."""
+    """Decoded rows of one line program, grouped in sorted, trimmed sequences (bfd's rules).
+    Row addresses are stored as offsets from their sequence's first row."""
 
     files: list[str | None]
     seq_low: list[int]
     seq_high: list[int]
-    seq_rows: list[tuple[array, array, array, array]]  # addresses, file indices, lines, discriminators
+    seq_rows: list[tuple[int, array, array, array, array]]  # base, offsets, file indices, lines, discriminators
 
     def lookup(self, address: int) -> tuple[str | None, int, int] | None:
         k = bisect.bisect_right(self.seq_low, address) - 1
         if k < 0 or address >= self.seq_high[k]:
             return None
-        addrs, files, lines, discs = self.seq_rows[k]
-        i = bisect.bisect_right(addrs, address) - 1
+        base, offsets, files, lines, discs = self.seq_rows[k]
+        i = bisect.bisect_right(offsets, address - base) - 1
         if i < 0:
             return None
         f = files[i]
         return (self.files[f] if 0 <= f < len(self.files) else "<unknown>"), lines[i], discs[i]
 
+    def row_count(self) -> int:
+        return sum(len(rows[1]) for rows in self.seq_rows)
+
     def to_payload(self):
         return (self.files, self.seq_low, self.seq_high,
-                [tuple(a.tobytes() for a in rows) for rows in self.seq_rows])
+                [(rows[0],) + tuple(_pack(a) for a in rows[1:]) for rows in self.seq_rows])
 
     @classmethod
     def from_payload(cls, p) -> "LineTable":
-        rows = []
-        for a_b, f_b, l_b, d_b in p[3]:
-            a, f, ln, d = array("Q"), array("q"), array("q"), array("q")
-            a.frombytes(a_b)
-            f.frombytes(f_b)
-            ln.frombytes(l_b)
-            d.frombytes(d_b)
-            rows.append((a, f, ln, d))
+        rows = [(r[0],) + tuple(_unpack(x) for x in r[1:]) for r in p[3]]
         return cls(p[0], p[1], p[2], rows)
 
 
@@ -868,10 +908,8 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
     pos -= base
     version = struct.unpack_from("<H", prog, pos)[0]
     pos += 2
-    addr_size = unit.addr_size if unit is not None else 8
     if version >= 5:
-        addr_size = prog[pos]
-        pos += 2  # address_size, segment_selector_size
+        pos += 2  # address_size, segment_selector_size (DW_LNE_set_address carries its own length)
     elif not 2 <= version <= 4:
         raise DwarfFormatError(f"line program at {offset:#x} has unsupported version {version}")
     header_length = int.from_bytes(prog[pos : pos + offset_size], "little")
@@ -883,7 +921,7 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
     if version >= 4:
         max_ops = prog[pos] or 1
         pos += 1
-    default_is_stmt = prog[pos]
+    # prog[pos] is default_is_stmt: bfd (and so addr2line) ignores is_stmt, and so do we.
     line_base = struct.unpack_from("<b", prog, pos + 1)[0]
     line_range = prog[pos + 2]
     opcode_base = prog[pos + 3]
@@ -1019,7 +1057,6 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
         else:
             for _ in range(std_lengths[op - 1]):
                 _, pos = _uleb(prog, pos)
-    del default_is_stmt, addr_size
 
     # file_names[i] is the name of DWARF file number i (in DWARF 4, 0 means "unknown")
     file_names = [_file_name(names, dirs, comp_dir, i, v5) for i in range(len(names) + (0 if v5 else 1))]
@@ -1043,14 +1080,10 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
         keep = [i for i in range(len(a)) if i == 0 or (f[i], ln[i], d[i]) != (f[i - 1], ln[i - 1], d[i - 1])]
         if len(keep) != len(a):
             a, f, ln, d = [a[i] for i in keep], [f[i] for i in keep], [ln[i] for i in keep], [d[i] for i in keep]
-        seq_rows.append((array("Q", a), array("q", f), array("q", ln), array("q", d)))
+        base = a[0]
+        seq_rows.append((base, _compact([x - base for x in a]), _compact(f), _compact([max(x, 0) for x in ln]),
+                         _compact(d)))
     return LineTable(file_names, seq_low, seq_high, seq_rows)
-
-
-def _arr(code: str, raw: bytes) -> array:
-    a = array(code)
-    a.frombytes(raw)
-    return a
 
 
 @dataclass
@@ -1059,8 +1092,10 @@ class FunctionTable:
 
     Functions are numbered in DIE order (bfd breaks ties by it); files are DWARF file numbers of the
     unit's line table (-1: none). Functions without code are left out: nothing can land in them.
+    Range bounds are offsets from ``base``; every array uses the smallest item type that fits.
     """
 
+    base: int
     lows: array  # per range, sorted
     highs: array
     owner: array  # function number of each range
@@ -1084,18 +1119,20 @@ class FunctionTable:
             if f[0] is not None and f[0] not in distinct:
                 distinct[f[0]] = len(distinct)
         order = sorted(range(len(lows)), key=lambda i: (lows[i], owner[i]))
+        base = lows[order[0]] if order else 0
         return cls(
-            lows=array("Q", [lows[i] for i in order]),
-            highs=array("Q", [highs[i] for i in order]),
-            owner=array("i", [renumber[owner[i]] for i in order]),
+            base=base,
+            lows=_compact([lows[i] - base for i in order]),
+            highs=_compact([highs[i] - base for i in order]),
+            owner=_compact([renumber[owner[i]] for i in order]),
             names=list(distinct),
-            name_of=array("i", [distinct[f[0]] if f[0] is not None else -1 for f in kept]),
+            name_of=_compact([distinct[f[0]] if f[0] is not None else -1 for f in kept], signed=True),
             linkage=array("B", [1 if f[1] else 0 for f in kept]),
-            callers=array("i", [renumber.get(f[2], -1) for f in kept]),
-            call_file=array("q", [-1 if f[3] is None else f[3] for f in kept]),
-            call_line=array("Q", [f[4] or 0 for f in kept]),
-            decl_file=array("q", [-1 if f[5] is None else f[5] for f in kept]),
-            decl_line=array("Q", [f[6] or 0 for f in kept]),
+            callers=_compact([renumber.get(f[2], -1) for f in kept], signed=True),
+            call_file=_compact([-1 if f[3] is None else f[3] for f in kept], signed=True),
+            call_line=_compact([f[4] or 0 for f in kept]),
+            decl_file=_compact([-1 if f[5] is None else f[5] for f in kept], signed=True),
+            decl_line=_compact([f[6] or 0 for f in kept]),
             max_span=max((h - lo for lo, h in zip(lows, highs)), default=0),
         )
 
@@ -1108,10 +1145,13 @@ class FunctionTable:
         best = -1
         best_len = None
         lows, highs, owner = self.lows, self.highs, self.owner
-        k = bisect.bisect_right(lows, address) - 1
-        floor = address - self.max_span
+        rel = address - self.base
+        if rel < 0:
+            return -1
+        k = bisect.bisect_right(lows, rel) - 1
+        floor = rel - self.max_span
         while k >= 0 and lows[k] > floor:
-            if address < highs[k]:
+            if rel < highs[k]:
                 span = highs[k] - lows[k]
                 f = owner[k]
                 if best_len is None or span < best_len or (span == best_len and f > best):
@@ -1121,15 +1161,15 @@ class FunctionTable:
 
     def to_payload(self):
         blob = zlib.compress("\0".join(self.names).encode("utf-8", "surrogatepass"), 1)
-        return (self.lows.tobytes(), self.highs.tobytes(), self.owner.tobytes(), blob, len(self.names),
-                self.name_of.tobytes(), self.linkage.tobytes(), self.callers.tobytes(), self.call_file.tobytes(),
-                self.call_line.tobytes(), self.decl_file.tobytes(), self.decl_line.tobytes(), self.max_span)
+        arrays = (self.lows, self.highs, self.owner, self.name_of, self.linkage, self.callers, self.call_file,
+                  self.call_line, self.decl_file, self.decl_line)
+        return (self.base, self.max_span, blob, len(self.names), tuple(_pack(a) for a in arrays))
 
     @classmethod
     def from_payload(cls, p) -> "FunctionTable":
-        names = zlib.decompress(p[3]).decode("utf-8", "surrogatepass").split("\0") if p[4] else []
-        return cls(_arr("Q", p[0]), _arr("Q", p[1]), _arr("i", p[2]), names, _arr("i", p[5]), _arr("B", p[6]),
-                   _arr("i", p[7]), _arr("q", p[8]), _arr("Q", p[9]), _arr("q", p[10]), _arr("Q", p[11]), p[12])
+        names = zlib.decompress(p[2]).decode("utf-8", "surrogatepass").split("\0") if p[3] else []
+        a = [_unpack(x) for x in p[4]]
+        return cls(p[0], a[0], a[1], a[2], names, a[3], a[4], a[5], a[6], a[7], a[8], a[9], p[1])
 
 
 class DwarfReader:
@@ -1359,6 +1399,7 @@ class DwarfReader:
             lt = u.line_table()
             ft = u.function_table()
             got = (lt, ft)
+            self._units.pop(unit_offset, None)  # its bytes are no longer needed; keep memory flat
             cache.write(self.key, "cu", (lt.to_payload() if lt else None, ft.to_payload()), extra=f"-{unit_offset:x}")
         self._tables[unit_offset] = got
         return got

@@ -132,6 +132,7 @@ class LibraryIndex:
         self._names_loaded = False
         self._addr_index: tuple | None = None
         self._got_to_stub: dict[int, int] | None = None
+        self._stub_to_got: dict[int, int] | None = None
         self._got_to_dynidx: dict[int, int] | None = None
 
     # -- facts about the library --------------------------------------------------------------
@@ -279,7 +280,8 @@ class LibraryIndex:
                     if stub is None or (mangled, stub) in seen:
                         continue
                     seen.add((mangled, stub))
-                    results.append(RawSymbol(mangled, demangled, stub, 16, binding, kind, plt=True))
+                    results.append(RawSymbol(mangled, demangled, stub, self._stub_size(stub), binding, kind,
+                                             plt=True))
                     continue
                 if (mangled, value) in seen:
                     continue
@@ -360,8 +362,15 @@ class LibraryIndex:
         self._got_to_stub = table
         return table
 
-    def _plt_name_at(self, address: int) -> str | None:
-        """``name`` if ``address`` is inside the PLT stub that calls it."""
+    def _stub_size(self, stub: int) -> int:
+        for name in (".plt.sec", ".plt.got", ".plt"):
+            sec = self.elf.sections.get(name)
+            if sec is not None and sec.addr <= stub < sec.addr + sec.size:
+                return sec.entsize if sec.entsize in (8, 16) else 16
+        return 16
+
+    def _plt_name_at(self, address: int) -> tuple[str, int] | None:
+        """(imported name, stub address) if ``address`` is inside a PLT stub."""
         if self.elf.machine != EM_X86_64 or ".dynsym" not in self.tables:
             return None
         inside = None
@@ -373,7 +382,9 @@ class LibraryIndex:
             return None
         step = inside.entsize if inside.entsize in (8, 16) else 16
         stub = inside.addr + (address - inside.addr) // step * step
-        got = next((g for g, s in self._stubs().items() if s == stub), None)
+        if self._stub_to_got is None:
+            self._stub_to_got = {s: g for g, s in self._stubs().items()}
+        got = self._stub_to_got.get(stub)
         if got is None:
             return None
         if self._got_to_dynidx is None:
@@ -382,14 +393,14 @@ class LibraryIndex:
                 sec = self.elf.sections.get(relname)
                 if sec is None or sec.entsize != 24:
                     continue
-                for r_offset, r_info, _ in struct.iter_unpack("<QQq", self.elf.mm[sec.offset:sec.offset + sec.size]):
+                for r_offset, r_info, _ in struct.iter_unpack("<QQq", self.elf.mm[sec.offset : sec.offset + sec.size]):
                     if r_info & 0xFFFFFFFF in (R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT):
                         self._got_to_dynidx.setdefault(r_offset, r_info >> 32)
         idx = self._got_to_dynidx.get(got)
         if idx is None:
             return None
         dyn = self.tables[".dynsym"]
-        return self._name_at(dyn, self._entry(dyn, idx)[0])
+        return self._name_at(dyn, self._entry(dyn, idx)[0]), stub
 
     # -- address -> symbol -------------------------------------------------------------------------
     def _ensure_addresses(self) -> tuple:
@@ -422,30 +433,23 @@ class LibraryIndex:
 
     def symbol_at(self, address: int) -> tuple[RawSymbol, int] | None:
         """The function containing ``address`` and the offset into it (``foo@plt`` for a stub)."""
-        plt_name = self._plt_name_at(address)
-        if plt_name is not None:
-            step_base = address & ~0xF
-            return RawSymbol(plt_name, demangle(plt_name), step_base, 16, "global", "function", plt=True), \
-                address - step_base
+        plt = self._plt_name_at(address)
+        if plt is not None:
+            name, stub = plt
+            return RawSymbol(name, demangle(name), stub, self._stub_size(stub), "global", "function", plt=True), \
+                address - stub
         values, sizes, idx = self._ensure_addresses()
-        k = bisect.bisect_right(values, address) - 1
         t = self.search_table
-        while k >= 0:
-            start, size = values[k], sizes[k]
+        k = bisect.bisect_right(values, address) - 1
+        # The nearest symbols at or below the address, nearest first; a few suffice (aliases, labels).
+        for j in range(k, max(k - 64, -1), -1):
+            start, size = values[j], sizes[j]
             if start <= address < start + max(size, 1):
-                st_name, info, _shndx, value, size = self._entry(t, idx[k])
+                st_name, info, _shndx, value, size = self._entry(t, idx[j])
                 mangled = self._name_at(t, st_name)
                 dem = demangle(mangled)
                 return RawSymbol(mangled, dem, value, size, _BINDINGS.get(info >> 4, "?"), "function",
                                  cold=names.parse(dem).cold), address - value
-            if start + size <= address and size:
-                # A sized symbol ends before the address; an enclosing one can only start earlier with
-                # the same start value, which sorting by (value, -size) has put first.
-                if k > 0 and values[k - 1] == start:
-                    k -= 1
-                    continue
-                return None
-            k -= 1
         return None
 
     # -- suggestions -------------------------------------------------------------------------------

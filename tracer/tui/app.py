@@ -38,6 +38,7 @@ from tracer.tui.messages import (
 from tracer.tui.screens import AddBreakpoint, ConfirmQuit
 from tracer.tui.sources import CONTROL_ACTIONS, EventSource, LiveSource, SessionSource, SourceEvent
 from tracer.tui.state import TraceState
+from tracer.tui.stylesheet import APP_CSS
 from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
@@ -46,6 +47,8 @@ from tracer.tui.widgets.source import SourcePane
 from tracer.tui.widgets.status import StatusLine
 
 MAX_BATCHES_PER_SECOND = 5
+JUMP_WINDOW = 1.0
+MAX_ROWS_PER_STEP = 2000  # a saved session of 100k hits fills its table in steps, the keys still answer
 _LIVE_ACTIONS = {"toggle_mode", "resume", "control", "interrupt", "add_breakpoint"}
 
 
@@ -95,7 +98,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class PttraceApp(App[int]):
-    CSS_PATH = "app.tcss"
+    CSS = APP_CSS
     TITLE = "pttrace"
     BINDINGS = [
         Binding("q", "quit_app", "quit"),
@@ -109,11 +112,12 @@ class PttraceApp(App[int]):
         Binding("u", "unfold", "unfold"),
         Binding("d", "full_names", "full names"),
         Binding("e", "export", "export md"),
+        Binding("question_mark", "toggle_keys", "keys", key_display="?"),
         Binding("G", "newest_hit", "newest hit", show=False),
-        Binding("1", "focus('breakpoints')", show=False),
-        Binding("2", "focus('hits')", show=False),
-        Binding("3", "focus('callpath')", show=False),
-        Binding("4", "focus('output')", show=False),
+        Binding("1", "focus('breakpoints')", "focus breakpoints", show=False),
+        Binding("2", "focus('hits')", "focus hits", show=False),
+        Binding("3", "focus('callpath')", "focus call path", show=False),
+        Binding("4", "focus('output')", "focus output", show=False),
     ]
 
     def __init__(self, source: EventSource):
@@ -126,7 +130,10 @@ class PttraceApp(App[int]):
         self.title = f"pttrace · {source.label}" if source.label else "pttrace"
         self._last_drain = 0.0
         self._drain_timer = None
-        self._jump_to_newest = False
+        self._jump_until = 0.0  # a stop at a breakpoint: its hit (before or after the stop's news) is shown
+        self._backlog: deque[Hit] = deque()  # hits counted but not yet in the table
+        self._feeding = False
+        self._pinned = False  # the call path shows where a step/finish/interrupt stopped
         self._quitting = False
         self.cwd: str | None = None
 
@@ -197,7 +204,11 @@ class PttraceApp(App[int]):
                 self._session_opened(ev.data)
             elif ev.kind == "stopped":
                 if self.state.mode == "stop" and (ev.data or {}).get("reason") == "breakpoint-hit":
-                    self._jump_to_newest = True
+                    # The hit is read from the session file by another thread: it may come a little
+                    # before or after the stop itself.
+                    self._jump_until = time.monotonic() + JUMP_WINDOW
+            elif ev.kind == "state" and ev.data == "running":
+                self._pinned = False
             elif ev.kind == "warning":
                 self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
                 log = self.query_one(OutputLog)
@@ -206,10 +217,9 @@ class PttraceApp(App[int]):
                 log.note(f"warning: {ev.data}")
             changed |= self.state.apply(ev.kind, ev.data)
         if new_hits:
-            self.hits_table.add_hits(new_hits)
-        if self._jump_to_newest and new_hits:
-            self._jump_to_newest = False
-            self.hits_table.select_newest()
+            self._backlog.extend(new_hits)
+        if not self._feeding:
+            self._feed_table()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)
         log = self.query_one(OutputLog)
@@ -223,6 +233,20 @@ class PttraceApp(App[int]):
             self._redraw_status()
         if "bindings" in changed:
             self.refresh_bindings()
+
+    def _feed_table(self) -> None:
+        self._feeding = False
+        if self._backlog:
+            step = [self._backlog.popleft() for _ in range(min(len(self._backlog), MAX_ROWS_PER_STEP))]
+            self.hits_table.add_hits(step)
+        if self._backlog:
+            self._feeding = True
+            self.set_timer(0.01, self._feed_table)  # let keys and repaints in between steps
+        elif time.monotonic() < self._jump_until:
+            table = self.hits_table
+            if table.hits and table.cursor_row != len(table.hits) - 1:
+                self._pinned = False
+                table.select_newest()
 
     def _session_opened(self, info) -> None:
         self.cwd = getattr(info, "cwd", None)
@@ -251,6 +275,9 @@ class PttraceApp(App[int]):
 
     # --- selection ------------------------------------------------------------------------------
     def on_hit_selected(self, message: HitSelected) -> None:
+        if message.auto and self._pinned:
+            return  # hits recorded just before the stop must not replace where it stopped
+        self._pinned = False
         hit = message.hit
         thread = f"thread {hit.thread.id}" + (f" {hit.thread.name}" if hit.thread.name else "")
         caption = f"hit #{hit.seq} · {hit.breakpoint or hit.signal or '?'} · {thread}"
@@ -265,17 +292,20 @@ class PttraceApp(App[int]):
     def action_full_names(self) -> None:
         self.call_path.toggle_full_names()
 
+    def action_toggle_keys(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
     def action_newest_hit(self) -> None:
         self.hits_table.select_newest()
-
-    def action_focus(self, widget_id: str) -> None:
-        self.query_one(f"#{widget_id}").focus()
 
     # --- control: every gdb call in a worker, every answer a message ------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action not in _LIVE_ACTIONS:
             return True
-        if not self.source.live:
+        if not self.source.live or self.state.finished:
             return False
         if not self.state.can_control or self._quitting:
             return None
@@ -330,6 +360,7 @@ class PttraceApp(App[int]):
         if message.hit is not None:
             hit = message.hit
             self.state.target = "stopped"
+            self._pinned = True
             self.call_path.show(hit, f"where {action} stopped · thread {hit.thread.id} (not a recorded hit)",
                                 self.cwd)
         elif action in CONTROL_ACTIONS or action == "interrupt":
@@ -398,6 +429,10 @@ class PttraceApp(App[int]):
             self.notify(f"{message.hits:,} hits written to {message.path}", title="export", timeout=8)
 
     # --- quitting -------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Textual's own quit (ctrl+q, the palette) goes the same way as q: it must ask too."""
+        self.action_quit_app()
+
     def action_quit_app(self) -> None:
         if self._quitting:
             return
@@ -470,9 +505,13 @@ def run_live(config) -> int:
         raise source.error
     path = source.session_path
     if path is not None:
+        n = len(app.state.hits)
         print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
-              f"{len(app.state.hits):,} hits)", file=sys.stderr)
-        print(f"  view it again with: pttrace view {path.stem}", file=sys.stderr)
+              f"{n:,} hit{'' if n == 1 else 's'})", file=sys.stderr)
+        from tracer import storage
+
+        default = storage.default_dir().resolve() == path.parent.resolve()
+        print(f"  view it again with: pttrace view {path.stem if default else path}", file=sys.stderr)
     return 0
 
 

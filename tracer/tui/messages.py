@@ -13,9 +13,12 @@ class SourceEventsArrived(Message):
 
 
 class HitSelected(Message):
-    def __init__(self, hit: Hit) -> None:
+    """``auto``: the cursor moved to follow new hits, not because the user moved it."""
+
+    def __init__(self, hit: Hit, auto: bool = False) -> None:
         super().__init__()
         self.hit = hit
+        self.auto = auto
 
 
 class FrameSelected(Message):

@@ -50,24 +50,25 @@ def _package_roots() -> tuple[str, ...]:
     return tuple(dict.fromkeys(r for r in roots if r and os.path.isdir(r)))
 
 
-def _candidates(file: str, cwd: str | None) -> list[Path]:
-    out: list[Path] = []
+def _candidates(file: str, cwd: str | None) -> list[tuple[Path, bool]]:
+    """Where the file may be, each with whether finding it there means it moved."""
+    out: list[tuple[Path, bool]] = []
     p = Path(file)
     if p.is_absolute():
-        out.append(p)
+        out.append((p, False))
     else:
         if cwd:
-            out.append(Path(cwd) / p)
-        out.append(Path.cwd() / p)
+            out.append((Path(cwd) / p, False))
+        out.append((Path.cwd() / p, bool(cwd)))
     if cwd and p.is_absolute():
         prefix = cwd.rstrip("/") + "/"
         if file.startswith(prefix):
-            out.append(Path.cwd() / file[len(prefix):])
+            out.append((Path.cwd() / file[len(prefix):], True))
     for marker in _PACKAGE_DIRS:
         cut = file.rfind(marker)
         if cut >= 0:
             rest = file[cut + len(marker):]
-            out += [Path(root) / rest for root in _package_roots()]
+            out += [(Path(root) / rest, True) for root in _package_roots()]
     return out
 
 
@@ -75,13 +76,13 @@ def locate(frame: Frame, cwd: str | None = None) -> Located:
     """Where this frame's file is here, if anywhere."""
     if not frame.file or frame.file.startswith("<"):
         return Located(None)
-    for candidate in _candidates(frame.file, cwd):
+    for candidate, elsewhere in _candidates(frame.file, cwd):
         try:
             if not candidate.is_file():
                 continue
         except OSError:
             continue
-        moved = None if str(candidate) == frame.file else frame.file
+        moved = frame.file if elsewhere and str(candidate) != frame.file else None
         changed = False
         if frame.kind == "python" and frame.source and frame.line:
             here = line_text(candidate, frame.line)

@@ -6,7 +6,9 @@ happens as ``SourceEvent``s; the control methods block too and are only ever cal
 
 Event kinds (``data`` in brackets):
   session [SessionInfo]      what is being traced; sent first
-  breakpoint [Breakpoint]    a breakpoint as gdb resolved it (sent again whenever it changes)
+  breakpoint [Breakpoint]    a breakpoint as the recorder knows it (sent again whenever it changes)
+  breakpoint-gdb [Breakpoint] gdb's own news of a breakpoint (it resolved when a library loaded):
+                             locations without libraries, used until the recorder says more
   hit [Hit] / hits [list]    recorded hits
   output [str]               the target's own stdout/stderr
   state [str]                the target's state: "running", "stopped", "exited", "detached"
@@ -27,7 +29,7 @@ from typing import Callable
 
 from tracer import storage
 from tracer.errors import PttraceError
-from tracer.model import Hit, Session
+from tracer.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
 
@@ -100,6 +102,41 @@ class EventSource:
         self._not_live("remove a breakpoint")
 
 
+def _hex(text) -> int | None:
+    try:
+        return int(str(text), 16)
+    except (TypeError, ValueError):
+        return None
+
+
+def breakpoint_from_mi(payload) -> Breakpoint | None:
+    """gdb's ``=breakpoint-created/modified`` payload as a Breakpoint; None if it is not one of ours."""
+    bkpt = payload.get("bkpt") if isinstance(payload, dict) else None
+    if not isinstance(bkpt, dict) or not bkpt.get("original-location"):
+        return None
+    rows = bkpt.get("locations") if bkpt.get("addr") == "<MULTIPLE>" else [bkpt]
+    locations = []
+    for row in rows if isinstance(rows, list) else []:
+        address = _hex(row.get("addr"))
+        if address is None:
+            continue  # <PENDING>
+        function = row.get("func")
+        if not function and row.get("at"):
+            function = row["at"].strip("<>")
+            head, _, offset = function.rpartition("+")
+            if head and offset.isdigit():
+                function = head
+        if function and function.endswith("@plt"):
+            continue  # the recorder drops stubs too
+        line = row.get("line")
+        locations.append(Location(function=function, address=address, file=row.get("fullname") or row.get("file"),
+                                  line=int(line) if str(line or "").isdigit() else None,
+                                  enabled=row.get("enabled", "y") == "y"))
+    number = bkpt.get("number")
+    return Breakpoint(spec=bkpt["original-location"], number=int(number) if str(number).isdigit() else None,
+                      locations=locations, pending=not locations, enabled=bkpt.get("enabled", "y") == "y")
+
+
 def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str]:
     """Names from recorded call paths that contain ``text``: free completions, no symbol table needed."""
     from tracer.classify import _strip_args
@@ -166,13 +203,14 @@ class SessionSource(EventSource):
 
 
 def _controlled_engine_class():
-    """The engine with two stop reports it lacks today (see the TUI's report to the lead):
+    """The engine with three reports it lacks today (to move into ``Engine``, then delete this):
 
     - ``-exec-finish`` from a frame without debug info ends in a ``*stopped`` with no ``reason``;
       the engine records the state but tells nobody. We tell the listener.
     - ``interrupt()`` makes gdb stop with SIGINT, which the engine passes on to the target as if
       it were the target's own signal, so the target runs on. We keep it stopped and tell.
-    Both fall back to the plain behaviour if the engine's internals change.
+    - ``*running`` after continue/step is not reported; we report it as a "state" event.
+    All three fall back to the plain behaviour if the engine's internals change.
     """
     from tracer.engine import Engine
 
@@ -235,7 +273,12 @@ class LiveSource(EventSource):
             self._pid = pid
             self._emit(SourceEvent("pid", pid))
         if ev.kind == "breakpoints":
-            return  # gdb's own MI view of breakpoints; the agent's "breakpoint" records say more
+            # gdb's own news (a pending breakpoint resolved as its library loaded); the agent's
+            # "breakpoint" records say more but come only when it dumps them.
+            bp = breakpoint_from_mi(ev.data)
+            if bp is not None:
+                self._emit(SourceEvent("breakpoint-gdb", bp))
+            return
         if ev.kind == "finished":
             self.status = ev.data
         self._emit(SourceEvent(ev.kind, ev.data))

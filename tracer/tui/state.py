@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracer.model import Breakpoint, Hit, SessionInfo
+from tracer.model import Breakpoint, Frame, Hit, SessionInfo
 
 
 @dataclass
@@ -24,6 +24,10 @@ class TraceState:
     mode: str = "record"
     status: str | None = None
     """The session's final status, once the source has finished."""
+    first_frames: dict[str, Frame] = field(default_factory=dict)
+    """The innermost frame of each breakpoint's first hit: where it resolved, as seen."""
+    gdb_view: dict[str, Breakpoint] = field(default_factory=dict)
+    """gdb's own view of each breakpoint, for those the recorder has not described yet."""
     last_stop: dict | None = None
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -48,14 +52,23 @@ class TraceState:
             return {"status", "title"}
         if kind == "breakpoint":
             bp: Breakpoint = data  # type: ignore[assignment]
-            self.breakpoints[bp.spec] = bp
+            self.breakpoints[bp.spec] = _merged(bp, self.gdb_view.get(bp.spec))
             return {"breakpoints"}
+        if kind == "breakpoint-gdb":
+            bp = data  # type: ignore[assignment]
+            self.gdb_view[bp.spec] = bp
+            if bp.spec in self.breakpoints:
+                self.breakpoints[bp.spec] = _merged(self.breakpoints[bp.spec], bp)
+                return {"breakpoints"}
+            return set()
         if kind in ("hit", "hits"):
             new = [data] if kind == "hit" else list(data)  # type: ignore[arg-type]
             for hit in new:
                 self.hits.append(hit)
                 if hit.breakpoint is not None:
                     self.counts[hit.breakpoint] = self.counts.get(hit.breakpoint, 0) + 1
+                    if hit.breakpoint not in self.first_frames and hit.frames:
+                        self.first_frames[hit.breakpoint] = hit.frames[-1]
             return {"hits", "breakpoints", "status"} if new else set()
         if kind == "state":
             if isinstance(data, str) and data != "starting":
@@ -88,3 +101,15 @@ class TraceState:
 
     def forget_breakpoint(self, spec: str) -> None:
         self.breakpoints.pop(spec, None)
+        self.gdb_view.pop(spec, None)
+
+
+def _merged(recorded: Breakpoint, gdb: Breakpoint | None) -> Breakpoint:
+    """The recorder's breakpoint, with gdb's locations while the recorder has none to tell."""
+    if gdb is None or any(loc.address for loc in recorded.locations) or not gdb.locations:
+        return recorded
+    merged = Breakpoint(**{**recorded.__dict__})
+    merged.locations = list(gdb.locations)
+    merged.pending = False
+    merged.enabled = gdb.enabled
+    return merged

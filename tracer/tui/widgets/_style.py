@@ -1,17 +1,17 @@
-"""Shared look: one colour per layer (the same as the batch summary), and how names are shown."""
+"""Shared look: one colour per layer (the same as ``pttrace show``), and how names are shown."""
 from __future__ import annotations
 
 import os
 
 from rich.text import Text
 
-from tracer.commands._summary import LAYER_STYLE
 from tracer.export import paths as P
+from tracer.export.tree import LAYER_STYLES
 from tracer.model import Frame
 
 
 def layer_style(layer: str | None) -> str:
-    return LAYER_STYLE.get(layer or "", "")
+    return LAYER_STYLES.get(layer or "", "")
 
 
 def frame_name(frame: Frame, full: bool = False) -> Text:

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tracer.classify import short_name
-from tracer.model import Breakpoint, Location
+from tracer.model import Breakpoint, Frame, Location
 from tracer.tui.messages import BreakpointRemovalRequested
 from tracer.tui.state import TraceState
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps
@@ -27,18 +27,32 @@ def _location_text(loc: Location) -> Text:
     return t
 
 
-def _summary(bp: Breakpoint) -> Text:
+def _summary(bp: Breakpoint, first: Frame | None) -> Text:
     resolved = [loc for loc in bp.locations if loc.address]
     if len(resolved) == 1:
         return _location_text(resolved[0])
     if resolved:
         return Text(f"{len(resolved)} locations", style="bold")
+    if first is not None:
+        # Hit before gdb told us where it resolved: the hits say it.
+        return _location_text(Location(function=first.function, library=first.library, address=first.address))
     if bp.error:
         t = Text("never resolved", style="bold red")
         if bp.suggestions:
             t.append("  did you mean " + ", ".join(bp.suggestions[:3]), style="grey70")
         return t
     return Text("pending: its library is not loaded yet", style="yellow")
+
+
+SPEC_WIDTH = 32
+
+
+def _fit(spec: str) -> str:
+    """A long spec cut in the middle: its end (the function's own name) matters most."""
+    if len(spec) <= SPEC_WIDTH:
+        return spec
+    keep = SPEC_WIDTH - 1
+    return spec[: keep // 3] + "…" + spec[-(keep - keep // 3):]
 
 
 class BreakpointsTable(RowJumps, DataTable):
@@ -50,6 +64,7 @@ class BreakpointsTable(RowJumps, DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._shape: list[str] = []
+        self._shown: dict[str, tuple] = {}  # spec -> what its row shows: (record, first frame, hits)
         self.border_title = "breakpoints"
 
     def on_mount(self) -> None:
@@ -62,8 +77,9 @@ class BreakpointsTable(RowJumps, DataTable):
         rows: list[tuple[str, tuple]] = []
         for spec, bp in state.breakpoints.items():
             on = Text("on", style="green") if bp.enabled else Text("off", style="grey50")
-            rows.append((f"bp:{spec}", (Text(spec, style="bold cyan", no_wrap=True),
-                                        Text(f"{state.hits_of(spec):,}", justify="right"), on, _summary(bp))))
+            rows.append((f"bp:{spec}", (Text(_fit(spec), style="bold cyan", no_wrap=True),
+                                        Text(f"{state.hits_of(spec):,}", justify="right"), on,
+                                        _summary(bp, state.first_frames.get(spec)))))
             resolved = [loc for loc in bp.locations if loc.address]
             if len(resolved) > 1:
                 for i, loc in enumerate(resolved):
@@ -73,14 +89,22 @@ class BreakpointsTable(RowJumps, DataTable):
         return rows
 
     def update_from(self, state: TraceState) -> None:
+        """Redraw what changed. During a run that is the hit counts of a few breakpoints, while
+        there may be thousands of them (``--op`` breaks on every hop of an operator)."""
+        shown = {spec: (bp, state.first_frames.get(spec), state.hits_of(spec))
+                 for spec, bp in state.breakpoints.items()}
+        old = self._shown
+        if shown.keys() == old.keys() and all(shown[spec][0] is old[spec][0] for spec in shown):
+            for spec, (bp, first, hits) in shown.items():
+                if hits != old[spec][2]:
+                    self.update_cell(f"bp:{spec}", "hits", Text(f"{hits:,}", justify="right"))
+                if first is not old[spec][1]:
+                    self.update_cell(f"bp:{spec}", "where", _summary(bp, first))
+            self._shown = shown
+            return
+        self._shown = shown
         rows = self._rows(state)
         shape = [key for key, _ in rows]
-        if shape == self._shape:
-            # Same rows: only the cells change (hit counts during a run), the cursor stays put.
-            for key, cells in rows:
-                for column, value in zip(("spec", "hits", "on", "where"), cells):
-                    self.update_cell(key, column, value)
-            return
         selected = self.selected_spec
         self.clear()
         for key, cells in rows:

@@ -22,6 +22,7 @@ class HitsTable(RowJumps, DataTable):
         """Live runs: while the cursor sits on the newest hit, new hits move it along."""
         self.hits: list[Hit] = []
         self.cwd: str | None = None
+        self._auto_row: int | None = None
         self.border_title = "hits"
 
     def on_mount(self) -> None:
@@ -54,9 +55,10 @@ class HitsTable(RowJumps, DataTable):
         self.add_rows(rows)
         self.border_title = f"hits ({len(self.hits):,})"
         if follow:
-            self.move_cursor(row=len(self.hits) - 1)
+            self._auto_row = len(self.hits) - 1
+            self.move_cursor(row=self._auto_row)
         if start == 0 and self.cursor_row == 0:
-            self.post_message(HitSelected(self.hits[0]))  # the cursor did not move: say so anyway
+            self.post_message(HitSelected(self.hits[0], auto=follow))  # the cursor did not move: say so anyway
 
     def select_newest(self) -> None:
         if self.hits:
@@ -64,5 +66,6 @@ class HitsTable(RowJumps, DataTable):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
+        auto, self._auto_row = event.cursor_row == self._auto_row, None
         if 0 <= event.cursor_row < len(self.hits):
-            self.post_message(HitSelected(self.hits[event.cursor_row]))
+            self.post_message(HitSelected(self.hits[event.cursor_row], auto=auto))

@@ -11,7 +11,7 @@ class OutputLog(RichLog):
     """Lines are written whole; a partial line (a prompt, a progress bar) is shown after a short wait."""
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=5000, wrap=False, markup=False, highlight=False, **kwargs)
+        super().__init__(max_lines=5000, wrap=True, markup=False, highlight=False, **kwargs)
         self._partial = ""
         self._timer = None
         self.border_title = "target output"

@@ -85,6 +85,8 @@ class SourcePane(Static):
         self.session_info = None
         self.colouring = False
         """True while the file is shown plain because a worker is still lexing it."""
+        self.shown = None
+        """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
 
     def show(self, frame: Frame | None, cwd: str | None) -> None:
@@ -101,7 +103,7 @@ class SourcePane(Static):
         frame = self.frame
         if frame is None:
             self.border_title = "source"
-            self.update(Text("select a frame in the call path", style="grey50"))
+            self._show(Text("select a frame in the call path", style="grey50"))
             return
         where = P.frame_location(frame, self.cwd)
         self.border_title = f"source · {where}" if where else f"source · {P.short_of(frame)}"
@@ -109,9 +111,13 @@ class SourcePane(Static):
         if located.path is not None and frame.line:
             body = self._excerpt(frame, located)
             if body is not None:
-                self.update(body)
+                self._show(body)
                 return
-        self.update(self._not_here(frame, located))
+        self._show(self._not_here(frame, located))
+
+    def _show(self, renderable) -> None:
+        self.shown = renderable
+        self.update(renderable)
 
     def _excerpt(self, frame: Frame, located: SF.Located):
         path = located.path

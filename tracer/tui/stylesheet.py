@@ -1,3 +1,9 @@
+"""The TUI's layout and colours (Textual CSS), kept in Python so that every install carries it.
+
+Left column: breakpoints over hits over the target's output. Right: the call path over the source.
+"""
+
+APP_CSS = """
 Screen {
     layout: vertical;
 }
@@ -101,3 +107,4 @@ ConfirmQuit #dialog {
     color: $text-muted;
     margin-top: 1;
 }
+"""

@@ -1,0 +1,142 @@
+"""``--op`` and ``pttrace ops`` on the real torch wheel: an operator's path through the dispatcher,
+with the key set each hop dispatched on. Two gdb runs (each loads libtorch_cpu.so: ~6 s)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import HELLO, run_pttrace
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+
+def record(tmp_path_factory, *args):
+    from tracer import storage
+
+    session_dir = tmp_path_factory.mktemp("sessions")
+    proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), *args, str(HELLO))
+    assert proc.returncode == 0, proc.stderr
+    files = sorted(session_dir.glob("*.jsonl"))
+    assert len(files) == 1, (proc.stdout, proc.stderr)
+    return proc, storage.load(files[0]), files[0]
+
+
+@pytest.fixture(scope="module")
+def sigmoid_run(tmp_path_factory):
+    return record(tmp_path_factory, "--op", "sigmoid")
+
+
+def hops(session):
+    """(short name of the innermost frame, hit) in recording order."""
+    return [(h.innermost.short, h) for h in session.hits]
+
+
+def first(session, short):
+    found = [h for name, h in hops(session) if name == short]
+    assert found, f"no hit in {short}; hits: {[n for n, _ in hops(session)]}"
+    return found[0]
+
+
+def test_forward_path_through_autograd_to_the_cpu_kernel(sigmoid_run):
+    proc, session, _ = sigmoid_run
+    assert session.info.status == "completed" and not session.info.warnings
+    names = [n for n, _ in hops(session)]
+    forward = ["at::_ops::sigmoid::call", "torch::autograd::VariableType::sigmoid", "at::_ops::sigmoid::redispatch",
+               "at::wrapper_CPU_sigmoid", "at::native::structured_sigmoid_out::impl"]
+    assert [n for n in names if n in forward] == forward  # each once, in call order
+    kernel = first(session, "at::wrapper_CPU_sigmoid")
+    assert kernel.breakpoint == "op:sigmoid"
+    assert kernel.innermost.layer == "kernel" and kernel.innermost.dispatch_key == "CPU"
+    shorts = [f.short for f in kernel.frames]
+    assert shorts.index("torch::autograd::VariableType::sigmoid") < shorts.index("at::_ops::sigmoid::redispatch")
+    py = [f for f in kernel.frames if f.kind == "python"]
+    assert py[0].source == "y = model(x)" and py[-1].source == "return torch.sigmoid(input)"
+    assert "operator hops" in proc.stdout and "CPU, AutogradCPU" in proc.stdout
+
+
+def test_key_sets_are_decoded_with_the_targets_numbering(sigmoid_run):
+    import torch
+
+    _, session, path = sigmoid_run
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sum(1 for r in records if r["type"] == "dispatch_keys") == 1
+    autograd = first(session, "torch::autograd::VariableType::sigmoid").innermost
+    redispatch = first(session, "at::_ops::sigmoid::redispatch").innermost
+    assert {"CPU", "AutogradCPU"} <= set(autograd.keys)
+    assert list(redispatch.keys) == ["CPU"]  # below autograd: only the CPU kernel is left
+    for f in (autograd, redispatch):  # the decoding is torch's own reading of the recorded bits
+        text = repr(torch._C.DispatchKeySet.from_raw_repr(f.keyset))
+        assert text == f"DispatchKeySet({', '.join(f.keys)})"
+    # Where no key set was read, none is invented.
+    assert first(session, "at::_ops::sigmoid::call").innermost.keyset is None
+    assert first(session, "at::wrapper_CPU_sigmoid").innermost.keys is None
+
+
+def test_the_hit_says_which_cpu_capability_kernel_ran(sigmoid_run):
+    import torch
+
+    _, session, _ = sigmoid_run
+    cap = torch.backends.cpu.get_cpu_capability()
+    kernels = [h for h in session.hits if h.innermost.short.endswith("sigmoid_kernel")]
+    assert kernels and all(h.breakpoint.endswith("]") for h in kernels)
+    forward = [h for h in kernels if h.innermost.short.startswith("at::native::") and "backward" not in h.innermost.short]
+    expected = cap if cap in ("DEFAULT", "AVX2", "AVX512") else None
+    if expected:
+        assert forward[0].breakpoint == f"op:sigmoid[{expected}]"
+        assert forward[0].innermost.short == f"at::native::{expected}::sigmoid_kernel"
+
+
+def test_backward_through_sigmoid_backward(sigmoid_run):
+    _, session, _ = sigmoid_run
+    node = first(session, "torch::autograd::generated::SigmoidBackward0::apply")
+    assert node.innermost.layer == "autograd"
+    kernel = first(session, "at::wrapper_CPU_sigmoid_backward")
+    assert kernel.innermost.dispatch_key == "CPU"
+    shorts = [f.short for f in kernel.frames]
+    assert "torch::autograd::generated::SigmoidBackward0::apply" in shorts
+    assert shorts.index("at::_ops::sigmoid_backward::call") < shorts.index("at::wrapper_CPU_sigmoid_backward")
+    assert list(first(session, "at::_ops::sigmoid_backward::redispatch").innermost.keys) == ["CPU"]
+    assert kernel.seq > first(session, "at::wrapper_CPU_sigmoid").seq
+
+
+def test_layer_filter_with_op_and_break_together(tmp_path_factory):
+    proc, session, _ = record(tmp_path_factory, "--op", "sigmoid_backward", "--no-backward",
+                              "--break", "wrapper_CPU_sigmoid", "--layer", "kernel")
+    assert session.hits
+    assert {h.innermost.layer for h in session.hits} == {"kernel"}
+    specs = {h.breakpoint for h in session.hits}
+    assert "wrapper_CPU_sigmoid" in specs and "op:sigmoid_backward" in specs
+    names = {h.innermost.short for h in session.hits}
+    assert "at::wrapper_CPU_sigmoid_backward" in names
+    assert "at::_ops::sigmoid_backward::call" not in names  # a dispatcher hop: filtered out
+
+
+def test_ops_command_lists_functions_next_to_the_dispatch_table():
+    proc = run_pttrace("ops", "sigmoid")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "dispatch table of aten::sigmoid" in out
+    lines = out.splitlines()
+
+    def table_line(key):
+        return next(line for line in lines if line.strip().startswith(key + " ")
+                    and ("kernel" in line or "fallback" in line))
+
+    assert "RegisterCPU" in table_line("CPU") and "at::wrapper_CPU_sigmoid" in table_line("CPU")
+    # Meta: torch 2.13 registers a Python meta kernel over the C++ wrapper_Meta_sigmoid; either is named.
+    assert "kernel" in table_line("Meta") and "wrapper_Meta_sigmoid" in table_line("Meta")
+    autograd = next(line for line in lines if "AutogradCPU" in line)
+    assert "autograd kernel" in autograd and "VariableType::sigmoid" in autograd
+    assert "at::native::AVX512::sigmoid_kernel" in out and "torch::autograd::VariableType::sigmoid" in out
+
+    proc = run_pttrace("ops", "sigmoid", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    rows = {r["key"]: r for r in data["dispatch_tables"]["sigmoid"]["rows"]}
+    assert any("wrapper_CPU_sigmoid(" in f for f in rows["CPU"]["functions"])
+    assert rows["Meta"]["kind"] == "kernel"
+    assert rows["AutogradCPU"]["kind"] == "autograd kernel"
+    assert any("VariableType" in f for f in rows["AutogradCPU"]["functions"])
+    assert {f["role"] for f in data["functions"]} >= {"entry", "redispatch", "autograd", "kernel wrapper",
+                                                     "native kernel", "backward node"}

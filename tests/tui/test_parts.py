@@ -1,0 +1,119 @@
+"""The TUI's plain-Python parts: folding, the state fold, gdb's breakpoint news, finding sources."""
+from __future__ import annotations
+
+import copy
+
+from tracer.model import Breakpoint, Frame, Location
+from tracer.tui import source_files as SF
+from tracer.tui.app import Inbox
+from tracer.tui.folding import default_frame, fold_runs, path_rows
+from tracer.tui.sources import SourceEvent, breakpoint_from_mi, breakpoint_names
+from tracer.tui.state import TraceState
+
+
+def sigmoid_hit(session):
+    return next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+
+
+def test_fold_runs_of_a_real_kernel_path(fixture_session):
+    frames = sigmoid_hit(fixture_session).frames
+    runs = fold_runs(frames)
+    assert runs[0] == (0, 17, "start-up")  # _start .. _PyEval_EvalFrame, above <module>
+    assert all(kind == "interpreter" for _, _, kind in runs[1:])
+    rows = path_rows(frames)
+    assert [r.kind for r in rows].count("fold") == 1  # interpreter runs take no row
+    assert sum(r.end - r.start for r in rows) == 68 - sum(e - s for s, e, k in runs if k == "interpreter")
+    assert len(path_rows(frames, unfold_all=True)) == 68
+    opened = path_rows(frames, opened={0})
+    assert opened[0].kind == "frame" and frames[opened[0].start].function == "_start"
+
+
+def test_default_frame_is_the_innermost_with_a_source_line(fixture_session):
+    frames = sigmoid_hit(fixture_session).frames
+    i = default_frame(frames)
+    assert frames[i].kind == "python" and frames[i].line == 361
+    assert default_frame([Frame(kind="native", function="f")]) == 0
+    assert default_frame([]) is None
+
+
+def test_state_counts_hits_and_merges_gdb_news():
+    state = TraceState(live=True)
+    state.apply("breakpoint", Breakpoint(spec="wrapper_CPU_sigmoid"))
+    assert state.breakpoints["wrapper_CPU_sigmoid"].pending
+    news = breakpoint_from_mi({"bkpt": {
+        "number": "1", "type": "breakpoint", "enabled": "y", "addr": "0x00007fffe35eec40",
+        "at": "<at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)+4>", "times": "0",
+        "original-location": "wrapper_CPU_sigmoid"}})
+    assert state.apply("breakpoint-gdb", news) == {"breakpoints"}
+    bp = state.breakpoints["wrapper_CPU_sigmoid"]
+    assert not bp.pending
+    assert bp.locations[0].function == "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)"
+    assert bp.locations[0].address == 0x7FFFE35EEC40
+    # The recorder's own record, with libraries, wins once it comes.
+    lib = "/x/libtorch_cpu.so"
+    state.apply("breakpoint", Breakpoint(spec="wrapper_CPU_sigmoid", pending=False,
+                                         locations=[Location(function="w", library=lib, address=1)]))
+    assert state.breakpoints["wrapper_CPU_sigmoid"].locations[0].library == lib
+    state.apply("state", "running")
+    state.apply("stopped", {"reason": "breakpoint-hit"})
+    assert state.target == "stopped"
+    state.apply("finished", "completed")
+    assert state.finished and state.target == "exited" and state.gdb == "exited" and not state.can_control
+
+
+def test_gdb_news_about_pending_multiple_and_stub_locations():
+    pending = breakpoint_from_mi({"bkpt": {"number": "2", "addr": "<PENDING>", "pending": "initModule",
+                                           "original-location": "initModule"}})
+    assert pending.pending and pending.locations == []
+    multiple = breakpoint_from_mi({"bkpt": {
+        "number": "3", "addr": "<MULTIPLE>", "original-location": "initModule", "locations": [
+            {"number": "3.1", "enabled": "y", "addr": "0x10", "func": "torch::cpu::initModule()"},
+            {"number": "3.2", "enabled": "n", "addr": "0x20", "func": "initModule@plt"},
+            {"number": "3.3", "enabled": "y", "addr": "0x30", "at": "<initModule()>"}]}})
+    assert [loc.function for loc in multiple.locations] == ["torch::cpu::initModule()", "initModule()"]
+    assert breakpoint_from_mi({"bkpt": {"number": "9", "type": "catchpoint"}}) is None
+    assert breakpoint_from_mi("garbage") is None
+
+
+def test_completion_from_recorded_frames(fixture_session):
+    names = breakpoint_names(fixture_session.hits, "sigmoid", 20)
+    assert "at::_ops::sigmoid::call" in names
+    assert "at::(anonymous namespace)::wrapper_CPU_sigmoid" in names
+    assert all("sigmoid" in n.lower() for n in names)
+
+
+def test_locate_finds_a_moved_checkout_and_flags_a_changed_line(fixture_session, tmp_path):
+    frame = copy.deepcopy(next(f for f in fixture_session.hits[0].frames if f.kind == "python"))
+    assert frame.file == "/work/main/scripts/hello-world.py"
+    # Recorded in another checkout: found relative to the current directory (the repository).
+    frame.file = "/somewhere/else/scripts/hello-world.py"
+    found = SF.locate(frame, cwd="/somewhere/else")
+    assert found.path is not None and found.path.name == "hello-world.py" and not found.changed
+    assert found.moved_from == "/somewhere/else/scripts/hello-world.py"
+    # The same file here, but the line says something else now.
+    changed = tmp_path / "hello.py"
+    changed.write_text("\n" * 9 + "x = 1\n")
+    frame.file = str(changed)
+    assert SF.locate(frame).changed
+    frame.file = "/nowhere/at/all.py"
+    assert SF.locate(frame).path is None
+    assert SF.locate(Frame(kind="python", file="<frozen importlib._bootstrap>", line=3)).path is None
+
+
+def test_window_keeps_the_line_inside():
+    assert SF.window(100, 50, 11) == (45, 55)
+    assert SF.window(100, 2, 11) == (1, 11)
+    assert SF.window(100, 99, 11) == (90, 100)
+    assert SF.window(5, 3, 11) == (1, 5)
+    assert SF.language("a/b.py") == "python" and SF.language("x.cpp") == "cpp" and SF.language("y.h") == "cpp"
+
+
+def test_inbox_notifies_once_per_batch():
+    calls = []
+    inbox = Inbox(lambda: calls.append(1))
+    for i in range(100):
+        inbox.push(SourceEvent("hit", i))
+    assert len(calls) == 1
+    assert [e.data for e in inbox.take()] == list(range(100))
+    inbox.push(SourceEvent("hit", 0))
+    assert len(calls) == 2

@@ -1,0 +1,137 @@
+"""The installed ``pttrace`` in a real terminal: tmux runs it, sends keys, and reads the screen back.
+
+Each test has its own tmux server (``-S`` socket in a temporary directory, removed afterwards), so
+it neither sees nor touches anyone else's sessions, and ``-f /dev/null`` keeps the user's tmux
+configuration out.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.tui.support import FIXTURE, ROOT
+
+TMUX = shutil.which("tmux")
+PTTRACE = Path(sys.executable).parent / "pttrace"
+HELLO = ROOT / "scripts" / "hello-world.py"
+
+pytestmark = [
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+    pytest.mark.skipif(not PTTRACE.exists(), reason="pttrace is not installed beside this Python"),
+]
+
+
+EXIT_MARK = "pttrace-test-exit-status="
+
+
+class Terminal:
+    """A 160x48 tmux pane running one command under a shell that prints its exit status after it.
+
+    The shell, not tmux, tells the exit status: on a loaded machine tmux was seen to leave the
+    exited command a zombie for many seconds, so ``#{pane_dead}`` is not a reliable witness.
+    """
+
+    def __init__(self, command: list[str], cwd: Path = ROOT, size: tuple[int, int] = (160, 48)):
+        self.folder = tempfile.mkdtemp(prefix="pttrace-tmux-")
+        self.socket = os.path.join(self.folder, "socket")
+        line = " ".join(_quote(a) for a in command)
+        line = f"sh -c {_quote(line + '; echo; echo ' + EXIT_MARK + '$?; exec sleep 600')}"
+        # The pane is born 80x24 and resized; a program that starts at once can miss the resize.
+        # So the pane first holds a placeholder, and the command replaces it at the final size.
+        self.tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd), "sleep 600")
+        self.tmux("respawn-pane", "-k", "-t", "0", "-c", str(cwd), line)
+
+    def tmux(self, *args: str) -> str:
+        # An explicit env: under pytest the C-level environment carries COLUMNS=80 LINES=24 (readline
+        # puts them there, os.environ does not show them), and a program in the pane would believe them.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        proc = subprocess.run([TMUX, "-S", self.socket, "-f", "/dev/null", *args], capture_output=True,
+                              text=True, timeout=20, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def screen(self, history: int = 0) -> str:
+        """The visible screen, and ``history`` lines above it that scrolled away."""
+        return self.tmux("capture-pane", "-p", "-t", "0", "-S", str(-history))
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", "0", key)
+            time.sleep(0.15)  # one key at a time, as a person types
+
+    def wait_for(self, *texts: str, timeout: float = 15.0) -> str:
+        end = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if all(t in screen for t in texts):
+                return screen
+            if time.monotonic() > end:
+                raise AssertionError(f"{texts} not on screen after {timeout} s:\n{screen}")
+            time.sleep(0.2)
+
+    def exit_status(self, timeout: float = 30.0) -> int:
+        screen = self.wait_for(EXIT_MARK, timeout=timeout)
+        return int(screen.split(EXIT_MARK, 1)[1].split()[0])
+
+    def close(self) -> None:
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=20)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _quote(arg: str) -> str:
+    return "'" + str(arg).replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def terminal():
+    opened: list[Terminal] = []
+
+    def start(command: list[str]) -> Terminal:
+        t = Terminal(command)
+        opened.append(t)
+        return t
+
+    yield start
+    for t in opened:
+        t.close()
+
+
+def test_view_in_a_real_terminal(terminal):
+    term = terminal([str(PTTRACE), "view", str(FIXTURE)])
+    screen = term.wait_for("breakpoints (4)", "hits (4)", "scripts/hello-world.py:10", "q quit")
+    assert "x = torch.tensor([1.0, 2.0, 3.0])" in screen
+    assert "recorded, completed" in screen
+
+    term.keys("Down", "Down")
+    screen = term.wait_for("hit #3 · wrapper_CPU_sigmoid")
+    for text in ("binding     torch::autograd::THPVariable_sigmoid", "Autograd", "kernel      at::wrapper_CPU_sigmoid",
+                 "▶361         return torch.sigmoid(input)"):
+        assert text in screen, text
+
+    term.keys("u")
+    term.wait_for("_PyEval_EvalFrame", "68 frames ─")
+    term.keys("q")
+    assert term.exit_status() == 0
+
+
+@pytest.mark.gdb
+def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
+    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
+                     str(HELLO)])
+    # The TUI comes up at once; gdb starts in a worker, the run ends on its own.
+    term.wait_for("breakpoints (1)", "gdb ", timeout=15)
+    screen = term.wait_for("exited (completed)", "hits 1", timeout=120)
+    assert "tensor([0.2252], grad_fn=<SigmoidBackward0>)" in screen  # the target's output, in its pane
+    assert "hit #1 · wrapper_CPU_sigmoid" in screen and "at::wrapper_CPU_sigmoid" in screen
+    term.keys("q")  # the run has ended: no question asked
+    assert term.exit_status() == 0
+    screen = term.screen(history=10)
+    assert "pttrace: session saved to" in screen and "(completed, 1 hit)" in screen
+    assert len(list(tmp_path.glob("*.jsonl"))) == 1

@@ -1,0 +1,321 @@
+"""``pttrace ops NAME[.OVERLOAD]``: the functions ``--op`` would break on, next to the op's dispatch table.
+
+The functions come from the libraries' symbol tables (``tracer.ops``), grouped by layer and dispatch
+key; the dispatch table is what the target interpreter's torch says (``torch._C._dispatch_dump_table``),
+so a reader sees both what is registered for each key and which symbols exist for it.
+
+Also here: the ``--op``/``--layer`` options of ``run`` and ``attach`` (``apply_trace_options``) and the
+operator-hop table printed after a batch run (``print_op_hops``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from tracer.errors import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("ops", help="list the functions `--op NAME` breaks on, next to the op's dispatch table",
+                       description="Resolve an ATen operator (sigmoid, add.Tensor, aten::mm) to every function "
+                                   "of it in torch's libraries, from their symbol tables, grouped by layer and "
+                                   "dispatch key; and show the operator's dispatch table as the interpreter's "
+                                   "torch reports it (torch._C._dispatch_dump_table).")
+    p.add_argument("op", metavar="NAME[.OVERLOAD]", help="the operator, e.g. sigmoid, add.Tensor, aten::mm")
+    p.add_argument("--python", default=sys.executable, metavar="PATH",
+                   help="whose torch to ask (default: the interpreter running pttrace)")
+    add_op_selection_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object, for scripts")
+    p.set_defaults(func=run)
+
+
+def add_op_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variants", action="store_true",
+                   help="with an operator: also its out= overloads and its in-place variant (NAME.out, NAME_)")
+    p.add_argument("--no-backward", dest="backward", action="store_false",
+                   help="with an operator: leave out its backward (the autograd Node and NAME_backward)")
+
+
+def add_trace_options(p: argparse.ArgumentParser) -> None:
+    """``--op``, ``--layer`` and their modifiers, for ``run`` and ``attach``."""
+    from tracer.model import LAYERS
+
+    p.add_argument("--op", dest="ops", action="append", default=[], metavar="NAME[.OVERLOAD]",
+                   help="break on every function of this ATen operator (entry points, autograd, kernel "
+                        "wrappers, native kernels, its backward), resolved from the symbol tables; repeat for "
+                        "more; `pttrace ops NAME` lists them")
+    add_op_selection_options(p)
+    p.add_argument("--layer", dest="layers", action="append", default=[], metavar="LAYER",
+                   help="record only hits whose innermost frame is in this layer (" + ", ".join(LAYERS) +
+                        "); repeat for more")
+
+
+# ---------------------------------------------------------------------------------------------------
+# run / attach
+# ---------------------------------------------------------------------------------------------------
+def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -> None:
+    """Fill ``config.layers``, ``config.address_breakpoints`` (``--op``) and ``config.dispatch_keys``."""
+    from tracer.model import LAYERS
+
+    layers = list(getattr(args, "layers", None) or [])
+    bad = [x for x in layers if x not in LAYERS]
+    if bad:
+        raise UsageError(f"--layer {bad[0]!r} is not a layer; choose from {', '.join(LAYERS)}.")
+    config.layers = list(dict.fromkeys(layers))
+    specs = list(getattr(args, "ops", None) or [])
+    variants = bool(getattr(args, "variants", False))
+    backward = bool(getattr(args, "backward", True))
+    if not specs and (variants or not backward):
+        raise UsageError("--variants and --no-backward go with --op NAME.")
+    python = config.python
+    # An attached process may run a virtual environment's Python, whose executable is the base
+    # interpreter: find its torch from what it has mapped, and import that torch for the facts.
+    attached = _torch_of_pid(config.pid) if getattr(config, "pid", None) else None
+    pythonpath = attached[1] if attached else None
+    if not specs:
+        config.dispatch_keys = _key_table_quietly(python, attached)
+        return
+    import time
+
+    from tracer import ops, symbols
+
+    t0 = time.perf_counter()
+    libraries = attached[0] if attached else symbols.torch_libraries(python)
+    facts = ops.torch_facts(python, libraries, pythonpath=pythonpath)
+    results = ops.resolve_ops(specs, libraries, facts, variants=variants, backward=backward)
+    for res in results:
+        if not res.functions:
+            raise UsageError(f"--op {res.request}: no function of " +
+                             ", ".join("aten::" + r.aten for r in res.ops) + " in torch's libraries.",
+                             hint=f"`pttrace ops {res.request}` shows what is registered for it.")
+        config.address_breakpoints.extend(res.address_breakpoints())
+    config.dispatch_keys = facts.key_table if facts is not None else None
+    if not quiet:
+        took = time.perf_counter() - t0
+        for res in results:
+            libs = sorted({os.path.basename(f.library) for f in res.functions})
+            print(f"pttrace: --op {res.request}: {len(res.functions)} functions of "
+                  f"{', '.join('aten::' + r.aten for r in res.ops)} in {', '.join(libs)}", file=sys.stderr)
+        if facts is None:
+            print("pttrace: could not ask the interpreter's torch for its operators and key numbering; "
+                  "overloads are taken as given and key sets will not be decoded", file=sys.stderr)
+        print(f"pttrace: resolved in {took:.1f} s", file=sys.stderr)
+
+
+def _key_table_quietly(python: str, attached: tuple | None = None) -> dict | None:
+    """The key numbering for decoding recorded key sets; a run without it loses nothing else."""
+    try:
+        from tracer import ops
+
+        if attached:
+            return ops.key_table(python, attached[0], pythonpath=attached[1])
+        return ops.key_table(python)
+    except Exception:
+        return None
+
+
+def _torch_of_pid(pid: int):
+    from tracer import ops
+
+    return ops.torch_of_process(pid)
+
+
+def print_op_hops(session, console=None) -> None:
+    """After a batch run with ``--op``: each distinct hop the operators' breakpoints stopped in."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from tracer import ops
+
+    hits = [h for h in session.hits if (h.breakpoint or "").startswith(ops.LABEL_PREFIX) and h.frames]
+    if not hits:
+        return
+    console = console or Console(highlight=False, soft_wrap=True)
+    rows: dict[tuple, list] = {}
+    for h in hits:
+        f = h.frames[-1]
+        cap = ops.capability_of_label(h.breakpoint)
+        key = (f.function, f.keyset, cap)
+        if key in rows:
+            rows[key][0] += 1
+        else:
+            rows[key] = [1, f, cap]
+    console.print()
+    console.print(Text("operator hops: the frame each --op hit stopped in, in first-hit order, with the "
+                       "DispatchKeySet it was called with", style="bold"))
+    width = min(60, max(len(_hop_name(f, cap)) for _, f, cap in rows.values()))
+    for count, f, cap in rows.values():
+        line = Text(f"  {count:>4}  ")
+        line.append(f"{f.layer or '?':<11}", style="magenta")
+        line.append(_hop_name(f, cap).ljust(width), style="bold")
+        text = ops.keyset_text(f, innermost=True)
+        line.append("  " + text, style="green" if f.keys else "dim")
+        console.print(line)
+
+
+def _hop_name(f, cap) -> str:
+    name = f.short or f.function or "?"
+    if f.dispatch_key:
+        name += f" [{f.dispatch_key}]"
+    if cap:
+        name += f" ({cap} build)"
+    return name
+
+
+# ---------------------------------------------------------------------------------------------------
+# pttrace ops
+# ---------------------------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    from tracer import ops, symbols
+
+    libraries = symbols.torch_libraries(args.python)
+    facts = ops.torch_facts(args.python, libraries)
+    refs = ops.op_refs(args.op, facts, variants=args.variants, backward=args.backward)
+    # The dispatch tables come from a second interpreter (importing torch: ~2 s): start it first.
+    proc = ops.start_dispatch_tables(args.python, [r.aten for r in refs])
+    try:
+        res = ops.resolve_op(args.op, libraries, facts, variants=args.variants, backward=args.backward, refs=refs)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    tables = ops.finish_dispatch_tables(proc)
+    if facts is None:
+        res.warnings.insert(0, f"could not ask the torch of {args.python} for its operators: overloads are taken "
+                               "as given")
+    if args.json:
+        out = {"python": args.python, "torch_version": facts.torch_version if facts else None,
+               "cpu_capability": facts.cpu_capability if facts else None,
+               "libraries": [os.path.abspath(x) for x in libraries], **res.to_dict(),
+               "dispatch_tables": {}}
+        for r in refs:
+            t = tables.get(r.aten) or tables.get("*") or {"error": "no answer"}
+            entry = dict(t)
+            if "rows" in t:
+                entry["rows"] = [dict(row, functions=[f.function for f in ops.functions_for_key(
+                    row["key"], row["registered_at"], res.functions, r.aten)]) for row in t["rows"]]
+            out["dispatch_tables"][r.aten] = entry
+        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        return 0 if res.functions else 1
+    _print(args, res, refs, facts, tables, libraries)
+    return 0 if res.functions else 1
+
+
+def _short_path(path: str) -> str:
+    where, _, line = path.rpartition(":")
+    if not line.isdigit():
+        where, line = path, ""
+    if "site-packages/" in where:
+        shown = where.split("site-packages/", 1)[1]
+    else:
+        shown = os.path.basename(where)
+    return f"{shown}:{line}" if line else shown
+
+
+def _print(args, res, refs, facts, tables, libraries) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from tracer import ops
+
+    console = Console(highlight=False, soft_wrap=True)
+    head = Text()
+    head.append(", ".join("aten::" + r.aten for r in refs if not r.backward), style="bold")
+    backward = [r for r in refs if r.backward]
+    if backward:
+        head.append("  and its backward " + ", ".join("aten::" + r.aten for r in backward))
+    if facts is not None:
+        head.append(f"   torch {facts.torch_version}", style="dim")
+    head.append(f"   {args.python}", style="dim")
+    console.print(head)
+    if facts is not None and facts.cpu_capability:
+        console.print(Text(f"this machine runs the {facts.cpu_capability} build of kernels compiled per CPU "
+                           "capability", style="dim"))
+    for w in res.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+
+    console.print()
+    libs = sorted({os.path.basename(f.library) for f in res.functions})
+    title = Text(f"--op {args.op} breaks on {len(res.functions)} functions", style="bold")
+    title.append(f"  (in {', '.join(libs) or 'no library'}; resolved from the symbol tables of "
+                 f"{len(libraries)} libraries in {res.seconds:.2f} s)", style="dim")
+    console.print(title)
+    groups: dict[tuple, list] = {}
+    for f in res.functions:
+        key = f.dispatch_key
+        if f.role == "native kernel":
+            key = "per CPU capability" if f.capability else None
+        groups.setdefault((f.layer, key), []).append(f)
+    for (layer, key), fs in groups.items():
+        line = Text("  ")
+        line.append(layer, style="bold magenta")
+        if key:
+            line.append(f"  [{key}]", style="bold")
+        console.print(line)
+        for f in fs:
+            row = Text("    ")
+            row.append(f.short, style="bold")
+            row.append(f"  {f.role}", style="cyan")
+            if len(refs) > 1:
+                row.append(f"  aten::{f.op}", style="dim")
+            if f.capability:
+                mark = "  <- this machine" if facts is not None and facts.cpu_capability == f.capability else ""
+                row.append(f"  {f.capability}{mark}", style="green")
+            if f.takes_keyset:
+                row.append("  (DispatchKeySet read at entry)", style="dim")
+            if f.note:
+                row.append(f"  {f.note}", style="dim")
+            console.print(row)
+    fallbacks = [s for s in res.stubs if not s["function"]]
+    for s in fallbacks:
+        console.print(Text(f"  {s['stub']}: no {s['capability']} kernel compiled; the next lower capability's "
+                           "runs instead", style="dim"))
+    cold = sum(1 for s in res.skipped if s["why"].startswith("cold"))
+    adapters = sum(1 for s in res.skipped if s["why"].startswith("adapter"))
+    if cold or adapters:
+        console.print(Text(f"  left out: {cold} [clone .cold] parts, {adapters} adapters around kernels broken on "
+                           "directly; @plt stubs are never listed", style="dim"))
+
+    for r in refs:
+        console.print()
+        t = tables.get(r.aten) or tables.get("*") or {"error": "no answer"}
+        head = Text(f"dispatch table of aten::{r.aten}", style="bold")
+        head.append(f"  (torch._C._dispatch_dump_table('aten::{r.aten}'))", style="dim")
+        console.print(head)
+        if "error" in t:
+            console.print(f"  [yellow]not available:[/] {t['error']}")
+            continue
+        for keys, row in _grouped(t["rows"]):
+            line = Text("  ")
+            shown = ", ".join(keys) if len(keys) <= 4 else ", ".join(keys[:3]) + f", … ({len(keys)} keys)"
+            line.append(shown, style="bold")
+            kind = ("fallthrough " if row["fallthrough"] else "") + (row["kind"] or "")
+            line.append(f"   {kind}", style="cyan")
+            line.append(f"   {_short_path(row['registered_at'])}", style="dim")
+            fs = []
+            for k in keys:
+                for f in ops.functions_for_key(k, row["registered_at"], res.functions, r.aten):
+                    if f not in fs:
+                        fs.append(f)
+            python_kernel = row["registered_at"].split(":")[0].endswith(".py")
+            if python_kernel:
+                line.append("   a Python kernel", style="yellow")
+                if fs:
+                    line.append(f" (registered over {', '.join(f.short for f in fs)})", style="dim")
+            elif fs:
+                line.append("   -> " + ", ".join(f.short for f in fs), style="green")
+            console.print(line)
+
+
+def _grouped(rows: list[dict]) -> list[tuple[list[str], dict]]:
+    """Rows with the same registration (file:line, kind, fallthrough) shown once, with all their keys."""
+    groups: dict[tuple, tuple[list[str], dict]] = {}
+    for row in rows:
+        k = (row["registered_at"], row["kind"], row["fallthrough"])
+        if k in groups:
+            groups[k][0].append(row["key"])
+        else:
+            groups[k] = ([row["key"]], row)
+    return list(groups.values())

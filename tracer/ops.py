@@ -1,0 +1,722 @@
+"""Operators: from ``aten::NAME[.overload]`` to every function that implements it, and key sets.
+
+People think in operators (``aten::sigmoid``, ``aten::add.Tensor``), the libraries in mangled C++
+symbols. This module maps one to the other from the symbol index (``tracer.symbols``), never from
+gdb's regex search (DESIGN.md section 2: ``rbreak`` takes minutes at libtorch scale):
+
+- ``resolve_op(spec, libraries, facts)`` finds, for the operator and its overloads, the dispatcher
+  entry points ``at::_ops::S::call``/``redispatch``, the autograd (``VariableType``), ADInplaceOrView,
+  tracer and functionalization kernels, the ``wrapper_<Key>_...`` kernel wrappers, the boxing adapters
+  for those of them that exist only inlined, the structured kernels and meta functions, the
+  ``at::native`` kernels (one per CPU capability, told apart through their ``DispatchStub`` tables), and
+  the backward (the generated autograd Node and ``NAME_backward``). ``@plt`` stubs and
+  ``[clone .cold]`` parts are left out. Each becomes an address breakpoint for the agent.
+- ``torch_facts(python)`` asks the target interpreter (once per torch install; cached) for its
+  torch version, its operators and overloads, and its DispatchKeySet bit layout; ``key_table`` is that
+  layout as it is stored in a session (``storage.decode_keyset`` turns raw bits into key names).
+
+Naming conventions of the generated code (torchgen), for an operator ``N`` with overload ``o``:
+  ``at::_ops::S``                      S = N, or N_o               (add.Tensor -> add_Tensor)
+  ``VariableType::X`` and kin          X = cpp, or cpp_o           cpp = N, plus ``_out`` for out= overloads
+  ``wrapper_<Key>_X`` (structured)     wrapper_CPU_add_Tensor, wrapper_CPU_sigmoid_out_out
+  ``wrapper_<Key>_o_cpp`` (others)     wrapper_MkldnnCPU__sigmoid, wrapper_Lazy_out_sigmoid_out
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tracer.classify import classify, short_name, target_of
+from tracer.errors import UsageError
+from tracer.storage import decode_keyset
+
+# CPU capabilities ATen compiles its vectorised kernels for (one copy per capability).
+CAPABILITY_NAMESPACES = ("DEFAULT", "AVX2", "AVX512", "VSX", "ZVECTOR", "SVE", "SVE128", "SVE256", "SVE512", "NEON")
+LABEL_PREFIX = "op:"
+
+# Roles, in the order a call meets them (and the order ``pttrace ops`` lists them).
+ROLES = (
+    "entry", "redispatch", "autograd", "ADInplaceOrView", "functionalization", "tracer", "adapter",
+    "kernel wrapper", "direct call", "meta function", "structured kernel", "native kernel", "backward node",
+)
+ROLE_NOTES = {
+    "entry": "dispatcher entry: computes the key set from the arguments, then calls the first kernel",
+    "redispatch": "dispatcher re-entry with a given DispatchKeySet (called by the kernel of a higher key)",
+    "autograd": "autograd kernel (VariableType): records the graph, then redispatches below autograd",
+    "ADInplaceOrView": "ADInplaceOrView kernel: version counters and views",
+    "functionalization": "functionalization kernel",
+    "tracer": "TorchScript tracer kernel (only while tracing)",
+    "adapter": "boxing/unboxing adapter around a kernel that exists only inlined",
+    "kernel wrapper": "kernel registered for a dispatch key",
+    "direct call": "static-dispatch entry (at::cpu::, at::meta::...), called directly by other kernels",
+    "meta function": "structured meta function: shape and dtype of the result",
+    "structured kernel": "structured kernel implementation",
+    "native kernel": "at::native kernel",
+    "backward node": "autograd Node that runs this op's backward",
+}
+# Static-dispatch namespaces (at::cpu::sigmoid...) and the key their functions belong to.
+_STATIC_NAMESPACES = {
+    "cpu": "CPU", "meta": "Meta", "compositeexplicitautograd": "CompositeExplicitAutograd",
+    "compositeexplicitautogradnonfunctional": "CompositeExplicitAutogradNonFunctional",
+    "compositeimplicitautograd": "CompositeImplicitAutograd", "mkldnncpu": "MkldnnCPU",
+    "quantizedcpu": "QuantizedCPU", "sparsecpu": "SparseCPU", "sparsecsrcpu": "SparseCsrCPU",
+}
+_ADAPTERS = ("c10::impl::wrap_kernel_functor_unboxed_", "c10::impl::make_boxed_from_unboxed_functor")
+_STUB_RE = re.compile(r"^at::native::DispatchStub<.*, at::native::(\w+)_stub_DECLARE_DISPATCH_type>::([A-Z][A-Z0-9_]*)$")
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the target's torch says about itself
+# ---------------------------------------------------------------------------------------------------
+_FACTS_SCRIPT = r"""
+import json, sys
+out = {}
+import torch
+out["torch_version"] = torch.__version__
+try:
+    out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+except Exception:
+    out["cpu_capability"] = None
+KS, DK = torch._C.DispatchKeySet, torch._C.DispatchKey
+
+def names(bits):
+    try:
+        text = repr(KS.from_raw_repr(bits))
+    except Exception:
+        return None
+    inner = text[text.find("(") + 1 : text.rfind(")")]
+    return [n.strip() for n in inner.split(",") if n.strip()]
+
+enum_bits = {}
+for n, k in DK.__members__.items():
+    try:
+        raw = KS(k).raw_repr()
+    except Exception:
+        continue
+    if raw and raw & (raw - 1) == 0:
+        enum_bits.setdefault(raw.bit_length() - 1, n)
+dense = KS(DK.Dense).raw_repr()
+nb = dense.bit_length() - 1  # backend-component bits sit below the first functionality bit
+keys, bits = [], {}
+for b in range(nb):
+    nm = names(dense | (1 << b))
+    bits[b] = nm[0] + "Bit" if nm and len(nm) == 1 else None
+for f in range(nb, 64):
+    single = names(1 << f)
+    if single is None:
+        continue
+    if single:
+        if len(single) == 1:
+            keys.append([single[0], 1 << f])
+            bits[f] = single[0]
+        continue
+    per_backend = False
+    for b in range(nb):
+        nm = names((1 << f) | (1 << b))
+        if nm and len(nm) == 1:
+            keys.append([nm[0], (1 << f) | (1 << b)])
+            per_backend = True
+    if per_backend:
+        bits[f] = enum_bits.get(f) or "functionality bit %d" % f
+out["key_table"] = {"torch_version": torch.__version__, "backend_bits": nb, "keys": keys,
+                    "bits": {str(b): n for b, n in bits.items() if n}}
+is_out = {}
+for s in torch._C._jit_get_all_schemas():
+    if s.name.startswith("aten::"):
+        is_out[(s.name[6:], s.overload_name)] = any(getattr(a, "is_out", False) for a in s.arguments)
+ops = {}
+for full in torch._C._dispatch_get_all_op_names():
+    if full.startswith("aten::"):
+        name, _, ov = full[6:].partition(".")
+        ops.setdefault(name, []).append([ov, bool(is_out.get((name, ov), ov == "out" or ov.endswith("_out")))])
+out["ops"] = ops
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+"""
+FACTS_FORMAT = 1
+
+
+@dataclass
+class TorchFacts:
+    """What the target interpreter's torch reports: version, operators, the DispatchKeySet layout."""
+
+    torch_version: str | None
+    cpu_capability: str | None
+    key_table: dict | None
+    ops: dict[str, list[tuple[str, bool]]]  # name -> [(overload, is_out)]
+
+    def overloads(self, name: str) -> list[tuple[str, bool]] | None:
+        found = self.ops.get(name)
+        return [(o, bool(out)) for o, out in found] if found is not None else None
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pttrace" / "ops"
+
+
+def _facts_key(python: str, libraries: list[str], pythonpath: str | None = None) -> str:
+    parts = [os.path.realpath(python), os.environ.get("ATEN_CPU_CAPABILITY", ""), str(FACTS_FORMAT), pythonpath or ""]
+    for lib in libraries:
+        base = os.path.basename(lib)
+        if base.startswith(("libtorch_cpu", "libc10.", "_C")):
+            try:
+                st = os.stat(lib)
+            except OSError:
+                continue
+            parts.append(f"{os.path.realpath(lib)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha1("\0".join(parts).encode()).hexdigest()
+
+
+def torch_facts(python: str, libraries: list[str] | None = None, timeout: float = 120,
+                use_cache: bool = True, pythonpath: str | None = None) -> TorchFacts | None:
+    """Ask ``python``'s torch (imported in a child process; ~2 s) or the cache. None if it cannot say.
+
+    ``pythonpath``: a directory to import torch from (the site-packages of an attached process whose
+    executable is a virtual environment's base interpreter)."""
+    if libraries is None:
+        try:
+            from tracer.symbols import torch_libraries
+
+            libraries = torch_libraries(python)
+        except Exception:
+            libraries = []
+    path = _cache_dir() / f"facts-{_facts_key(python, libraries, pythonpath)}.json"
+    data = None
+    if use_cache and libraries:
+        try:
+            data = json.loads(path.read_text())
+            if data.get("format") != FACTS_FORMAT:
+                data = None
+        except (OSError, ValueError):
+            data = None
+    if data is None:
+        try:
+            proc = subprocess.run([python, "-c", _FACTS_SCRIPT], capture_output=True, text=True, timeout=timeout,
+                                  env=_child_env(pythonpath))
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 0:
+            return None
+        try:
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return None
+        data["format"] = FACTS_FORMAT
+        if libraries:
+            _write_atomic(path, json.dumps(data))
+    ops = {k: [(o, bool(out)) for o, out in v] for k, v in (data.get("ops") or {}).items()}
+    return TorchFacts(data.get("torch_version"), data.get("cpu_capability"), data.get("key_table"), ops)
+
+
+def key_table(python: str, libraries: list[str] | None = None, pythonpath: str | None = None) -> dict | None:
+    """The DispatchKeySet numbering of ``python``'s torch, as stored in a session; None if unknown."""
+    facts = torch_facts(python, libraries, pythonpath=pythonpath)
+    return facts.key_table if facts is not None else None
+
+
+def torch_of_process(pid: int) -> tuple[list[str], str] | None:
+    """(torch's libraries, the directory torch is imported from) of a running process that has loaded
+    torch, from its memory map; None if it has not (yet). For ``attach``: ``/proc/PID/exe`` of a virtual
+    environment's Python is the base interpreter, which may not see the environment's torch."""
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            mapped = [line.split(None, 5)[5].strip() for line in fh if len(line.split(None, 5)) == 6]
+    except OSError:
+        return None
+    package = None
+    for path in mapped:
+        m = re.search(r"^(/.*/torch)/(?:lib/[^/]+\.so[^/]*|_C[^/]*\.so)$", path)
+        if m and os.path.isdir(m.group(1)):
+            package = m.group(1)
+            break
+    if package is None:
+        return None
+    libdir = os.path.join(package, "lib")
+    libs = sorted(os.path.join(libdir, f) for f in os.listdir(libdir) if f.endswith(".so")) \
+        if os.path.isdir(libdir) else []
+    libs += sorted(os.path.join(package, f) for f in os.listdir(package) if f.startswith("_C") and f.endswith(".so"))
+    return libs, os.path.dirname(package)
+
+
+def _child_env(pythonpath: str | None = None) -> dict:
+    env = dict(os.environ)
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".facts-")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache we cannot write is only slower next time
+
+
+# ---------------------------------------------------------------------------------------------------
+# Operator names
+# ---------------------------------------------------------------------------------------------------
+_OP_RE = re.compile(r"^(?:aten::)?([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]*))?$")
+
+
+def parse_op(spec: str) -> tuple[str, str | None]:
+    """``"add.Tensor"`` -> ``("add", "Tensor")``; ``"sigmoid"`` -> ``("sigmoid", None)`` (every overload);
+    ``"sigmoid.default"`` -> ``("sigmoid", "")`` (the overload without a name)."""
+    m = _OP_RE.match(spec.strip())
+    if not m:
+        raise UsageError(f"--op {spec!r} is not an operator name; give NAME or NAME.OVERLOAD, e.g. sigmoid or "
+                         "add.Tensor.")
+    name, overload = m.group(1), m.group(2)
+    if overload == "default":
+        overload = ""
+    return name, overload
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """One overload of one ATen operator, and the names the generated code gives it."""
+
+    name: str
+    overload: str = ""
+    out: bool = False
+    backward: bool = False  # resolved as the backward of the requested op
+
+    @property
+    def aten(self) -> str:
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    @property
+    def struct(self) -> str:  # at::_ops::<struct>
+        return f"{self.name}_{self.overload}" if self.overload else self.name
+
+    @property
+    def cpp(self) -> str:
+        return self.name + "_out" if self.out else self.name
+
+    @property
+    def kernel_name(self) -> str:  # VariableType::<x>, wrapper_<Key>_<x> (structured)
+        return f"{self.cpp}_{self.overload}" if self.overload else self.cpp
+
+    @property
+    def unstructured_name(self) -> str:  # wrapper_<Key>_<o>_<cpp>
+        return f"{self.overload}_{self.cpp}"
+
+    @property
+    def base(self) -> str:  # what kernels and stubs are named after: sigmoid_ -> sigmoid
+        return self.name.rstrip("_") or self.name
+
+
+def camel(name: str) -> str:
+    """``mse_loss`` -> ``MseLoss``: how generated autograd Nodes are named (``MseLossBackward0``)."""
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p)
+
+
+def op_refs(spec: str, facts: TorchFacts | None, variants: bool = False,
+            backward: bool = True) -> list[OpRef]:
+    """The operator overloads ``--op spec`` stands for (the backward ones flagged)."""
+    name, overload = parse_op(spec)
+    refs: list[OpRef] = []
+
+    def add(ref: OpRef) -> None:
+        if ref not in refs:
+            refs.append(ref)
+
+    if facts is not None and facts.ops:
+        known = facts.overloads(name)
+        if known is None:
+            close = difflib.get_close_matches(name, list(facts.ops), n=5, cutoff=0.6)
+            raise UsageError(f"aten::{name} is not an operator of torch {facts.torch_version or ''}".rstrip() + ".",
+                             hint=("close names: " + ", ".join(close)) if close else None)
+        if overload is not None:
+            match = [(o, out) for o, out in known if o == overload]
+            if not match:
+                names = ", ".join(f"{name}.{o}" if o else name for o, _ in known)
+                raise UsageError(f"aten::{name} has no overload {overload!r}; it has {names}.")
+            for o, out in match:
+                add(OpRef(name, o, out))
+        else:
+            for o, out in known:
+                if variants or not out:
+                    add(OpRef(name, o, out))
+            if variants and not name.endswith("_"):
+                for o, out in facts.overloads(name + "_") or []:
+                    add(OpRef(name + "_", o, out))
+            if not refs:
+                names = ", ".join(f"{name}.{o}" if o else name for o, _ in known)
+                raise UsageError(f"aten::{name} has only out= overloads ({names}); name one, or add --variants.")
+        if backward and not name.endswith("_backward") and any(not r.out for r in refs):
+            bw = name.rstrip("_") + "_backward"
+            for o, out in facts.overloads(bw) or []:
+                if variants or not out:
+                    add(OpRef(bw, o, out, backward=True))
+        return refs
+    # No word from torch: take the names as given, and the usual variants.
+    out = bool(overload) and (overload == "out" or overload.endswith("_out"))
+    add(OpRef(name, overload or "", out))
+    if variants and overload is None:
+        add(OpRef(name, "out", True))
+        if not name.endswith("_"):
+            add(OpRef(name + "_", "", False))
+    if backward and not name.endswith("_backward") and not out:
+        add(OpRef(name.rstrip("_") + "_backward", "", False, backward=True))
+    return refs
+
+
+# ---------------------------------------------------------------------------------------------------
+# Resolution
+# ---------------------------------------------------------------------------------------------------
+@dataclass
+class OpFunction:
+    """One function of an operator that ``--op`` breaks on."""
+
+    function: str  # demangled, with parameters
+    short: str
+    library: str
+    address: int  # file-relative (st_value)
+    layer: str
+    role: str
+    op: str  # the ATen operator (with overload) it belongs to
+    dispatch_key: str | None = None
+    capability: str | None = None
+    label: str = ""
+    takes_keyset: bool = False  # a DispatchKeySet first parameter: readable when stopped at its entry
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class OpResolution:
+    request: str
+    ops: list[OpRef]
+    functions: list[OpFunction] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {function, why}
+    stubs: list[dict] = field(default_factory=list)  # {stub, capability, function}: per-capability kernels
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def address_breakpoints(self) -> list[dict]:
+        return [{"label": f.label, "library": f.library, "offset": f.address, "function": f.function}
+                for f in self.functions]
+
+    def to_dict(self) -> dict:
+        return {"request": self.request,
+                "ops": [{"name": r.name, "overload": r.overload, "out": r.out, "backward": r.backward}
+                        for r in self.ops],
+                "functions": [f.to_dict() for f in self.functions], "skipped": self.skipped, "stubs": self.stubs,
+                "warnings": self.warnings, "seconds": round(self.seconds, 3)}
+
+
+def _unqualified(demangled: str) -> str:
+    """The qualified name without parameters, clones or anonymous namespaces."""
+    from tracer.symbols import names as _names
+
+    base, _ = _names.split_clones(demangled)
+    parsed = _names.parse(base)
+    comps = [c for c in parsed.components if c != "(anonymous namespace)"]
+    return "::".join(comps)
+
+
+def _needles(refs: list[OpRef], backward: bool) -> tuple[list[str], str]:
+    """Substrings of mangled names to search for, and a regex every candidate must match."""
+    tokens: set[str] = set()
+    wrapper_tails: set[str] = set()
+    plain: set[str] = set()
+    for r in refs:
+        for ident in (r.struct, r.kernel_name, r.cpp, r.cpp + "f" if r.out else r.cpp):
+            tokens.add(ident)
+        wrapper_tails.update({"_" + r.kernel_name, "_" + r.unstructured_name})
+        plain.update({f"{r.base}_kernel", f"structured_{r.base}", f"{r.base}_stub_DECLARE_DISPATCH_type"})
+        if r.overload:
+            plain.add(f"structured_{r.name}_{r.overload}")
+        if backward and not r.backward:
+            plain.add(camel(r.base) + "Backward")
+    needles = sorted({f"{len(t)}{t}" for t in tokens} | wrapper_tails | plain)
+    # A length prefix follows a non-digit, or the anonymous namespace's ``_GLOBAL__N_1``.
+    alternatives = [rf"(?:(?<![0-9])|(?<=_N_1)){len(t)}{re.escape(t)}" for t in sorted(tokens)]
+    alternatives += [rf"wrapper_[A-Za-z0-9]+{re.escape(t)}" for t in sorted(wrapper_tails)]
+    alternatives += [re.escape(p) for p in sorted(plain)]
+    return needles, "|".join(alternatives)
+
+
+def _capability_of(qual: str) -> str | None:
+    parts = qual.split("::")
+    if len(parts) >= 3 and parts[0] == "at" and parts[1] == "native" and parts[2] in CAPABILITY_NAMESPACES:
+        return parts[2]
+    return None
+
+
+def _family(qual: str, refs: list[OpRef], backward: bool) -> tuple[str, OpRef, str | None] | None:
+    """(role, op, dispatch key) if ``qual`` (an unqualified-of-anonymous name) is a function of these ops."""
+    for r in refs:
+        if qual in (f"at::_ops::{r.struct}::call", f"at::_ops::{r.struct}::redispatch"):
+            return ("entry" if qual.endswith("::call") else "redispatch"), r, None
+        x = r.kernel_name
+        if qual == f"torch::autograd::VariableType::{x}":
+            return "autograd", r, "Autograd"
+        if qual == f"torch::ADInplaceOrView::{x}":
+            return "ADInplaceOrView", r, "ADInplaceOrView"
+        if qual == f"torch::TraceType::{x}":
+            return "tracer", r, "Tracer"
+        if qual == f"at::functionalization::{x}":
+            return "functionalization", r, "Functionalize"
+        m = re.fullmatch(r"at::wrapper_([A-Za-z0-9]+)_(.*)", qual)
+        if m and m.group(2) in (x, r.unstructured_name):
+            return "kernel wrapper", r, m.group(1)
+        m = re.fullmatch(r"at::([a-z]+)::(\w+)", qual)
+        if m and m.group(1) in _STATIC_NAMESPACES and m.group(2) in (r.cpp, r.cpp + "f" if r.out else r.cpp):
+            return "direct call", r, _STATIC_NAMESPACES[m.group(1)]
+        m = re.fullmatch(r"at::meta::structured_(\w+)::meta", qual)
+        if m and m.group(1) in (r.name, r.struct, r.kernel_name):
+            return "meta function", r, None
+        m = re.fullmatch(r"at::native::structured_(\w+)::impl", qual)
+        if m and m.group(1) in (r.cpp, r.base + "_out", r.kernel_name, f"{r.base}_out_{r.overload}"):
+            return "structured kernel", r, None
+        m = re.fullmatch(r"at::native::(?:(\w+)::)?(\w+)_kernel", qual)
+        if m and m.group(2) == r.base and (m.group(1) is None or m.group(1) in CAPABILITY_NAMESPACES):
+            return "native kernel", r, None
+        if backward and not r.backward:
+            m = re.fullmatch(r"torch::autograd::generated::(\w+)Backward\d+::apply", qual)
+            if m and m.group(1) == camel(r.base):
+                return "backward node", r, "Autograd"
+    return None
+
+
+def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None, variants: bool = False,
+               backward: bool = True, refs: list[OpRef] | None = None) -> OpResolution:
+    """Every function of operator ``spec`` in ``libraries`` (see the module docstring)."""
+    import time
+
+    from tracer import symbols
+
+    t0 = time.perf_counter()
+    refs = refs if refs is not None else op_refs(spec, facts, variants=variants, backward=backward)
+    res = OpResolution(spec, refs)
+    label = LABEL_PREFIX + spec.strip().removeprefix("aten::")
+    needles, pattern = _needles(refs, backward)
+    found = symbols.search_symbols(needles, libraries, pattern=pattern, kinds=("function", "object"))
+    chosen: dict[tuple[str, int], OpFunction] = {}
+    adapters = []
+    own: set[str] = set()  # qualified names that have a body of their own
+    stubs = []
+    for m in found:
+        if m.kind == "object":
+            sm = _STUB_RE.match(_unqualified(m.name)) if "DispatchStub" in m.name else None
+            if sm and sm.group(2) != "CPU_CAPABILITY":
+                stubs.append((m, sm.group(1), sm.group(2)))
+            continue
+        if m.plt:
+            continue
+        if m.name.startswith(_ADAPTERS):
+            if not m.cold:
+                adapters.append(m)
+            continue
+        qual = _unqualified(m.name)
+        fam = _family(qual, refs, backward)
+        if fam is None:
+            continue
+        if m.cold:
+            res.skipped.append({"function": m.name, "why": "cold part (split off the function's body)"})
+            continue
+        role, ref, key = fam
+        own.add(qual)
+        cap = _capability_of(qual) if role == "native kernel" else None
+        _add(chosen, m, role, ref, key, cap, label)
+    # Kernels behind each DispatchStub: the pointer the stub's per-capability slot holds.
+    bases = {r.base: r for r in refs}
+    for m, base, cap in stubs:
+        ref = bases.get(base)
+        if ref is None:
+            continue
+        ptr = symbols.read_pointer(m.library, m.address)
+        if not ptr:
+            # No kernel compiled for this capability: DispatchStub falls back to the next lower one.
+            res.stubs.append({"stub": f"{base}_stub", "capability": cap, "function": None})
+            continue
+        at = symbols.symbol_at(m.library, ptr)
+        if at is None or at[1] != 0:
+            res.warnings.append(f"{base}_stub[{cap}] points at {ptr:#x}, which starts no function")
+            continue
+        fn = at[0]
+        res.stubs.append({"stub": f"{base}_stub", "capability": cap, "function": fn.name})
+        prior = chosen.get((fn.library, fn.address))
+        if prior is not None:
+            prior.capability = cap
+            prior.label = f"{label}[{cap}]"
+        else:
+            _add(chosen, fn, "native kernel", ref, None, cap, label, note=f"{base}_stub's {cap} kernel")
+    for f in chosen.values():
+        if f.role == "native kernel" and f.capability and not f.label.endswith("]"):
+            f.label = f"{label}[{f.capability}]"
+    # Adapters only for kernels that exist nowhere but inlined into them.
+    for m in adapters:
+        target = target_of(m.name)
+        tq = _unqualified(target) if target else ""
+        fam = _family(tq, refs, backward) if tq else None
+        if fam is None:
+            continue
+        if tq in own:
+            res.skipped.append({"function": m.name, "why": f"adapter: {short_name(target)} is broken on itself"})
+            continue
+        role, ref, key = fam
+        _add(chosen, m, "adapter", ref, key, None, label,
+             note=f"{short_name(target)} exists only inlined into this adapter")
+    res.functions = sorted(chosen.values(), key=_order)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | None, label: str,
+         note: str | None = None) -> None:
+    k = (m.library, m.address)
+    if k in chosen:
+        return
+    chosen[k] = OpFunction(
+        function=m.name, short=short_name(m.name) or m.name, library=m.library, address=m.address,
+        layer=classify(m.name, m.library), role=role, op=ref.aten, dispatch_key=key, capability=cap,
+        label=f"{label}[{cap}]" if cap else label, takes_keyset=_takes_keyset(m.name), note=note,
+    )
+
+
+def _order(f: OpFunction) -> tuple:
+    return (ROLES.index(f.role) if f.role in ROLES else len(ROLES), f.op, f.dispatch_key or "",
+            f.capability or "", f.function, f.address)
+
+
+def _takes_keyset(function: str) -> bool:
+    return "(c10::DispatchKeySet" in function
+
+
+def resolve_ops(specs: list[str], libraries: list[str], facts: TorchFacts | None = None, variants: bool = False,
+                backward: bool = True) -> list[OpResolution]:
+    """Several ``--op``s; a function two of them share is broken on once (under the first)."""
+    out = []
+    seen: set[tuple[str, int]] = set()
+    for spec in specs:
+        res = resolve_op(spec, libraries, facts, variants=variants, backward=backward)
+        kept = []
+        for f in res.functions:
+            if (f.library, f.address) in seen:
+                continue
+            seen.add((f.library, f.address))
+            kept.append(f)
+        res.functions = kept
+        out.append(res)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading recorded hops
+# ---------------------------------------------------------------------------------------------------
+def capability_of_label(label: str | None) -> str | None:
+    """``op:sigmoid[AVX512]`` -> ``AVX512``: which CPU-capability copy of a kernel the hit stopped in."""
+    if label and label.startswith(LABEL_PREFIX) and label.endswith("]") and "[" in label:
+        return label[label.rindex("[") + 1 : -1]
+    return None
+
+
+def keyset_text(frame, innermost: bool = True) -> str:
+    """What can be said about the DispatchKeySet a hop ran with, without guessing."""
+    name = getattr(frame, "function", None) or ""
+    keyset = getattr(frame, "keyset", None)
+    keys = getattr(frame, "keys", None)
+    if keyset is not None:
+        if keys is not None:
+            return f"{', '.join(keys) or '(empty)'}  ({keyset:#x})"
+        return f"{keyset:#x} (this session has no key numbering to decode it)"
+    if _takes_keyset(name):
+        if innermost:
+            return "not read (the DispatchKeySet argument could not be read at this stop)"
+        return "not read (it is read only at the frame a breakpoint stopped in)"
+    key = getattr(frame, "dispatch_key", None)
+    if name.startswith("at::_ops::") and "::call(" in name:
+        return "no key-set parameter: it computes one from the arguments"
+    if key:
+        return f"no key-set parameter; registered for {key}"
+    return "no key-set parameter"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The dispatch table, as the target's torch reports it
+# ---------------------------------------------------------------------------------------------------
+_TABLE_SCRIPT = r"""
+import json, sys
+import torch
+out = {}
+for name in sys.argv[1:]:
+    try:
+        out[name] = {"table": torch._C._dispatch_dump_table("aten::" + name)}
+    except Exception as exc:
+        out[name] = {"error": str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__}
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+"""
+_TABLE_LINE = re.compile(r"^(\w+): (fallthrough )?registered at (.+?)(?: \[([^\]]+)\])?$")
+
+
+def start_dispatch_tables(python: str, ops: list[str]) -> subprocess.Popen:
+    """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background)."""
+    return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *ops], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_child_env())
+
+
+def finish_dispatch_tables(proc: subprocess.Popen, timeout: float = 120) -> dict[str, dict]:
+    """{op: {"rows": [{key, kind, registered_at, fallthrough}]} or {"error": text}}."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"*": {"error": f"the interpreter did not answer within {timeout:.0f} s"}}
+    try:
+        data = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (err or "").strip().splitlines()
+        return {"*": {"error": last[-1] if last else f"the interpreter exited with {proc.returncode}"}}
+    result = {}
+    for op, item in data.items():
+        if "table" in item:
+            result[op] = {"rows": parse_dispatch_table(item["table"])}
+        else:
+            result[op] = {"error": item.get("error")}
+    return result
+
+
+def parse_dispatch_table(text: str) -> list[dict]:
+    rows = []
+    for line in text.splitlines():
+        m = _TABLE_LINE.match(line.strip())
+        if not m:
+            continue
+        rows.append({"key": m.group(1), "fallthrough": bool(m.group(2)), "registered_at": m.group(3),
+                     "kind": m.group(4) or ""})
+    return rows
+
+
+def functions_for_key(key: str, registered_at: str, functions: list[OpFunction], op: str) -> list[OpFunction]:
+    """The resolved functions that implement table entry ``key`` of ``op`` (by key name and registration file)."""
+    out = []
+    base = os.path.basename(registered_at.split(":")[0])
+    for f in functions:
+        if f.op != op or f.role not in ("autograd", "ADInplaceOrView", "functionalization", "tracer",
+                                        "kernel wrapper", "adapter"):
+            continue
+        k = f.dispatch_key or ""
+        if f.role == "adapter" and not k:
+            continue
+        if k == key or (k == "Autograd" and key.startswith("Autograd")) or \
+                (k and (base.startswith(f"Register{k}_") or base.startswith(f"Register{k}.")
+                        or (k == "Tracer" and base.startswith("TraceType")))):
+            out.append(f)
+    return out
