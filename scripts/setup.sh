@@ -23,9 +23,14 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $($PY --version)" >&2
     "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import torch, pygdbmi, elftools, cxxfilt, textual, rich, pytest, markdown_it" 2>/dev/null \
-   || ! .venv/bin/python -c "import tracer" 2>/dev/null; then
+# Reinstall when pyproject.toml changed since the last install (new or pinned test tools), not only
+# when an import fails: an old venv must not hide a missing dependency that CI would install.
+stamp=.venv/.pttrace-installed
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
+   || ! .venv/bin/python -c "import torch, tracer" 2>/dev/null; then
     echo "setup: installing torch==2.13.0 and pttrace into .venv" >&2
     .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0"
     .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+    echo "$want" > "$stamp"
 fi

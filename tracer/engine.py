@@ -480,24 +480,25 @@ class Engine:
                 if ev is None:
                     continue
                 if ev.kind == "gdb-exited":
-                    rc = ev.payload
-                    if isinstance(rc, int) and rc < 0:
-                        # Somebody killed gdb: the run was cut short, not broken.
-                        self.status = "interrupted"
-                        self.end_reason = f"gdb was killed by signal {-rc}"
-                        self._warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
-                    else:
-                        self.status = "gdb-died"
-                        self.end_reason = "gdb-died"
+                    self._gdb_gone(ev.payload)
                     break
                 if ev.kind == "notify":
                     done = self._on_notify(ev.message, ev.payload or {})
                     if done:
                         break
         except GdbDied:
+            self._gdb_gone(mi.exit_code(wait=2.0))
+        return self._close()
+
+    def _gdb_gone(self, rc: int | None) -> None:
+        """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
+        if isinstance(rc, int) and rc < 0:
+            self.status = "interrupted"
+            self.end_reason = f"gdb was killed by signal {-rc}"
+            self._warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
+        else:
             self.status = "gdb-died"
             self.end_reason = "gdb-died"
-        return self._close()
 
     def _on_notify(self, message: str | None, payload: dict) -> bool:
         if message == "thread-group-started":

@@ -103,7 +103,7 @@ class MiConnection:
             for ev, box in self._pending.values():
                 box.append(None)
                 ev.set()
-        self.events.put(MiEvent("gdb-exited", None, self.proc.poll()))
+        self.events.put(MiEvent("gdb-exited", None, self.exit_code(wait=2.0)))
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -126,6 +126,17 @@ class MiConnection:
         if kind == "console" and self._console is not None:
             self._console.append(rec.get("payload") or "")
         self.events.put(MiEvent(kind or "log", rec.get("message"), rec.get("payload")))
+
+    def exit_code(self, wait: float = 0.0) -> int | None:
+        """gdb's exit status (negative: killed by that signal); None while it runs.
+
+        Its stdout closes a moment before the kernel lets us reap it, so a caller that has just seen
+        EOF waits a little: otherwise a gdb killed by SIGKILL would look like one that is still there.
+        """
+        try:
+            return self.proc.wait(wait) if wait else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
 
     # --- commands ------------------------------------------------------------------------------
     @property
