@@ -686,7 +686,9 @@ class Engine:
     # --- shutdown -------------------------------------------------------------------------------
     def _close(self) -> str:
         mi = self.mi
-        if mi is not None and mi.alive:
+        # After a detach gdb has forgotten the target's libraries: a dump now would file every
+        # location under the executable. The one _finish_target wrote before detaching stands.
+        if mi is not None and mi.alive and self.target_state != "detached":
             try:
                 mi.console("pttrace-dump", timeout=20, check=False)
             except (GdbDied, GdbCommandError):

@@ -71,6 +71,10 @@ def test_attach_records_detaches_and_target_runs_on(tmp_path):
         assert any("heartbeat.py" in a for a in session.info.argv)
         assert session.info.status == "detached"
         assert len(session.hits) == 3
+        # The locations are the ones gdb resolved while attached, not a re-read after the detach.
+        bp = next(b for b in session.breakpoints if b.spec == "THPVariable_tensor")
+        assert bp.locations and all(loc.library.endswith("libtorch_python.so") for loc in bp.locations), \
+            [(loc.function, loc.library) for loc in bp.locations]
         hit = session.hits[0]
         assert "THPVariable_tensor" in hit.innermost.function
         py = [f for f in hit.frames if f.kind == "python"]
