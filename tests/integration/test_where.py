@@ -242,3 +242,98 @@ def test_skipping_type_bodies_loses_no_function_of_the_debug_ext(debug_ext):
         unit = reader.unit(offset)
         assert unit.function_table(skip_types=True).to_payload() == \
             unit.function_table(skip_types=False).to_payload()
+
+
+# -- the recorder on the debug extension ------------------------------------------------------------
+DEMO_SOURCE = ROOT / "scripts" / "debug_ext" / "pttrace_demo.cpp"
+BOXING_HEADERS = ("ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h",
+                  "ATen/core/boxing/impl/WrapFunctionIntoRuntimeFunctor.h")
+
+
+@pytest.fixture(scope="module")
+def debug_ext_recording(debug_ext, tmp_path_factory):
+    """``pttrace run --batch --break pttrace_demo::scale_add_cpu scripts/call_debug_ext.py``."""
+    from tests.conftest import run_pttrace
+    from tracer import storage
+
+    session_dir = tmp_path_factory.mktemp("debug-ext-sessions")
+    proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), "--break",
+                       "pttrace_demo::scale_add_cpu", str(ROOT / "scripts" / "call_debug_ext.py"), str(debug_ext))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (path,) = session_dir.glob("*.jsonl")
+    return storage.load(path)
+
+
+def load_base(kernel, library: Path) -> int:
+    """Where the library was mapped: the page-aligned base that puts the kernel's recorded pc inside
+    the kernel as our index knows it (st_value, size); the kernel is smaller than a page."""
+    (m,) = symbols.find_symbol("pttrace_demo::scale_add_cpu", [str(library)])
+    assert m.size < 0x1000
+    lo, hi = kernel.address - m.address - m.size + 1, kernel.address - m.address  # base in [lo, hi]
+    (base,) = range((lo + 0xFFF) & ~0xFFF, hi + 1, 0x1000)
+    return base
+
+
+@pytest.mark.gdb
+@pytest.mark.slow
+def test_run_records_dwarf_lines_for_the_kernel_and_boxing_templates_below_callboxed(debug_ext,
+                                                                                    debug_ext_recording):
+    session = debug_ext_recording
+    assert session.info.status == "completed"
+    # scale_add three times, then scale_add_twice's two calls through the dispatcher.
+    assert len(session.hits) == 5
+    frames = session.hits[0].frames
+    names = [f.function or "" for f in frames]
+    boxed = next(i for i, n in enumerate(names) if n.startswith("c10::Dispatcher::callBoxed("))
+    assert frames[boxed].library.endswith("/libtorch_cpu.so") and frames[boxed].file is None  # release wheel
+    assert any(n.startswith("torch::jit::invokeOperatorFromPython(") for n in names[:boxed])
+    ours = [f for f in frames[boxed + 1:] if f.library == str(debug_ext)]
+    assert ours and ours[-1] is frames[-1], "the extension's frames are the innermost ones"
+
+    kernel = frames[-1]
+    assert kernel.function.startswith("pttrace_demo::scale_add_cpu")
+    text = DEMO_SOURCE.read_text().splitlines()
+    signature = next(i for i, line in enumerate(text, 1) if line.startswith("at::Tensor scale_add_cpu("))
+    # A breakpoint on a function stops after its prologue: at the first line of its body.
+    assert (kernel.file, kernel.line) == (str(DEMO_SOURCE), signature + 1)
+
+    templates = [f for f in ours[:-1]]
+    assert any("make_boxed_from_unboxed_functor<" in f.function for f in templates)
+    assert any("wrap_kernel_functor_unboxed_<" in f.function for f in templates)
+    for f in templates:
+        assert f.file and f.file.endswith(BOXING_HEADERS) and "/torch/include/" in f.file, (f.function, f.file)
+        assert f.line
+
+    # Every line gdb recorded is what binutils and our own DWARF reader say at that pc (a caller's
+    # line is looked up at its return address - 1, inside the call instruction).
+    base = load_base(kernel, debug_ext)
+    pcs = [f.address - base - (0 if f is kernel else 1) for f in ours]
+    reference = addr2line(debug_ext, pcs)
+    mine = symbols.lines_for_addresses(str(debug_ext), pcs)
+    for f, pc in zip(ours, pcs):
+        sym, _offset = symbols.symbol_at(str(debug_ext), pc)
+        assert sym.kind == "function" and not sym.plt
+        # addr2line -i lists the innermost location first; at -O0 nothing is inlined.
+        assert reference[pc][1].split(" (discriminator")[0] == f"{f.file}:{f.line}", (f.function, reference[pc])
+        assert (mine[pc].file, mine[pc].line) == (f.file, f.line)
+
+
+@pytest.mark.gdb
+@pytest.mark.slow
+def test_export_of_the_debug_ext_session_links_torch_headers_and_quotes_the_kernel(debug_ext_recording, tmp_path):
+    from tests.conftest import run_pttrace
+
+    session = debug_ext_recording
+    out = tmp_path / "notes.md"
+    proc = run_pttrace("export", str(session.path), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    md = out.read_text()
+    commit = session.info.torch_git_version
+    assert commit and re.fullmatch(r"[0-9a-f]{40}", commit)
+    for header in BOXING_HEADERS:
+        assert f"https://github.com/pytorch/pytorch/blob/{commit}/aten/src/{header}#L" in md, header
+    kernel_line = session.hits[0].frames[-1].line
+    assert f"`scripts/debug_ext/pttrace_demo.cpp:{kernel_line}`" in md
+    # The kernel's source is quoted around its line, and our extension is not linked to GitHub.
+    assert f"> {kernel_line}    TORCH_CHECK(a.sizes() == b.sizes()" in md
+    assert "github.com/pytorch/pytorch/blob/" + commit + "/scripts/" not in md
