@@ -679,6 +679,11 @@ class Engine:
         return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
                    frames=[Frame.from_dict(f) for f in data.get("frames", [])], truncated=bool(data.get("truncated")))
 
+    @property
+    def finished(self) -> bool:
+        """The run is over: session closed, launched target killed or attached one detached."""
+        return self._finished.is_set()
+
     def request_stop(self, reason: str = "interrupted") -> None:
         """Thread-safe: ask the run loop to end (Ctrl-C, the TUI's quit)."""
         self._stop_requested = reason

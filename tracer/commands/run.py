@@ -87,6 +87,10 @@ def run_batch(config, quiet: bool = False) -> int:
     engine = Engine(config)
 
     def on_signal(signum, frame):
+        if engine.finished:
+            raise KeyboardInterrupt  # session saved, target killed or detached: only the summary is left
+        # Until then every Ctrl-C (or SIGTERM) just asks for a clean end: repeated ones while gdb
+        # attaches or detaches must not cut that short and leave the target stopped.
         engine.request_stop("sigint" if signum == signal.SIGINT else "sigterm")
 
     # Installed before start-up: a Ctrl-C while attaching must still end in a clean detach.
@@ -95,16 +99,16 @@ def run_batch(config, quiet: bool = False) -> int:
     try:
         engine.start()
         engine.run()
+        if engine.write_error:
+            raise SessionError(f"could not write the session file {engine.session_path}: {engine.write_error}; "
+                               "the run was stopped.")
+        session = engine.load_session()
+        print_summary(session, config, quiet=quiet)
+        if not quiet and config.address_breakpoints:
+            from tracer.commands.ops import print_op_hops
+
+            print_op_hops(session)
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
-    if engine.write_error:
-        raise SessionError(f"could not write the session file {engine.session_path}: {engine.write_error}; "
-                           "the run was stopped.")
-    session = engine.load_session()
-    print_summary(session, config, quiet=quiet)
-    if not quiet and config.address_breakpoints:
-        from tracer.commands.ops import print_op_hops
-
-        print_op_hops(session)
     return 0
