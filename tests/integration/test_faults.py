@@ -262,6 +262,43 @@ def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftove
     assert not processes_named(str(TARGETS / "loop.py"))
 
 
+def _private_tmpfs_prefix() -> list[str] | None:
+    """``unshare`` arguments for a private mount namespace (a user namespace too when not root)."""
+    if not shutil.which("unshare"):
+        return None
+    flags = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
+    probe = subprocess.run(["unshare", *flags, "true"], capture_output=True)
+    return ["unshare", *flags] if probe.returncode == 0 else None
+
+
+def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path, no_leftovers):
+    # GIVEN a session directory on a 256 KiB tmpfs (in a private mount namespace: nothing to clean up)
+    prefix = _private_tmpfs_prefix()
+    if prefix is None:
+        pytest.skip("cannot make a private mount namespace here (unshare refused)")
+    full = tmp_path / "full"
+    full.mkdir()
+    loader = ("import glob, sys; from tracer import storage; "
+              "s = storage.load(glob.glob(sys.argv[1] + '/*.jsonl')[0]); "
+              "print('LOADED', s.info.status, len(s.hits), [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1)))")
+    script = ('mount -t tmpfs -o size=256k tmpfs "$1" || exit 99; '
+              '"$2" -m tracer run --batch -b THPVariable_tensor --session-dir "$1" "$3"; echo "RC=$?"; '
+              '"$2" -c "$4" "$1"')
+    # WHEN the target keeps hitting the breakpoint until the disk is full
+    proc = subprocess.run([*prefix, "sh", "-c", script, "sh", str(full), sys.executable,
+                           str(TARGETS / "loop.py"), loader], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert "RC=" in proc.stdout, (proc.stdout, proc.stderr)
+    # THEN pttrace stops with one clear sentence and exit 2, no hang, and no process left behind
+    assert "RC=2" in proc.stdout, proc.stderr
+    assert "could not write the session file" in proc.stderr and "No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # AND every hit written before the disk filled is still there, numbered without gaps
+    loaded = next(line for line in proc.stdout.splitlines() if line.startswith("LOADED"))
+    _, status, count, contiguous = loaded.split()
+    assert status == "interrupted" and int(count) >= 5 and contiguous == "True", loaded
+    assert not processes_named(str(TARGETS / "loop.py")), "the launched target survived"
+
+
 @pytest.mark.parametrize("case", ["missing-script", "dir-script", "bad-python", "no-gdb", "old-gdb", "bad-spec"])
 def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
     env = {}
