@@ -53,6 +53,8 @@ def by_name(libs: list[str], name: str) -> str:
 def test_initmodule_lists_every_definition_and_the_stub(torch_libs, capsys):
     assert main(["where", "initModule"]) == 0
     out = capsys.readouterr().out
+    # Seven functions, each with its cold part, and _C's stub: cold parts are not counted as definitions.
+    assert re.match(r"initModule: 7 definitions, 7 cold parts and 1 plt stub in 2 of \d+ libraries\n", out)
     for name in ("torch::cpu::initModule(_object*)", "torch::mtia::initModule(_object*)",
                  "torch::accelerator::initModule(_object*)", "libtorch_python.so"):
         assert name in out
@@ -146,6 +148,31 @@ def test_bad_libraries_exit_2_with_one_sentence(bad_library, capsys):
 def test_an_address_needs_one_library(capsys):
     assert main(["where", "0x1234"]) == 2
     assert "--lib" in capsys.readouterr().err
+
+
+# -- a system library and its debug package -----------------------------------------------------------
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def test_a_stripped_system_library_is_read_through_usr_lib_debug_build_id(capsys):
+    """libc.so.6 is stripped; libc6-dbg puts its .symtab and DWARF under /usr/lib/debug/.build-id."""
+    if not os.path.exists(LIBC):
+        pytest.skip("no x86-64 Debian libc here")
+    index = LibraryIndex.open(LIBC)
+    if not index.symtab_elsewhere:
+        pytest.skip("libc6-dbg is not installed")
+    assert index.symtab_from.startswith("/usr/lib/debug/.build-id/")
+    # _int_malloc is local: only the debug file's symbol table knows it.
+    assert main(["where", "_int_malloc", "--lib", LIBC]) == 0
+    out = capsys.readouterr().out
+    assert f"(symbols and DWARF from {index.symtab_from})" in out and "stripped" not in out
+    assert main(["where", "_int_malloc", "--lib", LIBC, "--json"]) == 0
+    (m,) = json.loads(capsys.readouterr().out)["matches"]
+    theirs = addr2line(Path(LIBC), [m["address"]])[m["address"]]
+    mine = [f"{m['file']}:{m['line']}"] + ([f"{m['call_file']}:{m['call_line']}"] if m["inlined"] else [])
+    assert [x.split(" (discriminator")[0] for x in theirs[1::2]][: len(mine)] == mine
+    assert main(["where", hex(m["address"] + 16), "--lib", LIBC]) == 0
+    assert capsys.readouterr().out.startswith(f"{m['address'] + 16:#x} in libc.so.6: _int_malloc+0x10")
 
 
 # -- the debug extension ----------------------------------------------------------------------------

@@ -49,6 +49,10 @@ int uses_helper(int v) {  // uses_helper: decl
   return helper(v) + 1;
 }
 
+static inline __attribute__((always_inline)) int square(int v) { return v * v; }
+
+int starts_inlined(int v) { return square(v) + 1; }  // its first instruction is square's
+
 int rarely(int v) {
   if (v == 42) {
     throw std::runtime_error("forty-two: " + std::to_string(v));  // gcc moves this to rarely.cold
@@ -289,6 +293,38 @@ def test_separate_debug_files_are_found(libs, monkeypatch):
     assert "/.build-id/" in symbols.line_info_source(str(libs["stripped"]))  # same build-id
 
 
+@pytest.mark.parametrize("shape", ["debuglink", "buildid"])
+def test_a_stripped_library_reads_the_symbol_table_of_its_debug_file(libs, shape, monkeypatch, tmp_path):
+    # Distro debug packages keep the whole .symtab in the separate file: local functions, cold parts.
+    if shape == "buildid":
+        lib = tmp_path / "libdemo.so"
+        run("strip", "--strip-all", "-o", str(lib), str(libs["v5_O2"]))
+        monkeypatch.setenv("PTTRACE_DEBUG_DIRS", str(libs["debugroot"]))
+    else:
+        lib = tmp_path / "linked" / "libdemo.so"
+        shutil.copytree(libs["debuglink"].parent, lib.parent)
+        run("strip", "--strip-all", str(lib))  # keeps .gnu_debuglink
+    index = LibraryIndex.open(str(lib))
+    assert not index.stripped and index.symtab_elsewhere
+    assert {m.name for m in symbols.find_symbol("rarely", [str(lib)])} == \
+        {"outer::rarely(int)", "outer::rarely(int) [clone .cold]"}
+    cold = next(m for m in symbols.find_symbol("rarely", [str(lib)]) if m.cold)
+    assert cold.binding == "local" and cold.file.endswith("demo.cpp")
+    sym, offset = symbols.symbol_at(str(lib), cold.address + 1)
+    assert sym.name == cold.name and offset == 1
+    assert symbols.libraries_defining("rarely", [str(lib)]) == [str(lib)]
+
+
+def test_a_debug_file_installed_later_is_not_hidden_by_the_cache(libs, monkeypatch, tmp_path):
+    lib = tmp_path / "libdemo.so"
+    run("strip", "--strip-all", "-o", str(lib), str(libs["v5_O2"]))
+    assert {m.cold for m in symbols.find_symbol("rarely", [str(lib)])} == {False}  # exported name only
+    monkeypatch.setenv("PTTRACE_DEBUG_DIRS", str(libs["debugroot"]))  # "apt install libdemo-dbgsym"
+    LibraryIndex._open.clear()
+    symbols._readers.clear()
+    assert {m.cold for m in symbols.find_symbol("rarely", [str(lib)])} == {False, True}
+
+
 def test_a_debuglink_with_the_wrong_crc_is_not_believed(libs, tmp_path):
     d = tmp_path / "badlink"
     d.mkdir()
@@ -313,6 +349,22 @@ def test_inlined_code_reports_the_chain(libs):
     assert top.inlined[-1].line == source_line("return helper(v) + 1;")
     assert top.inlined[-1].decl_line == source_line("int uses_helper(int v) {")
     assert top.decl_line == source_line("static inline __attribute__((always_inline)) int helper")
+
+
+def test_a_function_that_starts_in_inlined_code_says_so(libs, capsys):
+    from tracer.cli import main
+
+    lib = libs["v5_O2"]
+    (m,) = symbols.find_symbol("starts_inlined", [str(lib)])
+    assert (m.inlined, m.line) == ("square", source_line("int square(int v)"))
+    assert m.call_line == source_line("int starts_inlined(int v)") == m.decl_line
+    theirs = addr2line(lib, [m.address])[m.address]
+    assert theirs[1::2] == [f"{m.file}:{m.line}", f"{m.call_file}:{m.call_line}"]
+    assert main(["where", "starts_inlined", "--lib", str(lib)]) == 0
+    out = capsys.readouterr().out
+    assert f"code at   {m.file}:{m.line}  (in square, inlined here" in out
+    assert f"calls it  {m.call_file}:{m.call_line}" in out
+    assert f"declared  {m.decl_file}:{m.decl_line}" in out
 
 
 def test_functions_report_code_line_and_declaration_line(libs):

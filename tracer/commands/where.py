@@ -112,13 +112,14 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
     by_lib: dict[str, list] = {}
     for m in matches:
         by_lib.setdefault(m.library, []).append(m)
-    definitions = sum(1 for m in matches if not m.plt)
+    # A cold part is a piece of a definition, a stub a call into another library: counted apart.
+    counts = [(sum(1 for m in matches if not m.plt and not m.cold), "definition", "definitions"),
+              (sum(1 for m in matches if m.cold and not m.plt), "cold part", "cold parts"),
+              (sum(1 for m in matches if m.plt), "plt stub", "plt stubs")]
+    told = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n or one == "definition"]
     head = Text()
     head.append(name, style="bold")
-    head.append(f": {definitions} definition{'s' if definitions != 1 else ''}")
-    stubs = len(matches) - definitions
-    if stubs:
-        head.append(f" and {stubs} plt stub{'s' if stubs != 1 else ''}")
+    head.append(": " + (" and ".join(told) if len(told) < 3 else f"{told[0]}, {told[1]} and {told[2]}"))
     head.append(f" in {len(by_lib)} of {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}")
     console.print(head)
     release = False
@@ -126,9 +127,15 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
         console.print()
         title = Text(os.path.basename(lib), style="bold cyan")
         title.append(f"  {lib}", style="dim")
-        if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
-            title.append(f"  (DWARF from {with_lines[lib]})", style="dim")
-        if LibraryIndex.open(lib).stripped:
+        index = LibraryIndex.open(lib)
+        if index.symtab_elsewhere and with_lines.get(lib) == index.symtab_from:
+            title.append(f"  (symbols and DWARF from {index.symtab_from})", style="dim")
+        else:
+            if index.symtab_elsewhere:
+                title.append(f"  (symbols from {index.symtab_from})", style="dim")
+            if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
+                title.append(f"  (DWARF from {with_lines[lib]})", style="dim")
+        if index.stripped:
             title.append("  (stripped: exported symbols only)", style="dim")
         console.print(title)
         for m in ms:
@@ -141,8 +148,16 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
                 if m.file:
                     code = Text("      code at   ")
                     code.append(f"{m.file}:{m.line or '?'}", style="cyan")
-                    code.append("  (line table at the address; what addr2line says)", style="dim")
+                    if m.inlined:
+                        code.append(f"  (in {m.inlined}, inlined here: addr2line's first line)", style="dim")
+                    else:
+                        code.append("  (line table at the address; what addr2line says)", style="dim")
                     console.print(code)
+                    if m.inlined:
+                        call = Text("      calls it  ")
+                        call.append(f"{m.call_file}:{m.call_line or '?'}", style="cyan")
+                        call.append("  (the inlined call, in this function)", style="dim")
+                        console.print(call)
                 if m.decl_file:
                     decl = Text("      declared  ")
                     decl.append(f"{m.decl_file}:{m.decl_line or '?'}", style="cyan")

@@ -61,6 +61,12 @@ class SymbolMatch:
     line: int | None = None
     decl_file: str | None = None
     decl_line: int | None = None
+    # When the code at ``address`` is another function inlined into this one, ``file``/``line`` are
+    # that function's (as addr2line says): ``inlined`` names it, ``call_file``/``call_line`` are where
+    # this function calls it.
+    inlined: str | None = None
+    call_file: str | None = None
+    call_line: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,6 +100,9 @@ def find_symbol(name: str, libraries: list[str]) -> list[SymbolMatch]:
                 if sl is not None:
                     m.file, m.line = sl.file, sl.line
                     m.decl_file, m.decl_line = sl.outer_decl
+                    if sl.inlined:
+                        m.inlined = sl.function
+                        m.call_file, m.call_line = sl.inlined[-1].file, sl.inlined[-1].line
         out.extend(matches)
     return out
 
@@ -232,7 +241,7 @@ def search_symbols(substrings: list[str], libraries: list[str], pattern: str | N
         if t is None:
             continue
         index._ensure_names()
-        mm = index.elf.mm
+        mm = t.mm
         so, end = t.str_offset, t.str_offset + t.str_size
         candidates: set[int] = set()
         for needle in needles:

@@ -16,6 +16,7 @@ Results of a query are remembered per library, so repeating it costs one small f
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import difflib
 import struct
 from array import array
@@ -82,8 +83,10 @@ def demangle(name: str) -> str:
 
 @dataclass
 class _Table:
-    """A symbol table section (``.symtab`` or ``.dynsym``) and its string table, as file offsets."""
+    """A symbol table section (``.symtab`` or ``.dynsym``) and its string table, as offsets in ``mm``:
+    the library's bytes, or those of its separate debug file for a stripped library's ``.symtab``."""
 
+    mm: object
     name: str
     offset: int
     count: int
@@ -92,6 +95,33 @@ class _Table:
     str_size: int
     sorted_names: array = field(default_factory=lambda: array("I"))
     order: array = field(default_factory=lambda: array("I"))
+
+
+def _table_of(elf: ElfFile, name: str, str_name: str) -> _Table | None:
+    sec = elf.sections.get(name)
+    if sec is None or sec.size == 0 or sec.type == 8:  # absent, empty or NOBITS
+        return None
+    strsec = elf.section_list[sec.link] if 0 < sec.link < len(elf.section_list) else None
+    strsec = strsec or elf.sections.get(str_name)
+    if strsec is None or strsec.type == 8:
+        return None
+    entsize = sec.entsize or (24 if elf.elfclass == 64 else 16)
+    return _Table(elf.mm, name, sec.offset, sec.size // entsize, entsize, strsec.offset, strsec.size)
+
+
+def _separate_symtab(elf: ElfFile) -> tuple[_Table, ElfFile] | None:
+    """The ``.symtab`` of the library's separate debug file (found by build-id or a CRC-checked
+    ``.gnu_debuglink``, as for its DWARF), with that file; None when there is none."""
+    from .dwarf import find_debug_file  # the DWARF side is heavy; stripped libraries are rare
+
+    try:
+        debug = find_debug_file(elf)
+    except SymbolError:
+        return None
+    if debug is None or debug is elf or debug.elfclass != elf.elfclass:
+        return None
+    table = _table_of(debug, ".symtab", ".strtab")
+    return (table, debug) if table is not None else None
 
 
 class LibraryIndex:
@@ -118,15 +148,25 @@ class LibraryIndex:
         self._fmt = "<IBBHQQ" if elf.elfclass == 64 else "<IIIBBH"
         self.tables: dict[str, _Table] = {}
         for name, str_name in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
-            sec = elf.sections.get(name)
-            if sec is None or sec.size == 0 or sec.type == 8:
-                continue
-            strsec = elf.section_list[sec.link] if 0 < sec.link < len(elf.section_list) else None
-            strsec = strsec or elf.sections.get(str_name)
-            if strsec is None:
-                continue
-            entsize = sec.entsize or (24 if elf.elfclass == 64 else 16)
-            self.tables[name] = _Table(name, sec.offset, sec.size // entsize, entsize, strsec.offset, strsec.size)
+            table = _table_of(elf, name, str_name)
+            if table is not None:
+                self.tables[name] = table
+        # A stripped library's full symbol table often survives in its separate debug file (distro
+        # -dbg/-dbgsym packages, objcopy --only-keep-debug): gdb reads it there, and so do we.
+        self.symtab_from: str | None = elf.path if ".symtab" in self.tables else None
+        if self.symtab_from is None:
+            debug = _separate_symtab(elf)
+            if debug is not None:
+                self.tables[".symtab"] = debug[0]
+                self.symtab_from = debug[1].path
+                self._debug_elf = debug[1]  # keeps its mapping alive
+                # Another source of names is another index: nothing cached without it may be reused.
+                key = self.key
+                if key.build_id:
+                    self.key = dataclasses.replace(key, build_id=f"{key.build_id}+{debug[1].size:x}")
+                else:
+                    self.key = dataclasses.replace(key, path=f"{key.path}\0{debug[1].path}",
+                                                   mtime_ns=key.mtime_ns ^ debug[1].mtime_ns)
         self._memo: dict | None = None
         self._memo_dirty = False
         self._names_loaded = False
@@ -138,8 +178,13 @@ class LibraryIndex:
     # -- facts about the library --------------------------------------------------------------
     @property
     def stripped(self) -> bool:
-        """No ``.symtab``: only exported (dynamic) symbols can be found."""
+        """No ``.symtab`` in the library, nor in a debug file: only exported (dynamic) symbols can be found."""
         return ".symtab" not in self.tables
+
+    @property
+    def symtab_elsewhere(self) -> bool:
+        """The library is stripped but its ``.symtab`` was found in its separate debug file."""
+        return self.symtab_from is not None and self.symtab_from != self.path
 
     @property
     def search_table(self) -> _Table | None:
@@ -175,7 +220,7 @@ class LibraryIndex:
     def _column(self, t: _Table, byte_offset: int, code: str) -> list[int]:
         """One field of every entry of a symbol table, read as a strided memoryview."""
         size = struct.calcsize(code)
-        raw = self.elf.mm[t.offset : t.offset + t.count * t.entsize]
+        raw = t.mm[t.offset : t.offset + t.count * t.entsize]
         if t.entsize % size or byte_offset % size:
             return [struct.unpack_from("<" + code, raw, i * t.entsize + byte_offset)[0] for i in range(t.count)]
         view = memoryview(raw).cast(code)
@@ -186,17 +231,17 @@ class LibraryIndex:
         """(st_name, st_info, st_shndx, st_value, st_size)."""
         off = t.offset + i * t.entsize
         if self.elf.elfclass == 64:
-            name, info, _, shndx, value, size = struct.unpack_from(self._fmt, self.elf.mm, off)
+            name, info, _, shndx, value, size = struct.unpack_from(self._fmt, t.mm, off)
         else:
-            name, value, size, info, _, shndx = struct.unpack_from(self._fmt, self.elf.mm, off)
+            name, value, size, info, _, shndx = struct.unpack_from(self._fmt, t.mm, off)
         return name, info, shndx, value, size
 
     def _name_at(self, t: _Table, st_name: int) -> str:
         start = t.str_offset + st_name
-        end = self.elf.mm.find(b"\0", start, t.str_offset + t.str_size)
+        end = t.mm.find(b"\0", start, t.str_offset + t.str_size)
         if end < 0:
             end = t.str_offset + t.str_size
-        return self.elf.mm[start:end].decode("utf-8", "replace")
+        return t.mm[start:end].decode("utf-8", "replace")
 
     def _symbols_starting_in(self, t: _Table, lo: int, hi: int) -> list[int]:
         """Indices of the symbols whose name starts at a string-table offset in [lo, hi]."""
@@ -204,8 +249,8 @@ class LibraryIndex:
         b = bisect.bisect_right(t.sorted_names, hi)
         return [t.order[k] for k in range(a, b)]
 
-    def _find_all(self, pattern: bytes, start: int, end: int):
-        mm = self.elf.mm
+    def _find_all(self, pattern: bytes, start: int, end: int, mm=None):
+        mm = self.elf.mm if mm is None else mm
         pos = mm.find(pattern, start, end)
         while pos >= 0:
             yield pos
@@ -214,13 +259,13 @@ class LibraryIndex:
     def _candidate_indices(self, t: _Table, query: str) -> set[int]:
         """Symbols of table ``t`` whose names may match ``query`` (a superset; checked afterwards)."""
         self._ensure_names()
-        mm = self.elf.mm
+        mm = t.mm
         so, end = t.str_offset, t.str_offset + t.str_size
         found: set[int] = set()
         plain, _ = names.split_clones(query.strip())
         if plain.startswith("_Z"):
             for pat in (plain.encode() + b"\0", plain.encode() + b".", plain.encode() + b"@"):
-                for p in self._find_all(pat, so, end):
+                for p in self._find_all(pat, so, end, mm):
                     found.update(self._symbols_starting_in(t, p - so, p - so))
             return found
         tokens = [tok for tok in names.search_tokens(plain) if tok not in _ABBREVIATED]
@@ -242,7 +287,7 @@ class LibraryIndex:
         # C names, with a clone suffix (".cold") or, in .symtab, a symbol version ("puts@GLIBC_2.2.5").
         if len(tokens) == 1:
             for pat in (last + b"\0", last + b".", last + b"@"):
-                for p in self._find_all(pat, so, end):
+                for p in self._find_all(pat, so, end, mm):
                     found.update(self._symbols_starting_in(t, p - so, p - so))
         return found
 
@@ -481,7 +526,7 @@ class LibraryIndex:
             return []
         self._ensure_names()
         so, end = t.str_offset, t.str_offset + t.str_size
-        mm = self.elf.mm
+        mm = t.mm
         minimum = max(3, len(ident) // 3)
 
         def present(s: bytes) -> bool:
@@ -502,7 +547,7 @@ class LibraryIndex:
         for probe in probes:
             if not probe:
                 continue
-            for count, p in enumerate(self._find_all(probe, so, end)):
+            for count, p in enumerate(self._find_all(probe, so, end, mm)):
                 if count >= 4000:
                     break
                 starts[mm.rfind(b"\0", so, p) + 1] = None
