@@ -145,6 +145,19 @@ def test_bad_libraries_exit_2_with_one_sentence(bad_library, capsys):
             "stripped": "stripped"}[shape] in lines[0]
 
 
+def test_a_stripped_library_without_debug_file_says_so_once(debug_ext, tmp_path, capsys):
+    from tracer.commands.where import STRIPPED_NOTE
+
+    lib = tmp_path / "libstripped.so"
+    subprocess.run(["strip", "--strip-all", "-o", str(lib), str(debug_ext)], check=True)
+    assert main(["where", "pttrace_demo::scale_add_cpu", "--lib", str(lib)]) == 0  # exported: still found
+    out = capsys.readouterr().out
+    assert "(stripped: exported symbols only)" in out
+    assert out.count(STRIPPED_NOTE) == 1 and RELEASE_NOTE not in out
+    assert main(["where", "0x1", "--lib", str(lib)]) == 1
+    assert capsys.readouterr().out.count(STRIPPED_NOTE) == 1
+
+
 def test_an_address_needs_one_library(capsys):
     assert main(["where", "0x1234"]) == 2
     assert "--lib" in capsys.readouterr().err

@@ -13,6 +13,8 @@ import sys
 from tracer.errors import SymbolError, UsageError
 
 RELEASE_NOTE = "release build: no line information; build with DEBUG=1 or REL_WITH_DEB_INFO=1"
+STRIPPED_NOTE = ("stripped library: no line information, and no separate debug file found "
+                 "(/usr/lib/debug/.build-id, .gnu_debuglink, $PTTRACE_DEBUG_DIRS)")
 
 
 def add_parser(sub) -> None:
@@ -122,7 +124,7 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
     head.append(": " + (" and ".join(told) if len(told) < 3 else f"{told[0]}, {told[1]} and {told[2]}"))
     head.append(f" in {len(by_lib)} of {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}")
     console.print(head)
-    release = False
+    release = stripped = False
     for lib, ms in by_lib.items():
         console.print()
         title = Text(os.path.basename(lib), style="bold cyan")
@@ -164,10 +166,15 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
                     decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
                     console.print(decl)
             elif not m.plt and not with_lines.get(lib):
-                release = True
-    if release:
-        console.print()
-        console.print(Text(RELEASE_NOTE, style="italic"))
+                if index.stripped:
+                    stripped = True
+                else:
+                    release = True
+    # Said once, whatever the number of matches and libraries.
+    for told, note in ((release, RELEASE_NOTE), (stripped, STRIPPED_NOTE)):
+        if told:
+            console.print()
+            console.print(Text(note, style="italic"))
 
 
 def _print_no_match(name, libraries, suggestions) -> None:
@@ -190,6 +197,7 @@ def _where_address(address: int, library: str, as_json: bool) -> int:
     from rich.text import Text
 
     from tracer import symbols
+    from tracer.symbols.elf_index import LibraryIndex
 
     found = symbols.symbol_at(library, address)
     source = symbols.line_for_address(library, address)
@@ -232,7 +240,8 @@ def _where_address(address: int, library: str, as_json: bool) -> int:
             decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
             console.print(decl)
     elif dwarf_from is None:
-        console.print(Text(RELEASE_NOTE, style="italic"))
+        stripped = LibraryIndex.open(library).stripped
+        console.print(Text(STRIPPED_NOTE if stripped else RELEASE_NOTE, style="italic"))
     else:
         console.print(Text("no line information covers this address", style="italic"))
     return 0 if (found or source) else 1
