@@ -191,12 +191,14 @@ class Engine:
         return describe_python(py)
 
     def _gdb_argv(self, gdb: str, helper: str | None) -> list[str]:
+        # -nx: no gdbinit from anywhere. The auto-load safe path is *replaced* by the interpreter's
+        # own helper (adding to it would keep gdb's defaults, e.g. /usr/share/gdb/auto-load): no other
+        # script beside any library is ever run. -iex, not -ex: it must hold before gdb reads a file.
         argv = [gdb, "-nx", "-q", "--interpreter=mi3"]
-        if helper:
-            # -iex, not -ex: the safe path must be set before gdb reads the executable.
-            argv += ["-iex", f"add-auto-load-safe-path {helper}"]
+        if helper and ":" not in helper:  # the safe path is ':'-separated
+            argv += ["-iex", f"set auto-load safe-path {helper}"]
         else:
-            argv += ["-iex", "set auto-load python-scripts off"]
+            argv += ["-iex", "set auto-load safe-path /nonexistent", "-iex", "set auto-load python-scripts off"]
         if self.config.pid is None:
             argv += ["--args", self.config.python, self.config.script, *self.config.script_args]
         return argv

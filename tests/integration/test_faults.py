@@ -299,6 +299,31 @@ def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path,
     assert not processes_named(str(TARGETS / "loop.py")), "the launched target survived"
 
 
+def test_gdb_runs_no_init_file_and_no_auto_load_script_but_the_interpreters_helper(tmp_path, no_leftovers):
+    # GIVEN scripts gdb would run without -nx and a strict auto-load path: a .gdbinit in the working
+    # directory, one in $HOME and in $XDG_CONFIG_HOME, and a -gdb.py beside a library the target loads
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    home = tmp_path / "home"
+    (home / ".config" / "gdb").mkdir(parents=True)
+    for i, init in enumerate([tmp_path / ".gdbinit", home / ".gdbinit", home / ".config" / "gdb" / "gdbinit"]):
+        init.write_text(f"shell touch {marks}/init{i}\npython open({str(marks / f'py{i}')!r}, 'w').close()\n")
+    lib = tmp_path / "libevil.so"
+    shutil.copy(next(p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1")
+                     if os.path.exists(p)), lib)
+    (tmp_path / "libevil.so-gdb.py").write_text(f"open({str(marks / 'autoload')!r}, 'w').close()\n")
+    script = tmp_path / "t.py"
+    script.write_text(f"import ctypes, torch\nctypes.CDLL({str(lib)!r})\ntorch.tensor([1])\n")
+    # WHEN pttrace traces it from that directory, with that home
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path / "s"),
+                       str(script), cwd=tmp_path, env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+                                                       "PYTHONPATH": str(ROOT)})
+    # THEN the run records its hit and none of those scripts ran
+    assert proc.returncode == 0, proc.stderr
+    assert len(session_in(tmp_path / "s").hits) == 1
+    assert list(marks.iterdir()) == []
+
+
 @pytest.mark.parametrize("case", ["missing-script", "dir-script", "bad-python", "no-gdb", "old-gdb", "bad-spec"])
 def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
     env = {}
