@@ -49,6 +49,21 @@ def test_sessions_lists_id_date_command_breakpoints_hits_status(sdir, capsys):
     assert " 2 " in cut and "interrupted (1 damaged line)" in cut
 
 
+def test_sessions_list_the_program_by_name_and_fit_the_terminal(sdir, capsys, monkeypatch):
+    # Recorded commands start with the interpreter's full path: only its name is listed.
+    session = SIGMOID.read_text().splitlines()
+    header = json.loads(session[0])
+    header["session"]["argv"] = ["/home/someone/projects/venvs/torch-2.13/bin/python3", "scripts/hello-world.py"]
+    (sdir / f"{SIGMOID_ID}.jsonl").write_text("\n".join([json.dumps(header)] + session[1:]) + "\n")
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["sessions", "--session-dir", str(sdir)]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 100 for line in out.splitlines())
+    row = next(line for line in out.splitlines() if SIGMOID_ID in line)
+    assert "/home/someone" not in out and " python3 " in row and "scripts/hello-world.py" in out
+    assert SIGMOID_ID in out  # the id, what `show` and `export` take, is never folded
+
+
 def test_sessions_in_an_empty_directory(tmp_path, capsys):
     assert main(["sessions", "--session-dir", str(tmp_path / "none")]) == 0
     assert "No sessions in" in capsys.readouterr().out

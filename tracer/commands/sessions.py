@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -87,6 +88,14 @@ def _date(started: str | None) -> str:
     return started.replace("T", " ")[:16]
 
 
+def _command(argv: list[str]) -> str:
+    """The command line with the program as its base name: the interpreter's full path (in every row,
+    and in `show`) would crowd out the script and its arguments."""
+    if not argv:
+        return "?"
+    return shlex.join([os.path.basename(argv[0]) or argv[0], *argv[1:]])
+
+
 def run(args: argparse.Namespace) -> int:
     from rich import box
     from rich.console import Console
@@ -102,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(Text(f"No sessions in {directory}/ yet; record one with `pttrace run`."))
         return 0
     table = Table(title=f"Sessions in {directory}/", title_justify="left", box=box.SIMPLE_HEAD,
-                  padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False)
+                  padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False, expand=True)
     table.add_column("id", style="bold", no_wrap=True)
     table.add_column("date", no_wrap=True)
     table.add_column("command", overflow="fold", ratio=3)
@@ -119,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         if s.damaged:
             status.append(f" ({s.damaged} damaged line{'s' if s.damaged > 1 else ''})", style="red")
         # The file name is what `show`/`export` accept; it is the session id unless the file was renamed.
-        table.add_row(Text(path.stem), _date(s.started), Text(shlex.join(s.argv) if s.argv else "?"),
+        table.add_row(Text(path.stem), _date(s.started), Text(_command(s.argv)),
                       Text("\n".join(s.breakpoints)), f"{s.hits:,}", status)
     console.print(table)
     return 0
