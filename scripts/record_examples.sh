@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the example sessions in sessions/ (and their markdown) with the real tool, from
 # scripts/hello-world.py: the import-time initModule hit, torch.tensor's binding, and the sigmoid
-# forward and backward kernels.
+# forward and backward kernels; and from scripts/call_debug_ext.py: the kernel of the -g -O0 operator
+# library (scripts/build_debug_ext.py), whose frames carry DWARF file:line into torch's headers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,19 +10,21 @@ PT=.venv/bin/pttrace
 out=sessions
 rm -f "$out"/example-*.jsonl "$out"/example-*.md
 
-record() {  # record NAME BREAKPOINT...
-    local name="$1"; shift
+record() {  # record NAME SCRIPT BREAKPOINT...
+    local name="$1" script="$2"; shift 2
     local tmp; tmp="$(mktemp -d)"
     local args=()
     for b in "$@"; do args+=(--break "$b"); done
-    "$PT" run --batch --quiet --session-dir "$tmp" "${args[@]}" scripts/hello-world.py >/dev/null
+    "$PT" run --batch --quiet --session-dir "$tmp" "${args[@]}" "$script" >/dev/null
     mv "$tmp"/*.jsonl "$out/example-$name.jsonl"
     rmdir "$tmp"
     "$PT" export "$out/example-$name.jsonl" -o "$out/example-$name.md"
     echo "sessions/example-$name.jsonl -> sessions/example-$name.md"
 }
 
-record initModule initModule
-record tensor THPVariable_tensor
-record sigmoid-forward wrapper_CPU_sigmoid
-record sigmoid-backward wrapper_CPU_sigmoid_backward
+record initModule scripts/hello-world.py initModule
+record tensor scripts/hello-world.py THPVariable_tensor
+record sigmoid-forward scripts/hello-world.py wrapper_CPU_sigmoid
+record sigmoid-backward scripts/hello-world.py wrapper_CPU_sigmoid_backward
+.venv/bin/python scripts/build_debug_ext.py >/dev/null  # built once, then cached
+record debug-ext scripts/call_debug_ext.py pttrace_demo::scale_add_cpu

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return 0
     write(args.output, text)
-    print(f"pttrace: wrote {len(session.hits):,} hits as {fmt} to {args.output}.", file=sys.stderr)
+    n = len(session.hits)
+    print(f"pttrace: wrote {n:,} hit{'' if n == 1 else 's'} as {fmt} to {args.output}.", file=sys.stderr)
     return 0
 
 
