@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from textual.widgets import Input, OptionList
+from textual.widgets import Button, Input, Label, OptionList
 
 from tests.tui.support import numbered_hits, run_pilot, wait_until
 from tracer.errors import TargetError
@@ -20,6 +20,11 @@ from tracer.tui.widgets.hits import HitsTable
 from tracer.tui.widgets.output import OutputLog
 
 SIZE = (160, 48)
+
+
+def shown(log: OutputLog) -> list[str]:
+    """The output pane's lines as they are on screen, wrapped to its width."""
+    return [strip.text.rstrip() for strip in log.lines]
 
 
 async def ready(pilot) -> None:
@@ -188,6 +193,8 @@ def test_add_a_breakpoint_with_completion_then_remove_it(fake_source):
             assert ("add", "at::_ops::sigmoid::call") in fake_source.calls
             table = app.query_one(BreakpointsTable)
             assert table.row_count == 2
+            # the new breakpoint's row is brought under the cursor, so that it is in view
+            await wait_until(pilot, lambda: table.selected_spec == "at::_ops::sigmoid::call")
             # WHEN the new breakpoint is selected and delete pressed THEN it is removed
             table.focus()
             table.move_cursor(row=1)
@@ -195,12 +202,15 @@ def test_add_a_breakpoint_with_completion_then_remove_it(fake_source):
             await wait_until(pilot, lambda: "at::_ops::sigmoid::call" not in app.state.breakpoints)
             assert ("delete", "at::_ops::sigmoid::call") in fake_source.calls
             assert table.row_count == 1
+            assert table.check_action("remove_breakpoint", ()) is True
             # Escape leaves the dialog without adding anything
             await pilot.press("b", "x", "escape")
             assert not isinstance(app.screen, AddBreakpoint)
             assert ("add", "x") not in fake_source.calls
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
+            # once the run has ended there is nothing to remove: the key leaves the footer
+            assert table.check_action("remove_breakpoint", ()) is False
             await pilot.press("q")
 
     run_pilot(scenario())
@@ -216,12 +226,14 @@ def test_output_and_warnings_go_to_the_output_pane(fake_source):
             fake_source.push("warning", "libtorch_cpu.so has no DWARF line information")
             log = app.query_one(OutputLog)
             # A partial line waits a moment for its end, then is shown as it is.
-            await wait_until(pilot, lambda: len(log.lines) == 3, timeout=3)
-            assert [line.text for line in log.lines] == [
+            await wait_until(pilot, lambda: "information" in shown(log), timeout=3)
+            assert shown(log) == [
                 "tensor([0.2252], grad_fn=<SigmoidBackward0>)",
                 "no newline yet",
-                "pttrace: warning: libtorch_cpu.so has no DWARF line information",
+                "pttrace: warning: libtorch_cpu.so has no DWARF line",  # wrapped inside the pane,
+                "information",  # not cut at its edge
             ]
+            assert log.virtual_size.width <= log.scrollable_content_region.width  # no sideways scrolling
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
             await pilot.press("q")
@@ -237,6 +249,9 @@ def test_quit_asks_before_killing_a_launched_target(fake_source):
             await pilot.press("q")
             assert isinstance(app.screen, ConfirmQuit)
             assert "kill the target (pid 4242)" in str(app.screen.question)
+            # the keys are on the buttons as written (a str label would be markup, "[y]" a tag)
+            assert [str(b.label) for b in app.screen.query(Button)] == ["Quit [y]", "Stay [n]"]
+            assert str(app.screen.query_one("#question", Label).content) == app.screen.question
             await pilot.press("n")
             assert not isinstance(app.screen, ConfirmQuit) and app.is_running
             await pilot.press("ctrl+q")  # Textual's own quit key asks too
@@ -258,6 +273,9 @@ def test_quit_detaches_from_an_attached_target_without_asking(fake_source):
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot)
+            # the target's output is not ours to show: the pane says so
+            note = " ".join(shown(app.query_one(OutputLog)))
+            assert note.startswith("pttrace: attached to a running process: its output goes where"), note
             await pilot.press("q")
             assert not isinstance(app.screen, ConfirmQuit)
             await wait_until(pilot, lambda: not app.is_running, timeout=5)

@@ -73,3 +73,28 @@ def test_live_add_breakpoint_dialog(snap_compare, fixture_session):
 
     assert snap_compare(make_app(source), terminal_size=SIZE, run_before=dialog)
     source.request_stop()
+
+
+def test_live_stopped_then_quit_asks(snap_compare, fixture_session):
+    """A live (fake) run in stop mode, stopped at the kernel: the stepping keys are on in the footer,
+    the status says stopped; q asks before it kills the launched target."""
+    session = relocated(fixture_session)
+    source = fake_from(session)
+    sigmoid = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+
+    async def stopped(pilot):
+        app = pilot.app
+        await settled(pilot)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: app.state.mode == "stop")
+        source.push("hit", sigmoid)
+        source.push("stopped", {"reason": "breakpoint-hit"})
+        await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None)
+        await settled(pilot)
+        app.clear_notifications()  # the mode change's toast would stay or go with the machine's speed
+        await pilot.press("q")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmQuit")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(source), terminal_size=SIZE, run_before=stopped)
+    source.request_stop()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import shutil
 
+from rich.color import ColorType
 from rich.console import Console
+from rich.style import Style
 from textual.widgets import DataTable
 
 from tests.tui.support import FIXTURE, run_pilot, wait_until
@@ -97,9 +99,17 @@ def test_call_path_is_outermost_first_coloured_and_folded():
             ]
             keys = column(path, "key")
             assert keys[-1] == "CPU" and keys[names.index("torch::autograd::VariableType::sigmoid")] == "Autograd"
-            # Coloured by layer: the kernel row is styled as the summary's kernel layer.
-            kernel_cell = path.get_cell_at((len(names) - 1, path.get_column_index("layer")))
-            assert "red" in str(kernel_cell.style)
+            # Coloured by layer: one colour per layer, each a different one, and exact colours (Textual
+            # maps named ANSI colours through its theme, where magenta and red look the same).
+            colours: dict[str, set[str]] = {}
+            for row, layer in enumerate(layers):
+                if layer != "start-up":
+                    for name in ("layer", "frame"):
+                        style = Style.parse(str(path.get_cell_at((row, path.get_column_index(name))).style))
+                        assert style.color.type == ColorType.TRUECOLOR, (layer, style)
+                        colours.setdefault(layer, set()).add(style.color.name)
+            assert all(len(c) == 1 for c in colours.values()), colours
+            assert len({c.pop() for c in colours.values()}) == len(colours) == 5  # python + 4 native layers
             # The selected frame is the innermost Python line, shown in the source pane.
             assert path.selected_frame_index() == next(
                 i for i in range(67, -1, -1) if path.hit.frames[i].kind == "python")

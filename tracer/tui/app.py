@@ -162,6 +162,9 @@ class PttraceApp(App[int]):
         if not self.source.live:
             self.query_one(OutputLog).note("a recorded session: the target's output is not kept in the file",
                                            style="grey62")
+        elif self.source.attached:
+            self.query_one(OutputLog).note("attached to a running process: its output goes where it always "
+                                           "went (its own terminal or file), not here", style="grey62")
         self._redraw_status()
         self.hits_table.focus()
         self._run_source()
@@ -352,6 +355,7 @@ class PttraceApp(App[int]):
                 note += " (it is stopped now: c continues)"
             self.notify(note, timeout=4)
         elif action.startswith("add "):
+            self.query_one(BreakpointsTable).reveal(action[4:])
             self.notify(f"breakpoint {action[4:]} added", timeout=4)
         elif action.startswith("remove "):
             self.state.forget_breakpoint(action[7:])

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from textual.content import Content
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -23,10 +24,11 @@ class ConfirmQuit(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(self.question, id="question")
+            yield Label(Content(self.question), id="question")
             with Horizontal(id="buttons"):
-                yield Button("Quit [y]", variant="error", id="yes")
-                yield Button("Stay [n]", variant="primary", id="no")
+                # Content, not a str: a str label is markup, and "[y]" would vanish as a tag.
+                yield Button(Content("Quit [y]"), variant="error", id="yes")
+                yield Button(Content("Stay [n]"), variant="primary", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

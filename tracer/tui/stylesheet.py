@@ -35,7 +35,7 @@ Screen {
 
 #breakpoints {
     height: auto;
-    max-height: 10;
+    max-height: 12;
     min-height: 4;
 }
 

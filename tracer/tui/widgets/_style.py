@@ -6,8 +6,19 @@ import os
 from rich.text import Text
 
 from tracer.export import paths as P
-from tracer.export.tree import LAYER_STYLES
 from tracer.model import Frame
+
+# The same hues as ``pttrace show``, as exact colours: Textual maps the named ANSI colours through
+# its theme, where magenta (binding) and red (kernel) come out as the same pink.
+LAYER_STYLES = {
+    "python": "#98c379",
+    "interpreter": "grey50",
+    "binding": "#c678dd",
+    "dispatcher": "#61afef",
+    "autograd": "#e5c07b",
+    "kernel": "bold #ff5f5f",
+    "runtime": "grey62",
+}
 
 
 def layer_style(layer: str | None) -> str:

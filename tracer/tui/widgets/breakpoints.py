@@ -17,7 +17,8 @@ from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps
 def _location_text(loc: Location) -> Text:
     t = Text(no_wrap=True)
     t.append(short_name(loc.function) or (hex(loc.address) if loc.address else "?"))
-    t.append(f"  {os.path.basename(loc.library or '?')}", style="grey62")
+    if loc.library:  # gdb's early news of a location does not name its library
+        t.append(f"  {os.path.basename(loc.library)}", style="grey62")
     if loc.file:
         t.append(f"  {loc.file}:{loc.line}", style="grey70")
     if loc.note:
@@ -65,6 +66,7 @@ class BreakpointsTable(RowJumps, DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._shape: list[str] = []
         self._shown: dict[str, tuple] = {}  # spec -> what its row shows: (record, first frame, hits)
+        self._reveal: str | None = None  # a spec just added: its row is brought into view when it comes
         self.border_title = "breakpoints"
 
     def on_mount(self) -> None:
@@ -111,8 +113,17 @@ class BreakpointsTable(RowJumps, DataTable):
             self.add_row(*cells, key=key)
         self._shape = shape
         self.border_title = f"breakpoints ({len(state.breakpoints)})"
+        if self._reveal is not None and f"bp:{self._reveal}" in shape:
+            selected, self._reveal = self._reveal, None
         if selected is not None and f"bp:{selected}" in shape:
             self.move_cursor(row=shape.index(f"bp:{selected}"))
+
+    def reveal(self, spec: str) -> None:
+        """Put the cursor on ``spec``'s row now, or as soon as the row exists."""
+        self._reveal = spec
+        if f"bp:{spec}" in self._shape:
+            self._reveal = None
+            self.move_cursor(row=self._shape.index(f"bp:{spec}"))
 
     @property
     def selected_spec(self) -> str | None:
@@ -127,8 +138,8 @@ class BreakpointsTable(RowJumps, DataTable):
         if action != "remove_breakpoint":
             return True
         source = getattr(self.app, "source", None)
-        if source is None or not source.live:
-            return False  # a recorded session: nothing to remove, no key to show
+        if source is None or not source.live or self.app.state.finished:
+            return False  # a recorded session or an ended run: nothing to remove, no key to show
         return True if self.app.state.can_control else None
 
     def action_remove_breakpoint(self) -> None:

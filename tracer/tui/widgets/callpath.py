@@ -32,7 +32,7 @@ class CallPathTable(RowJumps, DataTable):
         """Show full demangled names instead of short ones."""
         self._opened: set[int] = set()
         self._rows: list[PathRow] = []
-        self.border_title = "call path"
+        self.border_title = "call path · no hit yet"
 
     def on_mount(self) -> None:
         self.add_column("layer", key="layer")

@@ -28,9 +28,10 @@ class HitsTable(RowJumps, DataTable):
     def on_mount(self) -> None:
         self.add_column("#", key="seq")
         self.add_column("breakpoint", key="bp")
-        self.add_column("thread", key="thread")
+        # The thread last: it is nearly always the main one, and the pane is narrow.
         self.add_column("innermost frame", key="inner")
         self.add_column("called from", key="from")
+        self.add_column("thread", key="thread")
 
     @property
     def following(self) -> bool:
@@ -48,9 +49,9 @@ class HitsTable(RowJumps, DataTable):
             rows.append((
                 Text(str(hit.seq), justify="right"),
                 Text(hit.breakpoint or (hit.signal or "?"), style="cyan" if hit.breakpoint else "bold red"),
-                Text(thread, no_wrap=True),
                 frame_name(inner) if inner else Text("(no frames)", style="grey50"),
                 Text(P.frame_location(origin, self.cwd) or "", style="green", no_wrap=True) if origin else "",
+                Text(thread, no_wrap=True),
             ))
         self.add_rows(rows)
         self.border_title = f"hits ({len(self.hits):,})"

@@ -11,7 +11,9 @@ class OutputLog(RichLog):
     """Lines are written whole; a partial line (a prompt, a progress bar) is shown after a short wait."""
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=5000, wrap=True, markup=False, highlight=False, **kwargs)
+        # min_width: RichLog renders at least 78 columns wide by default, wider than this pane, so
+        # long lines would run off its edge instead of wrapping.
+        super().__init__(max_lines=5000, min_width=20, wrap=True, markup=False, highlight=False, **kwargs)
         self._partial = ""
         self._timer = None
         self.border_title = "target output"

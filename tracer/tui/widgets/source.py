@@ -7,8 +7,9 @@ from collections import OrderedDict
 from pathlib import Path
 
 from rich.console import Group
+from rich.style import Style
 from rich.syntax import Syntax
-from rich.text import Text
+from rich.text import Span, Text
 from textual import work
 from textual.message import Message
 from textual.widgets import Static
@@ -24,6 +25,20 @@ LINE_STYLE = "on #3b3b1f"
 _HIGHLIGHTED: "OrderedDict[tuple, list[Text]]" = OrderedDict()
 _HIGHLIGHTED_MAX = 16
 _lock = threading.Lock()
+
+
+def _coloured(code: str, lang: str) -> Text:
+    """``code`` lexed and coloured, on the pane's own background: the theme paints a background
+    behind every token, which shows as boxes around the words on Textual's surface colour."""
+    text = Syntax(code, lang, theme=THEME).highlight(code)
+    text.style = ""
+    spans = []
+    for span in text.spans:
+        style = span.style if isinstance(span.style, Style) else Style.parse(span.style)
+        spans.append(Span(span.start, span.end, Style(color=style.color, bold=style.bold, italic=style.italic,
+                                                       underline=style.underline)))
+    text.spans = spans
+    return text
 
 
 def highlighted(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
@@ -48,7 +63,7 @@ def highlight(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
         result = [Text(line) for line in lines]
     else:
         code = "\n".join(lines)
-        text = Syntax(code, lang, theme=THEME).highlight(code)
+        text = _coloured(code, lang)
         result = list(text.split("\n", allow_blank=True))[: len(lines)]
     with _lock:
         _HIGHLIGHTED[(path, mtime_ns, lang)] = result
@@ -79,7 +94,8 @@ class SourcePane(Static):
     """Shows a window of the file fitted to the pane, the frame's line in the middle."""
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("", **kwargs)
+        super().__init__(Text("the source of the frame selected in the call path shows here",
+                              style="grey50"), **kwargs)
         self.frame: Frame | None = None
         self.cwd: str | None = None
         self.session_info = None
@@ -181,7 +197,7 @@ class SourcePane(Static):
                 t.append(f"{frame.file} is not on this machine.\n", style="bold yellow")
             if frame.source:
                 t.append(f"\nline {frame.line}, as recorded:\n", style="grey62")
-                t.append_text(Syntax(frame.source.strip(), "python", theme=THEME).highlight(frame.source.strip()))
+                t.append_text(_coloured(frame.source.strip(), "python"))
             return t
         name = frame.function or (hex(frame.address) if frame.address else "??")
         if frame.file:
