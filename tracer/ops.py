@@ -68,6 +68,9 @@ _STATIC_NAMESPACES = {
     "compositeimplicitautograd": "CompositeImplicitAutograd", "mkldnncpu": "MkldnnCPU",
     "quantizedcpu": "QuantizedCPU", "sparsecpu": "SparseCPU", "sparsecsrcpu": "SparseCsrCPU",
 }
+# The backend suffix of a structured kernel's name (native_functions.yaml: ``CPU: mm_out_cpu``).
+_BACKEND_SUFFIXES = {"cpu": "CPU", "cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "meta": "Meta",
+                     "sparse_cpu": "SparseCPU", "sparse_csr_cpu": "SparseCsrCPU", "mkldnn": "MkldnnCPU"}
 _ADAPTERS = ("c10::impl::wrap_kernel_functor_unboxed_", "c10::impl::make_boxed_from_unboxed_functor")
 _STUB_RE = re.compile(r"^at::native::DispatchStub<.*, at::native::(\w+)_stub_DECLARE_DISPATCH_type>::([A-Z][A-Z0-9_]*)$")
 
@@ -346,7 +349,9 @@ def op_refs(spec: str, facts: TorchFacts | None, variants: bool = False,
             for o, out in match:
                 add(OpRef(name, o, out))
         else:
-            for o, out in known:
+            # The default overload first: a kernel named after the bare op (structured_mm_out_cpu)
+            # is attributed to the first overload it fits.
+            for o, out in sorted(known, key=lambda k: k[0] != ""):
                 if variants or not out:
                     add(OpRef(name, o, out))
             if variants and not name.endswith("_"):
@@ -484,6 +489,11 @@ def _family(qual: str, refs: list[OpRef], backward: bool) -> tuple[str, OpRef, s
         m = re.fullmatch(r"at::native::structured_(\w+)::impl", qual)
         if m and m.group(1) in (r.cpp, r.base + "_out", r.kernel_name, f"{r.base}_out_{r.overload}"):
             return "structured kernel", r, None
+        # A backend's own structured kernel is named after its yaml dispatch entry: mm_out_cpu (CPU).
+        if m and m.group(1).startswith(r.base + "_out_"):
+            backend = _BACKEND_SUFFIXES.get(m.group(1)[len(r.base) + 5:])
+            if backend:
+                return "structured kernel", r, backend
         m = re.fullmatch(r"at::native::(?:(\w+)::)?(\w+)_kernel", qual)
         if m and m.group(2) == r.base and (m.group(1) is None or m.group(1) in CAPABILITY_NAMESPACES):
             return "native kernel", r, None

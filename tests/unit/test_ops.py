@@ -146,6 +146,15 @@ def test_family_rejects_neighbours(qual):
     assert ops._family(qual, [ops.OpRef("sigmoid")], backward=True) is None
 
 
+def test_backend_structured_kernel_is_named_after_its_dispatch_entry():
+    # native_functions.yaml: mm.out dispatches CPU to mm_out_cpu -> at::native::structured_mm_out_cpu::impl
+    refs = [ops.OpRef("mm")]
+    fam = ops._family("at::native::structured_mm_out_cpu::impl", refs, backward=False)
+    assert fam is not None and fam[0] == "structured kernel" and fam[2] == "CPU"
+    assert ops._family("at::native::structured_bmm_out_cpu::impl", refs, backward=False) is None
+    assert ops._family("at::native::structured_mm_out_weird::impl", refs, backward=False) is None
+
+
 def test_backward_node_only_when_asked():
     assert ops._family("torch::autograd::generated::SigmoidBackward0::apply", [ops.OpRef("sigmoid")],
                        backward=False) is None
@@ -293,6 +302,12 @@ def test_resolve_overload(libraries, facts):
     assert "at::_ops::add_Scalar::call" not in shorts and "at::wrapper_CPU_add__Tensor" not in shorts
     # add_stub has no AVX512 kernel: DispatchStub falls back, and the resolution says so.
     assert {"stub": "add_stub", "capability": "AVX512", "function": None} in res.stubs
+
+
+def test_resolve_mm_finds_its_cpu_kernel_under_the_default_overload(libraries, facts):
+    res = ops.resolve_op("mm", libraries, facts, backward=False)
+    impl = [f for f in res.functions if f.short == "at::native::structured_mm_out_cpu::impl"]
+    assert len(impl) == 1 and impl[0].op == "aten::mm" and impl[0].dispatch_key == "CPU"
 
 
 def test_resolve_ops_breaks_on_a_shared_function_once(libraries, facts):
