@@ -89,6 +89,22 @@ def test_show_prints_each_distinct_path_top_down(sdir, capsys):
     assert "cfunction_call" not in out
 
 
+@pytest.mark.parametrize("newest", ["example-renamed", SIGMOID_ID])
+def test_last_is_the_most_recently_written_session_whatever_its_name(sdir, capsys, newest):
+    shutil.copy(SIGMOID, sdir / "example-renamed.jsonl")  # sorts after the dated ids
+    older = ({"example-renamed", SIGMOID_ID} - {newest}).pop()
+    os.utime(sdir / f"{older}.jsonl", (1_000_000_000, 1_000_000_000))
+    os.utime(sdir / f"{newest}.jsonl", (2_000_000_000, 2_000_000_000))
+    assert main(["export", "last", "--format", "folded", "--session-dir", str(sdir), "-o",
+                 str(sdir / "out.folded")]) == 0
+    err = capsys.readouterr().err
+    assert main(["show", "last", "--session-dir", str(sdir)]) == 0
+    assert "wrote 4 hits as folded" in err and f"session {SIGMOID_ID}" in capsys.readouterr().out
+    from tracer import storage
+
+    assert storage.resolve("last", sdir).stem == newest
+
+
 def test_show_all_frames_and_prefix(sdir, capsys):
     assert main(["show", SIGMOID_ID[:8], "--all-frames", "--session-dir", str(sdir)]) == 0
     out = capsys.readouterr().out
