@@ -307,7 +307,7 @@ def test_resolve_overload(libraries, facts):
 def test_resolve_mm_finds_its_cpu_kernel_under_the_default_overload(libraries, facts):
     res = ops.resolve_op("mm", libraries, facts, backward=False)
     impl = [f for f in res.functions if f.short == "at::native::structured_mm_out_cpu::impl"]
-    assert len(impl) == 1 and impl[0].op == "aten::mm" and impl[0].dispatch_key == "CPU"
+    assert len(impl) == 1 and impl[0].op == "mm" and impl[0].dispatch_key == "CPU"
 
 
 def test_resolve_ops_breaks_on_a_shared_function_once(libraries, facts):
