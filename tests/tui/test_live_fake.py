@@ -139,6 +139,37 @@ def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fi
     run_pilot(scenario())
 
 
+def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
+    """A breakpoint hit during ``import torch`` comes before a key pressed once the target runs."""
+    gdb_up = threading.Event()
+    run = fake_source.run
+
+    def slow_start(emit):
+        gdb_up.wait(10)
+        run(emit)
+
+    fake_source.run = slow_start
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(0.1)
+            assert app.state.gdb == "starting" and app.check_action("toggle_mode", ()) is True
+            assert app.check_action("control", ("step",)) is None  # the others wait for gdb
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop")
+            assert ("mode", "stop") in fake_source.calls
+            assert app.state.gdb == "starting"  # not "ready" before gdb is
+            gdb_up.set()
+            await ready(pilot)
+            assert "mode stop" in str(app.query_one("#status").render())
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
 def test_interrupt_stops_a_running_target_and_shows_where(fake_source):
     async def scenario():
         app = make_app(fake_source)

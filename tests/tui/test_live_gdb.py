@@ -31,13 +31,17 @@ def _alive(pid: int) -> bool:
 @pytest.mark.gdb
 def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
     config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
-                         session_dir=tmp_path, mode="stop", live=True, forward_output=False)
+                         session_dir=tmp_path, live=True, forward_output=False)
     source = LiveSource(config)
 
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            # GIVEN a launched hello-world.py that stops at the first hit of the CPU sigmoid kernel
+            # GIVEN a launched hello-world.py switched to stop mode while gdb was still starting
+            assert app.state.gdb == "starting" and app.state.mode == "record"
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop", timeout=5)
+            # THEN it stops at the first hit of the CPU sigmoid kernel
             await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None,
                              timeout=90, step=0.2)
             path = app.call_path

@@ -135,3 +135,18 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
     screen = term.screen(history=10)
     assert "pttrace: session saved to" in screen and "(completed, 1 hit)" in screen
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+@pytest.mark.gdb
+def test_batch_in_a_real_terminal_stays_headless(terminal, tmp_path):
+    """On a terminal the TUI is the default; --batch keeps the headless summary."""
+    term = terminal([str(PTTRACE), "run", "--batch", "--session-dir", str(tmp_path), "--break", "initModule",
+                     "--max-hits", "1", str(HELLO)])
+    assert term.exit_status(timeout=120) == 0
+    # (a TUI would wait for q after the run: the exit status would not come)
+    screen = term.screen(history=60)
+    assert "status: completed" in screen and "breakpoint initModule  1 hit" in screen  # the batch summary
+    assert "export it with: pttrace export" in screen and "view it again with" not in screen
+    for tui_only in ("breakpoints (", "╭─ hits", "target output", "^p palette"):
+        assert tui_only not in screen, tui_only
+    assert len(list(tmp_path.glob("*.jsonl"))) == 1

@@ -310,6 +310,8 @@ class PttraceApp(App[int]):
             return True
         if not self.source.live or self.state.finished:
             return False
+        if action == "toggle_mode" and not self._quitting and not self.state.error:
+            return True  # even while gdb starts: the run then begins in the chosen mode
         if not self.state.can_control or self._quitting:
             return None
         if action in ("resume", "control"):
@@ -319,7 +321,8 @@ class PttraceApp(App[int]):
         return True
 
     def _control(self, label: str, call: Callable[[], object]) -> None:
-        self.state.gdb = f"busy: {label}"
+        if self.state.gdb != "starting":  # a mode chosen while gdb starts is only noted, gdb is not asked
+            self.state.gdb = f"busy: {label}"
         self._redraw_status()
         self._control_worker(label, call)
 
@@ -336,7 +339,7 @@ class PttraceApp(App[int]):
         self.post_message(ControlFinished(label, True, hit=result if isinstance(result, Hit) else None))
 
     def on_control_finished(self, message: ControlFinished) -> None:
-        if not self.state.finished and not self._quitting:
+        if not self.state.finished and not self._quitting and self.state.gdb.startswith("busy"):
             self.state.gdb = "ready"
         if not message.ok:
             self.notify(message.message, title=message.action, severity="error", timeout=8)

@@ -263,6 +263,8 @@ class LiveSource(EventSource):
         self._pid: int | None = None
         self._done = threading.Event()
         self._lock = threading.Lock()  # one control command at a time
+        self._started = False  # gdb is up: control commands go to it (set under the lock)
+        self._early_mode: str | None = None  # a mode chosen while gdb was starting
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
@@ -295,6 +297,12 @@ class LiveSource(EventSource):
                 return
             if self._stop_reason:  # the user quit while gdb was starting: run() ends it at once
                 self.engine.request_stop(self._stop_reason)
+            with self._lock:
+                self._started = True
+                if self._early_mode is not None:
+                    # Chosen while gdb started; the agent may have been set up before: tell it now,
+                    # before the target runs, so that even the first hit stops.
+                    self.engine.set_mode(self._early_mode)
             if self.engine.info is not None:
                 emit(SourceEvent("session", self.engine.info))
             if self.engine.target_pid:
@@ -358,7 +366,13 @@ class LiveSource(EventSource):
         return self.engine
 
     def set_mode(self, mode: str) -> None:
+        """Also while gdb is starting: the run then begins in that mode (a hit during
+        ``import torch`` comes too early for a key pressed once the target runs)."""
         with self._lock:
+            if not self._started and not self.finished:
+                self.config.mode = mode
+                self._early_mode = mode
+                return
             self._engine().set_mode(mode)
 
     def resume(self) -> None:
