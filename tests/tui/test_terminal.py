@@ -85,6 +85,15 @@ class Terminal:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _quote(arg: str) -> str:
     return "'" + str(arg).replace("'", "'\\''") + "'"
 
@@ -135,6 +144,32 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
     screen = term.screen(history=10)
     assert "pttrace: session saved to" in screen and "(completed, 1 hit)" in screen
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+@pytest.mark.gdb
+def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path):
+    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
+                     str(HELLO)])
+    term.wait_for("breakpoints (1)", "gdb ", timeout=15)
+    # WHEN m is pressed at once THEN the run stops at the kernel's first hit
+    term.keys("m")
+    screen = term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", timeout=120)
+    assert "kernel      at::wrapper_CPU_sigmoid" in screen and "s step" in screen
+    # WHEN f is pressed THEN the kernel returns and the path ends in the adapter that called it
+    term.keys("f")
+    screen = term.wait_for("where finish stopped", timeout=60)
+    assert "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call" in screen
+    pid = int(screen.split("│  pid ", 1)[1].split()[0])
+    # WHEN q is pressed THEN pttrace asks first; n keeps the run, q then y kills the target
+    term.keys("q")
+    term.wait_for("Quit and kill the target", "Quit [y]", "Stay [n]")
+    term.keys("n")
+    screen = term.wait_for("target stopped")
+    assert "Quit and kill the target" not in screen
+    term.keys("q", "y")
+    assert term.exit_status() == 0
+    assert "(interrupted, 1 hit)" in term.screen(history=10)
+    assert not _alive(pid), "the launched target outlived pttrace"
 
 
 @pytest.mark.gdb
