@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import gdb  # type: ignore[import-not-found]
@@ -28,6 +29,7 @@ from tracer.classify import classify, dispatch_key, is_cold_clone, is_plt, short
 from tracer.gdb.linetable import line_ranges as _line_ranges
 
 EVAL_FRAME = "_PyEval_EvalFrameDefault"
+_ORDER = sys.byteorder  # the target's, as gdb debugs native processes only here
 MAX_SOURCE = 400
 
 
@@ -54,10 +56,72 @@ class _State:
 STATE = _State()
 
 # Per-pc caches: the same return addresses come back at every hit of a hot breakpoint.
-_native_cache: dict = {}
+_native_cache: dict = {}  # (pc, inline index) -> _NativeFrame
+# The frames older than the outermost PyEval_EvalCode (the interpreter's start-up: run_mod,
+# Py_RunMain, main, _start...) are the same at every hit of a thread: unwound once, then reused.
+_suffix_cache: dict = {}  # (thread, pc, sp of that frame) -> (frames, return-address slots)
 _code_cache: dict = {}
 _source_cache: dict = {}
 _exe_name = None
+
+
+class _NativeFrame(dict):
+    """A cached native frame; ``text`` keeps its JSON, encoded once (a hot hit repeats the same frames)."""
+
+    __slots__ = ("text",)
+
+
+def _frame_text(frame: dict) -> str:
+    text = getattr(frame, "text", None)
+    if text is None:
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+        if isinstance(frame, _NativeFrame):
+            frame.text = text
+    return text
+
+
+def _write_hit(record: dict) -> None:
+    """``_write`` for a hit, byte for byte, with each cached native frame's JSON reused."""
+    if STATE.session_fd < 0:
+        return
+    if "frames" not in record:
+        _write(record)
+        return
+    head, tail, frames = {}, {}, None
+    for key, value in record.items():
+        if key == "frames":
+            frames = value
+        elif frames is None:
+            head[key] = value
+        else:
+            tail[key] = value
+    dumps = json.dumps
+    text = dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1]
+    text += ',"frames":[' + ",".join([_frame_text(f) for f in frames or ()]) + "]"
+    if tail:
+        text += "," + dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
+    else:
+        text += "}"
+    try:
+        data = (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8: the slow path escapes it
+        _write(record)
+        return
+    os.write(STATE.session_fd, data)
+
+
+def _clear_frame_caches(*_args) -> None:
+    """New or dropped symbols can rename any frame: forget every cached frame."""
+    _native_cache.clear()
+    _suffix_cache.clear()
+    _frame_var.clear()
+
+
+def _clear_all_caches(*_args) -> None:
+    """The target ended: code objects and frames of the next run are not these."""
+    _clear_frame_caches()
+    _code_cache.clear()
+    _py_frame_cache.clear()
 
 
 def _write(record: dict) -> None:
@@ -127,7 +191,7 @@ def _native(frame, inline_index: int) -> dict:
     except Exception:
         pass
     lib = _library(pc)
-    info = {
+    info = _NativeFrame({
         "kind": "native",
         "function": name,
         "short": short_name(name),
@@ -137,7 +201,7 @@ def _native(frame, inline_index: int) -> dict:
         "line": line,
         "layer": classify(name, lib),
         "dispatch_key": dispatch_key(name),
-    }
+    })
     try:
         if frame.type() == gdb.INLINE_FRAME:
             info["inlined"] = True
@@ -206,6 +270,8 @@ def _code_info(code) -> dict | None:
     info = _code_cache.get(addr)
     if info is not None:
         return info
+    if isinstance(code, int):
+        return None
     try:
         c = code.dereference()
         filename = _read_str(c["co_filename"])
@@ -244,39 +310,114 @@ def _source(path: str | None, line: int | None) -> str | None:
     return None
 
 
+_UNKNOWN_PY = {"kind": "python", "function": None, "short": None, "library": None, "address": None,
+               "file": None, "line": None, "layer": "python", "dispatch_key": None, "source": None}
+_py_frame_cache: dict = {}  # (code object address, prev_instr) -> _NativeFrame of that Python frame
+_iframe_layout = None  # (size, [(offset, size) of f_code, prev_instr, previous, is_entry]) or False
+
+
+def _layout():
+    """Where _PyInterpreterFrame keeps the four fields read per frame (one memory read a frame,
+    instead of a gdb.Value per field); False if the interpreter's debug info does not say."""
+    global _iframe_layout
+    if _iframe_layout is None:
+        try:
+            t = _type("_PyInterpreterFrame")
+            fields = {f.name: f for f in t.fields()}
+            spots = []
+            for name in ("f_code", "prev_instr", "previous", "is_entry"):
+                f = fields[name]
+                if f.bitpos % 8 or f.bitsize or f.type.sizeof not in (1, 2, 4, 8):
+                    raise ValueError(name)
+                spots.append((f.bitpos // 8, f.type.sizeof))
+            _iframe_layout = (t.sizeof, spots)
+        except Exception:
+            _iframe_layout = False
+    return _iframe_layout
+
+
+def _python_frame(code_addr: int, code, prev_instr: int) -> dict:
+    # Same code object, same instruction: the same frame (its line and source are read once).
+    key = (code_addr, prev_instr)
+    cached = _py_frame_cache.get(key)
+    if cached is not None:
+        return cached
+    info = _code_info(code)
+    if info is None:
+        return dict(_UNKNOWN_PY)
+    lasti = (prev_instr - info["start"]) // 2
+    line = _line_of(info, lasti) if lasti >= 0 else info["first"]
+    cached = _py_frame_cache[key] = _NativeFrame({
+        "kind": "python",
+        "function": info["function"],
+        "short": info["function"],
+        "library": None,
+        "address": None,
+        "file": info["file"],
+        "line": line,
+        "layer": "python",
+        "dispatch_key": None,
+        "source": _source(info["file"], line),
+    })
+    return cached
+
+
+_frame_var: dict = {}  # eval frame pc -> "frame" or "cframe": where its _PyInterpreterFrame is readable
+
+
+def _current_iframe(frame):
+    """The eval frame's current _PyInterpreterFrame pointer (a gdb.Value)."""
+    pc = frame.pc()
+    if _frame_var.get(pc) != "cframe":
+        iframe = frame.read_var("frame")
+        if not iframe.is_optimized_out:
+            _frame_var[pc] = "frame"
+            return iframe
+        _frame_var[pc] = "cframe"  # optimized out at this pc: it is so at every stop here
+    return frame.read_var("cframe")["current_frame"]
+
+
 def _python_frames(frame) -> list[dict] | None:
     """The Python frames one C-level eval frame runs, innermost first; None if unreadable."""
     try:
-        iframe = frame.read_var("frame")
-        if iframe.is_optimized_out:
-            iframe = frame.read_var("cframe")["current_frame"]
+        iframe = _current_iframe(frame)
+        addr = int(iframe)
     except Exception:
         return None
+    layout = _layout()
+    if not layout:
+        return _python_frames_by_value(iframe)
+    size, ((o_code, s_code), (o_instr, s_instr), (o_prev, s_prev), (o_entry, s_entry)) = layout
+    code_ptr = _type("PyCodeObject").pointer()
+    read = gdb.selected_inferior().read_memory
+    out = []
+    seen = 0
+    try:
+        while addr and seen < STATE.max_depth:
+            seen += 1
+            raw = bytes(read(addr, size))
+            code_addr = int.from_bytes(raw[o_code:o_code + s_code], _ORDER)
+            code = gdb.Value(code_addr).cast(code_ptr) if code_addr not in _code_cache else code_addr
+            out.append(_python_frame(code_addr, code, int.from_bytes(raw[o_instr:o_instr + s_instr], _ORDER)))
+            if int.from_bytes(raw[o_entry:o_entry + s_entry], _ORDER):
+                break
+            addr = int.from_bytes(raw[o_prev:o_prev + s_prev], _ORDER)
+    except Exception:
+        if not out:
+            return None
+    return out
+
+
+def _python_frames_by_value(iframe) -> list[dict] | None:
+    """``_python_frames`` through gdb.Values (when the frame layout cannot be read from debug info)."""
     out = []
     seen = 0
     try:
         while int(iframe) and seen < STATE.max_depth:
             seen += 1
             f = iframe.dereference()
-            info = _code_info(f["f_code"])
-            if info is None:
-                out.append({"kind": "python", "function": None, "short": None, "library": None, "address": None,
-                            "file": None, "line": None, "layer": "python", "dispatch_key": None, "source": None})
-            else:
-                lasti = (int(f["prev_instr"]) - info["start"]) // 2
-                line = _line_of(info, lasti) if lasti >= 0 else info["first"]
-                out.append({
-                    "kind": "python",
-                    "function": info["function"],
-                    "short": info["function"],
-                    "library": None,
-                    "address": None,
-                    "file": info["file"],
-                    "line": line,
-                    "layer": "python",
-                    "dispatch_key": None,
-                    "source": _source(info["file"], line),
-                })
+            code = f["f_code"]
+            out.append(_python_frame(int(code), code, int(f["prev_instr"])))
             if int(f["is_entry"]):
                 break
             iframe = f["previous"]
@@ -302,23 +443,60 @@ def _check_python() -> bool:
 # --------------------------------------------------------------------------------------------
 # The stack walk
 # --------------------------------------------------------------------------------------------
-def call_path() -> tuple[list[dict], bool]:
-    """Frames of the selected thread, outermost first, and whether the walk was cut at max_depth."""
+ANCHOR = "PyEval_EvalCode"  # the interpreter runs the main module from here: only C start-up below
+_SLOT = 8  # bytes of a return address on the stack (x86-64 and aarch64)
+
+
+def _suffix_slots(frames: list):
+    """Where the return addresses of these older frames sit on the stack, and their values.
+
+    A frame's pc is the return address its callee pushed just below the frame's sp (x86-64; on
+    other machines the check below fails and the suffix is simply not reused)."""
+    slots = []
+    for f in frames:
+        try:
+            slots.append((int(f.read_register("sp")) - _SLOT, f.pc()))
+        except Exception:
+            return None
+    if not slots:
+        return None
+    lo = min(a for a, _ in slots)
+    hi = max(a for a, _ in slots) + _SLOT
+    if hi - lo > 1 << 16:
+        return None
+    return lo, hi - lo, tuple((a - lo, pc.to_bytes(_SLOT, _ORDER)) for a, pc in slots)
+
+
+def _suffix_still_valid(slots) -> bool:
+    """Every return address of the cached suffix is still in its slot: the same callers, live."""
+    lo, size, checks = slots
+    try:
+        mem = bytes(gdb.selected_inferior().read_memory(lo, size))
+    except Exception:
+        return False
+    return all(mem[off:off + _SLOT] == want for off, want in checks)
+
+
+def call_path(newest=None) -> tuple[list[dict], bool]:
+    """Frames of the selected thread, outermost first, and whether the walk was cut at max_depth.
+    ``newest``: gdb.newest_frame(), when the caller has it already (asking again costs a lookup)."""
     py = _check_python()
     frames: list[dict] = []
     try:
-        f = gdb.newest_frame()
+        f = newest if newest is not None and newest.is_valid() else gdb.newest_frame()
     except gdb.error:
         return frames, False
+    max_depth = STATE.max_depth
     last_pc = None
     inline_index = 0
-    depth = 0
     truncated = False
+    anchor_key = None  # the outermost PyEval_EvalCode met so far: (key, index in frames)
+    suffix_gdb: list = []  # the gdb frames after it, for the cache's stack check
+    complete = False
     while f is not None:
-        if depth >= STATE.max_depth:
+        if len(frames) >= max_depth:
             truncated = True
             break
-        depth += 1
         try:
             pc = f.pc()
         except Exception:
@@ -326,10 +504,11 @@ def call_path() -> tuple[list[dict], bool]:
         inline_index = inline_index + 1 if pc == last_pc else 0
         last_pc = pc
         native = _native(f, inline_index)  # cached per pc: no symbol lookup for frames seen before
-        if py and native["function"] == EVAL_FRAME and not native.get("inlined"):
+        name = native["function"]
+        if name == EVAL_FRAME and py and not native.get("inlined"):
             pyframes = _python_frames(f)
             if pyframes:
-                room = STATE.max_depth - len(frames)
+                room = max_depth - len(frames)
                 if len(pyframes) > room:
                     frames.extend(pyframes[:room])
                     truncated = True
@@ -337,14 +516,43 @@ def call_path() -> tuple[list[dict], bool]:
                 frames.extend(pyframes)
             else:
                 frames.append(native)
+            anchor_key = None  # Python runs below the last anchor: it was not the outermost
         else:
             frames.append(native)
-        depth = len(frames)
+            if anchor_key is not None:
+                suffix_gdb.append(f)
+        if name == ANCHOR and not native.get("inlined"):
+            # Its callers are C start-up frames, the same at every hit as long as this activation
+            # (same thread, pc and stack address) is live: reuse them instead of unwinding again.
+            try:
+                key = (gdb.selected_thread().global_num, pc, int(f.read_register("sp")))
+            except Exception:
+                key = None
+            cached = _suffix_cache.get(key) if key is not None else None
+            if cached is not None and _suffix_still_valid(cached[1]):
+                suffix = cached[0]
+                room = max_depth - len(frames)
+                if len(suffix) > room:
+                    frames.extend(suffix[:room])
+                    truncated = True
+                else:
+                    frames.extend(suffix)
+                break
+            anchor_key = (key, len(frames)) if key is not None else None
+            suffix_gdb = []
         try:
             f = f.older()
         except gdb.error:
             _warn("gdb could not unwind past some frames; the outermost frames of those stacks are missing")
             break
+    else:
+        complete = True
+    if complete and anchor_key is not None and suffix_gdb:
+        key, start = anchor_key
+        if all(x["kind"] == "native" and x["function"] not in (EVAL_FRAME, ANCHOR) for x in frames[start:]):
+            slots = _suffix_slots(suffix_gdb)
+            if slots is not None:
+                _suffix_cache[key] = (frames[start:], slots)
     frames.reverse()
     return frames, truncated
 
@@ -387,9 +595,9 @@ def _entry_keyset(frame, name: str | None) -> int | None:
 
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
-               keyset: int | None = None) -> bool:
+               keyset: int | None = None, newest=None) -> bool:
     """Record the current stack; returns False if deferred until missing symbols are loaded."""
-    frames, truncated = call_path()
+    frames, truncated = call_path(newest)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
     if allow_defer:
@@ -399,6 +607,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             STATE.pending_spec = spec
             for key in [k for k, v in _native_cache.items() if v.get("library") in missing]:
                 del _native_cache[key]
+            _suffix_cache.clear()
             return False
     STATE.hits += 1
     rec = {"type": "hit", "seq": STATE.hits, "breakpoint": spec, "thread": _thread(), "time": time.time(),
@@ -407,7 +616,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
         rec["truncated"] = True
     if signal:
         rec["signal"] = signal
-    _write(rec)
+    _write_hit(rec)
     return True
 
 
@@ -436,7 +645,7 @@ class TraceBreakpoint(gdb.Breakpoint):
         keyset = _entry_keyset(newest, name)
         STATE.need_libs = []
         try:
-            if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset):
+            if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest):
                 STATE.stop_requested = self._wants_stop()
                 return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         except OSError as exc:
@@ -649,10 +858,66 @@ def _rerecord(arg: str) -> None:
     if STATE.pending_spec is None and not STATE.need_libs:
         return
     spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
-    _native_cache.clear()
+    _clear_frame_caches()
     record_hit(spec)
     STATE.stop_requested = TraceBreakpoint._wants_stop()
 
+
+# --------------------------------------------------------------------------------------------
+# gdb's search for Python frame unwinders
+# --------------------------------------------------------------------------------------------
+class _UnwinderGate:
+    """gdb calls ``gdb._execute_unwinders`` for every frame it unwinds, and that walks every objfile
+    (~70 with torch) for Python unwinders; none is registered here, so answer "none" at once while
+    that stays true. Which objfiles have unwinders is recomputed whenever objfiles come or go, an
+    unwinder is registered, or gdb's frame cache is flushed."""
+
+    def __init__(self) -> None:
+        self.original = gdb._execute_unwinders
+        self.with_unwinders = None  # objfiles holding unwinders; None: to be recomputed
+
+    def invalidate(self, *_args) -> None:
+        self.with_unwinders = None
+
+    def __call__(self, pending_frame):
+        objfiles = self.with_unwinders
+        if objfiles is None:
+            objfiles = self.with_unwinders = [o for o in gdb.objfiles() if o.frame_unwinders]
+        if objfiles or gdb.frame_unwinders or gdb.current_progspace().frame_unwinders:
+            return self.original(pending_frame)
+        return None
+
+    def install(self) -> None:
+        if type(getattr(gdb._execute_unwinders, "__self__", None)).__name__ == "_UnwinderGate":
+            return  # the agent was imported twice
+        for event in ("new_objfile", "free_objfile", "clear_objfiles"):
+            registry = getattr(gdb.events, event, None)
+            if registry is not None:
+                registry.connect(self.invalidate)
+        try:
+            import gdb.unwinder as unwinder_module
+        except ImportError:
+            unwinder_module = None
+        if unwinder_module is not None:
+            register = unwinder_module.register_unwinder
+
+            def register_unwinder(locus, unwinder, replace=False):
+                self.invalidate()
+                return register(locus, unwinder, replace)
+
+            unwinder_module.register_unwinder = register_unwinder
+        invalidate_frames = gdb.invalidate_cached_frames
+
+        def invalidate_cached_frames():
+            self.invalidate()
+            return invalidate_frames()
+
+        gdb.invalidate_cached_frames = invalidate_cached_frames
+        gdb._execute_unwinders = self.__call__
+
+
+if hasattr(gdb, "_execute_unwinders"):
+    _UnwinderGate().install()
 
 _Command("pttrace-setup", _setup)
 _Command("pttrace-break", add_breakpoint)
@@ -665,3 +930,7 @@ _Command("pttrace-snapshot", _snapshot)
 _Command("pttrace-rerecord", _rerecord)
 gdb.events.breakpoint_modified.connect(_on_modified)
 gdb.events.new_objfile.connect(lambda event: STATE.address_breakpoints and place_address_breakpoints())
+for _event in ("new_objfile", "free_objfile", "clear_objfiles"):
+    if getattr(gdb.events, _event, None) is not None:
+        getattr(gdb.events, _event).connect(_clear_frame_caches)
+gdb.events.exited.connect(_clear_all_caches)
