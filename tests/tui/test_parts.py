@@ -125,3 +125,14 @@ def test_a_mode_chosen_before_gdb_is_up_is_the_one_the_run_starts_in(tmp_path):
     source = LiveSource(config, engine_factory=lambda *a: None)
     source.set_mode("stop")  # no engine yet: nothing to ask, nothing raised
     assert config.mode == "stop" and source._early_mode == "stop"
+
+
+def test_a_long_short_name_is_cut_in_its_middle():
+    from tracer.tui.widgets._style import fit
+
+    name = ("pybind11::cpp_function::initialize<…>(torch::jit::initJITBindings(_object*)::"
+            "{lambda(std::__cxx11::basic_string<…> const&)#217}, …>::{lambda(pybind11::detail::function_call&)#3}")
+    cut = fit(name, 64)
+    assert len(cut) == 64 and cut.startswith("pybind11::cpp_function::initialize<…>(torc…")
+    assert cut.endswith("function_call&)#3}") and cut.count("…") == 2  # its own and the cut
+    assert fit("at::wrapper_CPU_sigmoid", 64) == "at::wrapper_CPU_sigmoid"

@@ -25,13 +25,27 @@ def layer_style(layer: str | None) -> str:
     return LAYER_STYLES.get(layer or "", "")
 
 
+SHORT_NAME_WIDTH = 64
+"""A short name longer than this is cut in its middle, so that one lambda inside a template does
+not push the other columns (file:line) out of the pane; the full name is one key (d) away."""
+
+
+def fit(name: str, width: int) -> str:
+    """``name`` cut in the middle to ``width`` characters: a C++ name's head (its namespace) and
+    tail (the function itself) say the most."""
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 3
+    return name[: width - 1 - tail] + "…" + name[len(name) - tail:]
+
+
 def frame_name(frame: Frame, full: bool = False) -> Text:
     """A frame's name as a Text (never markup: ``<…>`` and ``[clone .cold]`` are not tags)."""
     layer = P.layer_of(frame)
     if full and frame.kind == "native" and frame.function:
         name = frame.function
     else:
-        name = P.short_of(frame)
+        name = fit(P.short_of(frame), SHORT_NAME_WIDTH)
     return Text(name, style=layer_style(layer), no_wrap=True)
 
 
