@@ -29,6 +29,17 @@ def test_fold_runs_of_a_real_kernel_path(fixture_session):
     assert opened[0].kind == "frame" and frames[opened[0].start].function == "_start"
 
 
+def test_a_path_that_ends_in_the_interpreter_shows_that_run(fixture_session):
+    # As after `next` out of a binding: the innermost frames are CPython's own.
+    frames = sigmoid_hit(fixture_session).frames
+    binding = next(i for i, f in enumerate(frames) if f.layer == "binding")
+    cut = frames[:binding]
+    assert cut[-1].layer == "interpreter"
+    rows = path_rows(cut)
+    assert rows[-1].kind == "fold" and rows[-1].fold == "interpreter" and rows[-1].end == len(cut)
+    assert [r.fold for r in rows if r.kind == "fold"] == ["start-up", "interpreter"]  # the others stay hidden
+
+
 def test_default_frame_is_the_innermost_with_a_source_line(fixture_session):
     frames = sigmoid_hit(fixture_session).frames
     i = default_frame(frames)

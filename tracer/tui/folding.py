@@ -5,7 +5,8 @@ Two kinds of run are folded unless the user unfolds them:
                one row that says so, and opens on Enter;
   interpreter  CPython's own C frames between Python and native code (``cfunction_call``, ...):
                no row at all (there is one such run under nearly every Python frame), as in
-               ``pttrace show``.
+               ``pttrace show``; but a run that ends the path (a step or an interrupt stopped in the
+               interpreter) gets its row, so that the innermost row says where the target is.
 One key unfolds everything.
 """
 from __future__ import annotations
@@ -59,7 +60,7 @@ def path_rows(frames: list[Frame], unfold_all: bool = False, opened: frozenset[i
     while i < len(frames):
         if i in runs and i not in opened:
             end, kind = runs[i]
-            if kind != "interpreter":
+            if kind != "interpreter" or end == len(frames):
                 rows.append(PathRow("fold", i, end, kind))
             i = end
             continue

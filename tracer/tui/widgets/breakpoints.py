@@ -42,7 +42,8 @@ def _summary(bp: Breakpoint, first: Frame | None) -> Text:
         if bp.suggestions:
             t.append("  did you mean " + ", ".join(bp.suggestions[:3]), style="grey70")
         return t
-    return Text("pending: its library is not loaded yet", style="yellow")
+    # A launched target may load the library later; an attached one has loaded what it will.
+    return Text("pending: no library loaded so far defines it", style="yellow")
 
 
 SPEC_WIDTH = 32
