@@ -198,6 +198,10 @@ def render(rows: list, notes: list, runs: int) -> str:
         lines.append(f"| {case} | {ours:.3f} s | {ref} | {ref_time} | {ratio} | {target} | {rss_text} |")
     lines.append("")
     lines += [f"- {n}" for n in notes]
+    builds = [(case, rss) for case, _o, _r, _t, _g, rss, _rr in rows if "cold" in case]
+    if builds:
+        lines.append("- peak memory of building the index (whole process, start-up included): "
+                     + "; ".join(f"{rss / 1024:.0f} MB for {case.rsplit(',', 1)[0]}" for case, rss in builds))
     lines.append("")
     return "\n".join(lines)
 
