@@ -170,6 +170,39 @@ def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
     run_pilot(scenario())
 
 
+def test_a_slow_gdb_command_does_not_hold_the_keys(fake_source):
+    """gdb may take seconds to finish a function: meanwhile the screen still answers."""
+    release = threading.Event()
+    step = fake_source.step
+
+    def slow_finish(action):
+        release.wait(10)
+        return step(action)
+
+    fake_source.step = slow_finish
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            fake_source.push("stopped", {"reason": "breakpoint-hit"})
+            await wait_until(pilot, lambda: app.state.target == "stopped")
+            await pilot.press("f")
+            await wait_until(pilot, lambda: app.state.gdb == "busy: finish")
+            assert "gdb busy: finish" in str(app.query_one("#status").render())
+            t0 = time.monotonic()
+            await pilot.press("d")
+            assert app.call_path.full_names and time.monotonic() - t0 < 1.0
+            assert app.check_action("control", ("step",)) is None  # one gdb command at a time
+            release.set()
+            await wait_until(pilot, lambda: app.state.gdb == "ready" and ("finish",) in fake_source.calls)
+            fake_source.push("finished", "completed")
+            await wait_until(pilot, lambda: app.state.finished)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
 def test_interrupt_stops_a_running_target_and_shows_where(fake_source):
     async def scenario():
         app = make_app(fake_source)

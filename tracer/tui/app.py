@@ -315,7 +315,9 @@ class PttraceApp(App[int]):
         if not self.state.can_control or self._quitting:
             return None
         if action in ("resume", "control"):
-            return True if self.state.target == "stopped" else None
+            # One at a time: a second f while gdb still finishes would run a second finish after it.
+            busy = self.state.gdb.startswith("busy")
+            return True if self.state.target == "stopped" and not busy else None
         if action == "interrupt":
             return True if self.state.target == "running" else None
         return True

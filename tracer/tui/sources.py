@@ -382,6 +382,8 @@ class LiveSource(EventSource):
                 raise NotStopped("the target is not stopped.")
             engine.resume()
 
+    # The lock covers sending a command, not waiting for its stop: a `finish` out of a long
+    # function may run for minutes, and an interrupt must be able to cut it short meanwhile.
     def interrupt(self) -> Hit | None:
         with self._lock:
             engine = self._engine()
@@ -389,7 +391,7 @@ class LiveSource(EventSource):
                 raise NotStopped("the target is not running.")
             before = self._stops
             engine.interrupt()
-            return self._wait_for_stop(before, timeout=10.0)
+        return self._wait_for_stop(before, timeout=10.0)
 
     def step(self, action: str) -> Hit | None:
         if action not in CONTROL_ACTIONS:
@@ -400,7 +402,7 @@ class LiveSource(EventSource):
                 raise NotStopped(f"cannot {action}: the target is running (interrupt it first).")
             before = self._stops
             getattr(engine, action)()
-            return self._wait_for_stop(before, timeout=60.0)
+        return self._wait_for_stop(before, timeout=60.0)
 
     def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:
         """Wait for the target to stop again, then read where it is.
