@@ -383,6 +383,7 @@ class Variant:
     check: Callable[[Path, RunResult], list[str]]
     kind: str = "gdb"  # "pttrace" | "gdb" | "ref" (no debugger)
     once: bool = False  # a reference run: first round only
+    cold: bool = False  # run with an empty cache directory (XDG_CACHE_HOME): a first run
 
 
 @dataclass
@@ -440,6 +441,8 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -
         cases.append(Case("init", "time to the first recorded hit: `--break initModule` (hello-world.py)", [
             Variant("pttrace", "pttrace run --max-hits 1", pt("initModule", [HELLO], 1),
                     _pttrace_check(check_pttrace_init), kind="pttrace"),
+            Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)", pt("initModule", [HELLO], 1),
+                    _pttrace_check(check_pttrace_init), kind="pttrace", cold=True),
             Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("initModule"), gdb_check("initModule")),
             Variant("hand", "gdb, hand-written script (auto-solib-add off, 2 libraries, bt + py-bt)",
                     lambda rundir, h=hand: [gdb, "-nx", "-batch", *iex, "-x", str(h), "--args", py, HELLO],
@@ -451,6 +454,9 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -
         cases.append(Case("sigmoid", "time to the first recorded hit: `--break wrapper_CPU_sigmoid` (a kernel)", [
             Variant("pttrace", "pttrace run --max-hits 1", pt("wrapper_CPU_sigmoid", [HELLO], 1),
                     _pttrace_check(check_pttrace_sigmoid), kind="pttrace"),
+            Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)",
+                    pt("wrapper_CPU_sigmoid", [HELLO], 1), _pttrace_check(check_pttrace_sigmoid), kind="pttrace",
+                    cold=True),
             Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("wrapper_CPU_sigmoid"),
                     gdb_check("wrapper_CPU_sigmoid")),
             Variant("hand", "gdb, hand-written script (auto-solib-add off, 3 libraries, bt + py-bt)",
@@ -616,7 +622,11 @@ def run_all(cases: list[Case], rounds: int, tmp: Path) -> dict[tuple[str, str], 
                 rundir = tmp / f"{case.key}-{v.key}-{rnd}"
                 rundir.mkdir(parents=True)
                 (rundir / "sessions").mkdir()
-                res = run_measured(v.make_argv(rundir), rundir / "stdout.txt")
+                env = None
+                if v.cold:
+                    # A first run: no gdb index cache, no pttrace symbol index, no cached torch facts.
+                    env = dict(os.environ, XDG_CACHE_HOME=str(rundir / "empty-cache"))
+                res = run_measured(v.make_argv(rundir), rundir / "stdout.txt", env=env)
                 errs = v.check(rundir, res)
                 st = stats.setdefault((case.key, v.key), Stats())
                 st.runs.append(res)
@@ -734,6 +744,12 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[st
                 md.append("")
                 md.append(f"Targets: time ratio <= {tgt['time']}: {tr:.2f} ({_verdict(tr, tgt['time'])}); "
                           f"peak memory <= {tgt['mem']}x: {mr:.2f}x ({_verdict(mr, tgt['mem'])}).")
+                cold = stats.get((case.key, "pttrace-cold"))
+                if cold and cold.med("wall"):
+                    md.append(f"Re-runs: a first run (empty `$XDG_CACHE_HOME`: gdb's index cache, pttrace's symbol "
+                              f"index and torch facts all rebuilt) takes {cold.med('wall'):.2f} s; a second run, "
+                              f"reusing them, {pt.med('wall'):.2f} s ({pt.med('wall') - cold.med('wall'):+.2f} s, "
+                              f"{pt.med('wall') / cold.med('wall'):.2f}x).")
                 if case.key == "sigmoid":
                     md.append("Most of both runs is gdb reading libtorch_cpu.so's ~650k symbols; what it would take to "
                               "go below: section \"Where gdb spends its time on libtorch_cpu.so\".")

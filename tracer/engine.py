@@ -74,12 +74,39 @@ def gdb_path() -> str:
     return found
 
 
+def _cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pttrace"
+
+
 def gdb_version(path: str) -> str:
+    # `gdb --version` costs ~0.1 s a run: remember its answer for this very gdb binary.
     try:
-        out = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GdbNotFound(f"cannot run gdb at {path}: {exc}.") from None
-    first = out.splitlines()[0] if out else ""
+        st = os.stat(path)
+        key = f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        key = None
+    memo = _cache_home() / "gdb-version.json"
+    first = None
+    if key:
+        try:
+            known = json.loads(memo.read_text())
+            first = known.get(key) if isinstance(known, dict) else None
+        except (OSError, ValueError):
+            pass
+    if not isinstance(first, str):
+        try:
+            out = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GdbNotFound(f"cannot run gdb at {path}: {exc}.") from None
+        first = out.splitlines()[0] if out else ""
+        if key and re.search(r"(\d+)\.(\d+)", first):
+            try:
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({key: first}))
+                os.replace(tmp, memo)
+            except OSError:
+                pass
     m = re.search(r"(\d+)\.(\d+)", first)
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_GDB:
         raise GdbNotFound(f"{path} is {first or 'not a gdb'}; pttrace needs gdb {MIN_GDB[0]}.{MIN_GDB[1]} or newer.")
@@ -154,6 +181,8 @@ class Engine:
         self._new_libs: list[str] = []
         self._loaded_libs: set[str] = set()
         self._needed_libs: set[str] | None = None
+        self._heavy_libs: set[str] = set()
+        self._index_breakpoints: list[dict] = []  # --break specs resolved by our symbol index
         self.write_error: str | None = None
 
     # --- helpers --------------------------------------------------------------------------------
@@ -290,13 +319,21 @@ class Engine:
             # gdb 13 cannot pass an argument containing a space without a shell (it splits on
             # whitespace), so the target starts through /bin/sh, with every argument escaped by gdb
             # itself (construct_inferior_arguments); SHELL is pinned to /bin/sh in gdb's environment.
+            # Named breakpoints our symbol index resolves exactly are set by address: gdb then never
+            # searches libtorch_cpu.so's 650k names again at each later library load (RESULTS.md).
+            self._index_breakpoints, gdb_specs = self._resolve_by_index(cfg.breakpoints)
             if not cfg.all_symbols:
                 # Read symbols only for libraries we need (DESIGN.md section 2: libtorch_cpu.so alone
                 # costs gdb ~4 s). Stop at each library load to decide; a stack that passes through a
                 # library we skipped makes the agent ask for it, and the hit is recorded again.
-                self._needed_libs = self._libraries_for_breakpoints()
-                mi.command("-gdb-set auto-solib-add off")
-                mi.command("-gdb-set stop-on-solib-events 1")
+                self._needed_libs = self._libraries_for_breakpoints(gdb_specs)
+                if self._needed_libs is not None and not self._heavy_libs <= self._needed_libs:
+                    mi.command("-gdb-set auto-solib-add off")
+                    mi.command("-gdb-set stop-on-solib-events 1")
+                else:
+                    # Every big library is needed (or which are is unknown): gdb reads each library's
+                    # symbols as it loads, as plain gdb does, without a stop and a round trip per library.
+                    self._needed_libs = None
             if cfg.pid is None:
                 mi.command(f"-inferior-tty-set {mi_quote(self._open_pty())}")
             mi.console(f"python import sys; sys.path.insert(0, {AGENT_PACKAGE_PARENT!r}); import tracer.gdb.agent")
@@ -308,13 +345,15 @@ class Engine:
                 "max_depth": cfg.max_depth,
                 "breakpoints": [],
                 "layers": cfg.layers,
-                "address_breakpoints": cfg.address_breakpoints,
+                "address_breakpoints": cfg.address_breakpoints + self._index_breakpoints,
             }))
             if cfg.pid is not None:
                 self._attach(cfg.pid)
             mi.console(f"pttrace-setup {cfg_path}")
-            for spec in cfg.breakpoints:
+            for spec in gdb_specs:
                 self.add_breakpoint(spec, fatal=True)
+            if self._index_breakpoints:
+                self.mi.console("pttrace-dump", check=False)
         except (PermissionDenied, UsageError):
             self._abort_startup()
             raise
@@ -334,7 +373,61 @@ class Engine:
     # Libraries at least this big are skipped unless a breakpoint (or a recorded stack) needs them.
     HEAVY_LIBRARY = 100 * 1024 * 1024
 
-    def _libraries_for_breakpoints(self) -> set[str] | None:
+    @staticmethod
+    def _index_resolvable(spec: str) -> bool:
+        """A plain function name (not FILE:LINE, ``*ADDR``, an option or a condition)."""
+        return bool(spec) and not spec.startswith(("*", "-")) and ":" not in spec.replace("::", "") \
+            and not any(ch.isspace() for ch in spec.split("(", 1)[0]) and " if " not in spec \
+            and " thread " not in spec and " task " not in spec
+
+    def _resolve_by_index(self, specs: list[str]) -> tuple[list[dict], list[str]]:
+        """Split the ``--break`` specs: those our symbol index resolves exactly become address
+        breakpoints ({label, library, offset, function[, plt]}), the rest stay gdb's (pending ones).
+
+        Exactly means: gdb would find no other function for it in a library outside torch's. So the
+        spec must resolve to at least one function in torch's libraries, none of them weak (inline and
+        template code that a C++ extension may hold its own copy of), and either be qualified
+        (``at::_ops::add_Tensor::call``) or name only local functions (``wrapper_CPU_sigmoid``, in
+        an anonymous namespace). Like gdb, ``[clone .cold]`` parts are not broken on, and ``@plt``
+        stubs are listed as locations but never stopped at. Anything else, and any error: gdb's way.
+        """
+        if self.config.all_symbols or os.environ.get("PTTRACE_BREAK_BY_NAME"):
+            return [], list(specs)
+        candidates = [s for s in specs if self._index_resolvable(s.strip())]
+        if not candidates:
+            return [], list(specs)
+        try:
+            from tracer.symbols import find_symbol, torch_libraries
+
+            libs = torch_libraries(self.config.python)
+        except Exception:
+            return [], list(specs)
+        resolved: list[dict] = []
+        by_gdb: list[str] = []
+        for spec in specs:
+            if spec not in candidates:
+                by_gdb.append(spec)
+                continue
+            try:
+                matches = [m for m in find_symbol(spec.strip(), libs) if m.kind == "function"]
+            except Exception:
+                matches = []
+            bodies = [m for m in matches if not m.plt and not m.cold]
+            safe = bodies and all(m.binding != "weak" for m in matches if not m.plt) and (
+                "::" in spec or all(m.binding == "local" for m in matches if not m.plt))
+            if not safe:
+                by_gdb.append(spec)
+                continue
+            for m in matches:
+                if m.cold:
+                    continue
+                item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}
+                if m.plt:
+                    item["plt"] = True
+                resolved.append(item)
+        return resolved, by_gdb
+
+    def _libraries_for_breakpoints(self, specs: list[str] | None = None) -> set[str] | None:
         """Basenames of the heavy libraries that define a breakpoint's function; None: unknown, load all."""
         try:
             from tracer.symbols import libraries_defining, torch_libraries
@@ -345,8 +438,10 @@ class Engine:
                     if os.path.getsize(lib) >= self.HEAVY_LIBRARY]
         except Exception:
             return None
-        needed: set[str] = {os.path.basename(b["library"]) for b in self.config.address_breakpoints}
-        for spec in self.config.breakpoints:
+        self._heavy_libs = {os.path.basename(lib) for lib in libs}
+        needed: set[str] = {os.path.basename(b["library"])
+                            for b in self.config.address_breakpoints + self._index_breakpoints if not b.get("plt")}
+        for spec in (self.config.breakpoints if specs is None else specs):
             if ":" in spec.replace("::", "") or spec.startswith("*"):
                 return None  # FILE:LINE or an address: we cannot tell which library
             try:

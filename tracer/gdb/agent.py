@@ -51,6 +51,7 @@ class _State:
     layers: set = set()  # --layer: record only hits whose innermost frame is in one of these
     address_breakpoints: list = []  # resolved by pttrace's symbol index, placed when their library maps
     address_groups: dict = {}  # label -> [TraceBreakpoint]
+    address_stubs: dict = {}  # label -> [location] of the @plt stubs listed, not broken on
 
 
 STATE = _State()
@@ -759,6 +760,14 @@ def place_address_breakpoints(event=None) -> None:
         if base is None:
             remaining.append(item)
             continue
+        if item.get("plt"):
+            # A stub calling the function from another library: listed, never stopped at (as gdb's
+            # named breakpoints do with their @plt locations).
+            STATE.address_stubs.setdefault(item["label"], []).append({
+                "function": (item.get("function") or "") + "@plt", "library": item["library"],
+                "address": base + int(item["offset"]), "file": None, "line": None, "enabled": False,
+                "note": "plt stub: not stopped at"})
+            continue
         try:
             bp = TraceBreakpoint(f"*{base + int(item['offset']):#x}", label=item["label"],
                                  function=item.get("function"))
@@ -770,7 +779,10 @@ def place_address_breakpoints(event=None) -> None:
 
 
 def dump_breakpoints() -> None:
-    for label, bps in STATE.address_groups.items():
+    labels = list(STATE.address_groups)
+    labels += [lb for lb in dict.fromkeys(i["label"] for i in STATE.address_breakpoints) if lb not in labels]
+    for label in labels:
+        bps = STATE.address_groups.get(label, [])
         locs = []
         for bp in bps:
             if not bp.is_valid():
@@ -779,7 +791,8 @@ def dump_breakpoints() -> None:
                 loc["function"] = bp.pt_function or loc["function"]
                 loc["library"] = getattr(bp, "pt_library", None) or loc["library"]
                 locs.append(loc)
-        pending = [i for i in STATE.address_breakpoints if i["label"] == label]
+        locs += STATE.address_stubs.get(label, [])
+        pending = [i for i in STATE.address_breakpoints if i["label"] == label and not i.get("plt")]
         _write({"type": "breakpoint", "spec": label, "number": None, "locations": locs, "hits": 0,
                 "pending": bool(pending), "enabled": True})
     for spec, bp in list(STATE.breakpoints.items()):
@@ -833,9 +846,15 @@ def _mode(arg: str) -> None:
 
 
 def _delete(arg: str) -> None:
-    bp = STATE.breakpoints.pop(arg.strip(), None)
+    spec = arg.strip()
+    bp = STATE.breakpoints.pop(spec, None)
     if bp is not None and bp.is_valid():
         bp.delete()
+    for bp in STATE.address_groups.pop(spec, []):  # a --break resolved by address, or an --op
+        if bp.is_valid():
+            bp.delete()
+    STATE.address_stubs.pop(spec, None)
+    STATE.address_breakpoints = [i for i in STATE.address_breakpoints if i["label"] != spec]
 
 
 def _record_stop(arg: str) -> None:
