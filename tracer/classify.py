@@ -29,7 +29,8 @@ _RULES: list[tuple[str, str, str | None]] = [
                  r"(anonymous namespace)::|CppNode|PyNode|impl::|forward_ad)", None),
     ("autograd", r"(^|::)torch::ADInplaceOrView::", None),
     ("autograd", r"(^|::)at::functionalization::|(^|::)at::functorch::|(^|::)torch::functorch::", None),
-    ("autograd", r"^torch::autograd::(call_function|validate_outputs|python::PythonEngine)", None),
+    ("autograd", r"^torch::autograd::(call_function|validate_outputs|python::PythonEngine|VariableHooks::|"
+                 r"autogradNotImplemented|basicAutogradNotImplemented)", None),
     # --- binding: the Python extension surface.
     ("binding", r"^(torch::autograd::)?THP|^THP|^pybind11::|^torch::jit::invokeOperatorFromPython|"
                 r"^torch::jit::(createStackForSchema|_get_operation_for_overload_or_packet)|"
@@ -45,10 +46,11 @@ _RULES: list[tuple[str, str, str | None]] = [
     # --- dispatcher.
     ("dispatcher", r"^at::_ops::|(^|::)c10::Dispatcher::|(^|::)c10::OperatorHandle::|"
                    r"(^|::)c10::impl::(wrap_kernel_functor_unboxed_|make_boxed_from_unboxed_functor|"
-                   r"BoxedKernelWrapper|call_functor_with_args_from_stack|boxArgs|OperatorEntry)|"
+                   r"BoxedKernelWrapper|call_functor_with_args_from_stack|boxArgs|OperatorEntry|"
+                   r"detail::WrapFunctionInto(Runtime)?Functor_)|"
                    r"(^|::)c10::BoxedKernel::|(^|::)c10::KernelFunction::|(^|::)at::Tensor::[a-z_0-9]+\(|"
                    r"^at::[a-z_0-9]+\(", None),
-    # --- the user's own extension code compiled against torch (TORCH_LIBRARY kernels).
+    # The user's own TORCH_LIBRARY kernels have names of their own: see kernel_below_adapter().
 ]
 
 _COMPILED = [(layer, re.compile(name), re.compile(lib) if lib else None) for layer, name, lib in _RULES]
@@ -200,6 +202,25 @@ def short_name(function: str | None) -> str | None:
             else f"{parts[-2] if len(parts) > 1 else head}<…{leaf}…>::{parts[-1]}"
     folded = _elide_templates(base)
     return folded
+
+
+# The boxing/unboxing adapters that call a kernel directly (their callee is the kernel).
+_ADAPTER_RE = re.compile(r"(^|::)c10::impl::(wrap_kernel_functor_unboxed_|detail::WrapFunctionInto(Runtime)?Functor_)")
+
+
+def is_adapter(function: str | None) -> bool:
+    return bool(function) and _ADAPTER_RE.search(function) is not None
+
+
+def kernel_below_adapter(callee_layer: str | None, caller_function: str | None) -> bool:
+    """Whether a frame is a kernel because of who called it, not what it is called.
+
+    A kernel registered with TORCH_LIBRARY_IMPL (a user's extension, ``pttrace_demo::scale_add_cpu``)
+    has a name no rule knows; a runtime-function adapter (``WrapFunctionIntoRuntimeFunctor_``) does not
+    even name it. But the function an adapter calls is the kernel it wraps: so a frame that would
+    otherwise be ``runtime``, called directly by an adapter, is a kernel (its dispatch key unknown).
+    """
+    return callee_layer == "runtime" and is_adapter(caller_function)
 
 
 def is_plt(function: str | None) -> bool:

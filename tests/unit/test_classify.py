@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracer.classify import classify, dispatch_key, is_cold_clone, is_plt, short_name, target_of
+from tracer.classify import (classify, dispatch_key, is_cold_clone, is_plt, kernel_below_adapter, short_name,
+                             target_of)
 
 CPU = "/x/site-packages/torch/lib/libtorch_cpu.so"
 PYB = "/x/site-packages/torch/lib/libtorch_python.so"
@@ -31,8 +32,22 @@ BOXED_ADD = (
     "c10::OperatorKernel*, c10::OperatorHandle const&, c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*)"
 )
 
+# A TORCH_LIBRARY_IMPL kernel of the debug extension (scripts/debug_ext), as gdb names its frames.
+DEMO = "/x/.cache/pttrace/debug_ext/pttrace_demo.so"
+RUNTIME_FUNCTOR = (
+    "c10::impl::detail::WrapFunctionIntoRuntimeFunctor_<at::Tensor (*)(at::Tensor const&, at::Tensor const&, double), "
+    "at::Tensor, c10::guts::typelist::typelist<at::Tensor const&, at::Tensor const&, double> >::operator()"
+)
+AUTOGRAD_FALLBACK = (
+    "torch::autograd::VariableHooks::basic_autograd_not_implemented_fallback(c10::OperatorHandle const&, "
+    "c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*) const"
+)
+
 CASES = [
     # (function, library, layer, dispatch key)
+    (RUNTIME_FUNCTOR, DEMO, "dispatcher", None),
+    (AUTOGRAD_FALLBACK, CPU, "autograd", None),
+    ("pttrace_demo::scale_add_cpu", DEMO, "runtime", None),  # by name alone; see the test below
     ("_start", EXE, "interpreter", None),
     ("Py_BytesMain", LIBPY, "interpreter", None),
     ("_PyEval_EvalFrameDefault", LIBPY, "interpreter", None),
@@ -120,3 +135,15 @@ def test_plt_and_cold_labels():
 ])
 def test_short_names_keep_operator_call_and_lambdas(function, short):
     assert short_name(function) == short
+
+
+def test_a_kernel_with_a_name_of_its_own_is_known_by_the_adapter_calling_it():
+    # GIVEN the innermost frames of a hit in the debug extension's kernel
+    callee, caller = "pttrace_demo::scale_add_cpu", RUNTIME_FUNCTOR
+    # THEN the function the adapter calls is the kernel; the same function called by anything else is not
+    assert kernel_below_adapter(classify(callee, DEMO), caller)
+    assert kernel_below_adapter(classify(callee, DEMO), ADAPTER_CPU)
+    assert not kernel_below_adapter(classify(callee, DEMO), "c10::Dispatcher::callBoxed(c10::OperatorHandle const&) const")
+    # and a frame that already has a layer keeps it (the autograd kernel under its adapter stays autograd)
+    assert not kernel_below_adapter(classify("torch::autograd::VariableType::(anonymous namespace)::sigmoid(c10::"
+                                             "DispatchKeySet, at::Tensor const&)", CPU), ADAPTER_AUTOGRAD)
