@@ -147,12 +147,15 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
 
 
 @pytest.mark.gdb
-def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path):
-    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
+@pytest.mark.parametrize("how", ["key m", "--stop"])
+def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path, how):
+    flags = ["--stop"] if how == "--stop" else []
+    term = terminal([str(PTTRACE), "run", *flags, "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
                      str(HELLO)])
     term.wait_for("breakpoints (1)", "gdb ", timeout=15)
-    # WHEN m is pressed at once THEN the run stops at the kernel's first hit
-    term.keys("m")
+    # WHEN m is pressed at once (or the run was started with --stop) THEN it stops at the kernel's first hit
+    if how == "key m":
+        term.keys("m")
     screen = term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", timeout=120)
     assert "kernel      at::wrapper_CPU_sigmoid" in screen and "s step" in screen
     # WHEN f is pressed THEN the kernel returns and the path ends in the adapter that called it

@@ -22,6 +22,8 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
                    metavar="DIR", help="where sessions are written (default: sessions/)")
     p.add_argument("--batch", action="store_true", help="record headless and print a summary (no TUI)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
+    p.add_argument("--stop", action="store_true",
+                   help="open the TUI in stop mode: the target stops at the first hit, to step from there")
     from tracer.commands.ops import add_trace_options
 
     add_trace_options(p)  # --op NAME[.OVERLOAD], --variants, --no-backward, --layer LAYER
@@ -70,7 +72,13 @@ def run(args: argparse.Namespace) -> int:
 
 def trace(config, args: argparse.Namespace) -> int:
     """Shared by run and attach: the TUI on a terminal, otherwise headless with a summary."""
-    if not args.batch and sys.stdin.isatty() and sys.stdout.isatty():
+    interactive = not args.batch and sys.stdin.isatty() and sys.stdout.isatty()
+    if args.stop:
+        if not interactive:
+            raise UsageError("--stop needs the TUI: run it in a terminal, without --batch "
+                             "(headless runs record every hit and never stop).")
+        config.mode = "stop"
+    if interactive:
         try:
             from tracer.tui.app import run_live  # noqa: F401  (the TUI is optional until it exists)
         except ImportError:
