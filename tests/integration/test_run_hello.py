@@ -30,6 +30,14 @@ def test_session_metadata(hello_recording):
     assert "^done" not in proc.stdout and "*stopped" not in proc.stdout
 
 
+def test_summary_paths_fit_a_terminal_line(hello_recording):
+    proc, _ = hello_recording
+    # site-packages and the working directory are cut off the paths, start-up frames are folded away
+    assert "  python     torch/nn/modules/activation.py:361 Sigmoid.forward" in proc.stdout
+    assert "  python     scripts/hello-world.py:13 <module>" in proc.stdout
+    assert "__libc_start_main" not in proc.stdout and "site-packages" not in proc.stdout
+
+
 def test_initmodule_lists_every_location_and_is_under_import_torch(hello_recording):
     _, session = hello_recording
     bp = session.breakpoint("initModule")

@@ -7,7 +7,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracer.model import Breakpoint, Hit, Session
+from tracer.export.paths import frame_location, visible_frames
+from tracer.model import Breakpoint, Session
 
 LAYER_STYLE = {
     "python": "bold green",
@@ -30,15 +31,6 @@ def _suggest(spec: str, session: Session) -> list[str]:
         return suggest(spec, libs, limit=5)
     except Exception:
         return []
-
-
-def path_rows(hit: Hit, all_frames: bool = False) -> list:
-    rows = []
-    for f in hit.frames:
-        if f.layer == "interpreter" and not all_frames:
-            continue
-        rows.append(f)
-    return rows
 
 
 def print_summary(session: Session, config=None, quiet: bool = False, console: Console | None = None) -> None:
@@ -89,15 +81,19 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
         return
     console.print(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.name or ''}), "
                   "outermost first:")
-    for f in path_rows(first):
+    cwd = session.info.cwd
+    # Start-up and interpreter frames folded, paths relative to site-packages or the working directory:
+    # what fits a terminal line is the part a reader needs (torch/nn/modules/activation.py:361).
+    for f in visible_frames(first.frames):
         style = LAYER_STYLE.get(f.layer or "", "")
         if f.kind == "python":
-            line = Text.assemble(("  python     ", style), f"{f.file}:{f.line} ", (f.function or "?", "bold"))
+            line = Text.assemble(("  python     ", style), f"{frame_location(f, cwd) or '?'} ",
+                                 (f.function or "?", "bold"))
             if f.source:
                 line.append(f"   {f.source}", style="dim")
         else:
             key = f" [{f.dispatch_key}]" if f.dispatch_key else ""
-            loc = f"  {f.file}:{f.line}" if f.file else ""
+            loc = f"  {frame_location(f, cwd)}" if f.file else ""
             line = Text.assemble((f"  {f.layer or '?':<11}", style), (f.short or f.function or hex(f.address or 0)),
                                  (key, "bold"), (f"  {os.path.basename(f.library or '?')}{loc}", "dim"))
         console.print(line, overflow="ellipsis", no_wrap=True)
