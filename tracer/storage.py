@@ -101,8 +101,8 @@ def _iter_records(path: Path, report: LoadReport) -> Iterator[dict[str, Any]]:
                 continue
             try:
                 rec = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                report.bad_lines.append((lineno, f"not valid JSON ({exc.__class__.__name__})"))
+            except (ValueError, UnicodeDecodeError):
+                report.bad_lines.append((lineno, "not valid JSON"))
                 continue
             if not isinstance(rec, dict) or "type" not in rec:
                 report.bad_lines.append((lineno, "not a session record"))
