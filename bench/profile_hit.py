@@ -23,6 +23,10 @@ gdb's per-frame walk over every objfile looking for Python frame unwinders while
 registered; ``json`` encodes each cached native frame once and reuses the text; ``suffix`` unwinds
 the frames older than the outermost ``PyEval_EvalCode`` once per (thread, pc, sp) of that frame.
 The session file must stay the same: compare ``PROFILE_KEEP=DIR`` copies of it.
+All three are now part of the agent (commit fcad96b, with a stack check on the reused frames, Python
+frames read in one memory read and cached per instruction); the patches here replay the original
+experiments and only mean something against the agent before that commit: point ``PTTRACE_ROOT`` at
+a checkout of fcad96b^ (``git archive fcad96b^ tracer | tar -x -C DIR``).
 
 The report goes to ``$PROFILE_OUT`` (default: printed).
 """
@@ -261,6 +265,8 @@ if "json" in PATCHES:
 if MODE == "sections":
     agent.call_path = _timed_call_path
     agent._write = _timed_write
+    if hasattr(agent, "_write_hit"):  # hits have their own writer since fcad96b
+        agent._write_hit = _timed_write
 
 # --- floors: what a hit costs before the agent records anything -------------------------------
 def _floor_bare(self):
