@@ -172,6 +172,7 @@ class Engine:
         self.exit_code: int | None = None
         self.end_reason: str | None = None
         self._stop_requested: str | None = None
+        self._interrupting = False  # interrupt() was asked for: its SIGINT stop is ours
         self._finished = threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
         self._pty_master: int | None = None
@@ -608,6 +609,7 @@ class Engine:
             return self._on_stopped(payload)
         if message == "running":
             self.target_state = "running"
+            self._emit("state", "running")  # after a continue, step or finish from the controller
             return False
         if message == "library-loaded":
             path = payload.get("target-name") or payload.get("id")
@@ -636,6 +638,11 @@ class Engine:
         if reason == "signal-received":
             sig = payload.get("signal-name") or "signal"
             if sig in ("SIGINT", "0") and self._stop_requested:
+                return False
+            if sig in ("SIGINT", "0") and self._interrupting:
+                # Our own interrupt(), not the target's signal: stay stopped for the controller.
+                self._interrupting = False
+                self._emit("stopped", payload)
                 return False
             if sig in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL"):
                 self._select_thread(payload)
@@ -679,8 +686,9 @@ class Engine:
         if reason in ("end-stepping-range", "function-finished", "location-reached"):
             self._emit("stopped", payload)
             return False
-        if reason is None and self._stop_requested:
-            return False
+        if reason is None and not self._stop_requested:
+            # A finish or step out of a frame without debug info stops with no reason: still a stop.
+            self._emit("stopped", payload)
         return False
 
     def _select_thread(self, payload: dict) -> None:
@@ -757,6 +765,7 @@ class Engine:
         self.mi.command("-exec-finish", check=False)
 
     def interrupt(self) -> None:
+        self._interrupting = True  # the SIGINT stop that follows is ours, not the target's
         self.mi.command("-exec-interrupt", check=False)
 
     def delete_breakpoint(self, spec: str) -> None:

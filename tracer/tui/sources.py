@@ -202,46 +202,10 @@ class SessionSource(EventSource):
         return breakpoint_names(self.session.hits, text, limit)
 
 
-def _controlled_engine_class():
-    """The engine with three reports it lacks today (to move into ``Engine``, then delete this):
+def _engine_class():
+    from tracer.engine import Engine  # imported when a live run starts: `pttrace view` needs no gdb layer
 
-    - ``-exec-finish`` from a frame without debug info ends in a ``*stopped`` with no ``reason``;
-      the engine records the state but tells nobody. We tell the listener.
-    - ``interrupt()`` makes gdb stop with SIGINT, which the engine passes on to the target as if
-      it were the target's own signal, so the target runs on. We keep it stopped and tell.
-    - ``*running`` after continue/step is not reported; we report it as a "state" event.
-    All three fall back to the plain behaviour if the engine's internals change.
-    """
-    from tracer.engine import Engine
-
-    class ControlledEngine(Engine):
-        _tui_interrupting = False
-
-        def interrupt(self) -> None:
-            self._tui_interrupting = True
-            super().interrupt()
-
-        def _on_notify(self, message, payload):
-            done = super()._on_notify(message, payload)
-            if message == "running":
-                self._emit("state", "running")
-            return done
-
-        def _on_stopped(self, payload: dict) -> bool:
-            reason = payload.get("reason")
-            sig = payload.get("signal-name")
-            if (reason == "signal-received" and sig in ("SIGINT", "0") and self._tui_interrupting
-                    and not self._stop_requested):
-                self._tui_interrupting = False
-                self.target_state = "stopped"
-                self._emit("stopped", payload)
-                return False
-            done = super()._on_stopped(payload)
-            if reason is None and not done and not self._stop_requested:
-                self._emit("stopped", payload)
-            return done
-
-    return ControlledEngine
+    return Engine
 
 
 class LiveSource(EventSource):
@@ -253,7 +217,7 @@ class LiveSource(EventSource):
         self.config = config
         self.attached = config.pid is not None
         self.label = f"pid {config.pid}" if self.attached else os.path.basename(config.script or "")
-        self._engine_factory = engine_factory or _controlled_engine_class()
+        self._engine_factory = engine_factory or _engine_class()
         self.engine = None
         self.error: PttraceError | None = None
         self.status: str | None = None
