@@ -413,8 +413,8 @@ class OpResolution:
     seconds: float = 0.0
 
     def address_breakpoints(self) -> list[dict]:
-        return [{"label": f.label, "library": f.library, "offset": f.address, "function": f.function}
-                for f in self.functions]
+        return [{"label": f.label, "library": f.library, "offset": f.address, "function": f.function,
+                 "layer": _inlined_layer(f)} for f in self.functions]
 
     def to_dict(self) -> dict:
         return {"request": self.request,
@@ -422,6 +422,15 @@ class OpResolution:
                         for r in self.ops],
                 "functions": [f.to_dict() for f in self.functions], "skipped": self.skipped, "stubs": self.stubs,
                 "warnings": self.warnings, "seconds": round(self.seconds, 3)}
+
+
+def _inlined_layer(f: "OpFunction") -> str | None:
+    """For an adapter broken on because its kernel exists only inlined into it: that kernel's layer
+    (``--layer kernel`` then counts a hit there as the kernel's)."""
+    if f.role != "adapter":
+        return None
+    target = target_of(f.function)
+    return classify(target, f.library) if target else None
 
 
 def _unqualified(demangled: str) -> str:

@@ -101,15 +101,20 @@ def test_backward_through_sigmoid_backward(sigmoid_run):
 
 
 def test_layer_filter_with_op_and_break_together(tmp_path_factory):
-    proc, session, _ = record(tmp_path_factory, "--op", "sigmoid_backward", "--no-backward",
+    proc, session, _ = record(tmp_path_factory, "--op", "sigmoid_backward", "--op", "addmm", "--no-backward",
                               "--break", "wrapper_CPU_sigmoid", "--layer", "kernel")
     assert session.hits
-    assert {h.innermost.layer for h in session.hits} == {"kernel"}
+    # wrapper_CPU_addmm exists only inlined into its boxing adapter: a stop there is addmm's CPU kernel
+    inlined = [h for h in session.hits if h.innermost.layer != "kernel"]
+    assert inlined and all(h.innermost.short == "wrap_kernel_functor_unboxed_<…wrapper_CPU_addmm…>::call"
+                           and h.innermost.dispatch_key == "CPU" for h in inlined), \
+        [(h.innermost.layer, h.innermost.short) for h in inlined]
     specs = {h.breakpoint for h in session.hits}
-    assert "wrapper_CPU_sigmoid" in specs and "op:sigmoid_backward" in specs
+    assert "wrapper_CPU_sigmoid" in specs and "op:sigmoid_backward" in specs and "op:addmm" in specs
     names = {h.innermost.short for h in session.hits}
     assert "at::wrapper_CPU_sigmoid_backward" in names
     assert "at::_ops::sigmoid_backward::call" not in names  # a dispatcher hop: filtered out
+    assert "at::_ops::addmm::call" not in names
 
 
 def test_ops_command_lists_functions_next_to_the_dispatch_table():

@@ -332,6 +332,10 @@ def test_run_records_dwarf_lines_for_the_kernel_and_boxing_templates_below_callb
 
     kernel = frames[-1]
     assert kernel.function.startswith("pttrace_demo::scale_add_cpu")
+    # Its name says nothing of a kernel; the boxing adapter calling it does (and the adapters are dispatcher).
+    assert kernel.layer == "kernel"
+    assert frames[-2].function.startswith("c10::impl::detail::WrapFunctionIntoRuntimeFunctor_")
+    assert frames[-2].layer == "dispatcher"
     text = DEMO_SOURCE.read_text().splitlines()
     signature = next(i for i, line in enumerate(text, 1) if line.startswith("at::Tensor scale_add_cpu("))
     # A breakpoint on a function stops after its prologue: at the first line of its body.

@@ -25,7 +25,8 @@ import time
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.classify import classify, dispatch_key, is_cold_clone, is_plt, short_name
+from tracer.classify import (classify, dispatch_key, is_cold_clone, is_plt, kernel_below_adapter,
+                             short_name)
 from tracer.gdb.linetable import line_ranges as _line_ranges
 
 EVAL_FRAME = "_PyEval_EvalFrameDefault"
@@ -595,10 +596,20 @@ def _entry_keyset(frame, name: str | None) -> int | None:
         return None
 
 
+def _kernels_by_caller(frames: list) -> None:
+    """A frame the classifier left as runtime but that a boxing adapter calls is the kernel it wraps
+    (a TORCH_LIBRARY kernel has a name of its own): relabel it, in a copy (cached frames are shared)."""
+    for i in range(1, len(frames)):
+        f = frames[i]
+        if f["layer"] == "runtime" and f["kind"] == "native" and kernel_below_adapter("runtime", frames[i - 1]["function"]):
+            frames[i] = dict(f, layer="kernel")
+
+
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None) -> bool:
     """Record the current stack; returns False if deferred until missing symbols are loaded."""
     frames, truncated = call_path(newest)
+    _kernels_by_caller(frames)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
     if allow_defer:
@@ -624,6 +635,17 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
 # --------------------------------------------------------------------------------------------
 # Breakpoints
 # --------------------------------------------------------------------------------------------
+def _called_by_adapter(frame, info: dict) -> bool:
+    """Whether the stopped frame is a kernel known by its caller (see _kernels_by_caller)."""
+    if frame is None or info.get("layer") != "runtime":
+        return False
+    try:
+        caller = frame.older()
+        return caller is not None and kernel_below_adapter("runtime", _native(caller, 0)["function"])
+    except Exception:
+        return False
+
+
 class TraceBreakpoint(gdb.Breakpoint):
     """Records the call path at each hit and lets the target run on (or stops, in stop mode)."""
 
@@ -631,6 +653,8 @@ class TraceBreakpoint(gdb.Breakpoint):
         super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
         self.pt_spec = label or spec
         self.pt_function = function  # for address breakpoints: the symbol our index resolved
+
+    pt_layer = None  # an --op adapter with its kernel inlined: the kernel's layer, for --layer
 
     def stop(self) -> bool:
         try:
@@ -641,7 +665,8 @@ class TraceBreakpoint(gdb.Breakpoint):
         name = innermost["function"]
         if is_plt(name):
             return False  # a stub in another library, not the function itself
-        if STATE.layers and innermost["layer"] not in STATE.layers:
+        if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
+                and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
         keyset = _entry_keyset(newest, name)
         STATE.need_libs = []
@@ -772,6 +797,7 @@ def place_address_breakpoints(event=None) -> None:
             bp = TraceBreakpoint(f"*{base + int(item['offset']):#x}", label=item["label"],
                                  function=item.get("function"))
             bp.pt_library = item["library"]
+            bp.pt_layer = item.get("layer")
             STATE.address_groups.setdefault(item["label"], []).append(bp)
         except Exception as exc:
             _warn(f"could not set a breakpoint on {item.get('function')}: {exc}")
