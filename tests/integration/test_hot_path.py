@@ -101,3 +101,19 @@ def test_max_depth_cut_keeps_the_innermost_frames_of_the_full_walk(tmp_path):
             else:
                 assert not part.get("truncated")
                 assert part["frames"] == whole["frames"]
+
+
+def test_exec_d_code_is_not_mistaken_for_the_code_that_had_its_address(tmp_path):
+    # GIVEN a script that compiles a new function six times, the previous one freed each time (the
+    # next code object tends to take its address: the agent's per-address cache must notice)
+    target = Path(__file__).resolve().parent.parent / "targets" / "exec_reuse.py"
+    proc = run_pttrace("run", "--batch", "-q", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(target))
+    assert proc.returncode == 0, proc.stderr
+    hits = _hits(tmp_path)
+    # THEN each hit names its own function, at its own lines
+    assert len(hits) == 6
+    for i, hit in enumerate(hits):
+        py = [f for f in hit["frames"] if f["kind"] == "python"]
+        assert (py[-1]["function"], py[-1]["file"], py[-1]["line"]) == (f"fn_{i}", "<generated>", 2), py[-2:]
+        assert (py[-2]["function"], py[-2]["line"]) == ("<module>", 5)

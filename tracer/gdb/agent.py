@@ -284,9 +284,47 @@ def _code_info(code) -> dict | None:
     except Exception:
         return None
     info = {"file": filename, "function": name, "ranges": _line_ranges(table, first), "start": start,
-            "first": first}
+            "first": first, "ident": None}
+    if filename and filename.startswith("<") and not filename.startswith("<frozen "):
+        # exec'd or compiled code (<string>, fx's <eval_with_key>): it can die and another code object
+        # take its address. Remember what it points to, to notice that (see _still_same_code).
+        info["ident"] = _code_ident(addr)
     _code_cache[addr] = info
     return info
+
+
+_code_ident_spots = None  # offsets of co_filename, co_qualname, co_linetable in PyCodeObject, or False
+
+
+def _code_ident(addr: int) -> bytes | None:
+    """The raw pointers a code object holds to its file name, name and line table (one memory read)."""
+    global _code_ident_spots
+    if _code_ident_spots is None:
+        try:
+            fields = {f.name: f for f in _type("PyCodeObject").fields()}
+            _code_ident_spots = [(fields[n].bitpos // 8, 8) for n in ("co_filename", "co_qualname", "co_linetable")]
+        except Exception:
+            _code_ident_spots = False
+    if not _code_ident_spots:
+        return None
+    end = max(o + n for o, n in _code_ident_spots)
+    try:
+        raw = bytes(gdb.selected_inferior().read_memory(addr, end))
+    except Exception:
+        return None
+    return b"".join(raw[o:o + n] for o, n in _code_ident_spots)
+
+
+def _still_same_code(addr: int) -> bool:
+    """False if the code object cached at ``addr`` was replaced by another; forgets it then.
+    File-backed code lives as long as its module, so only exec'd code is checked (cheap: one read)."""
+    info = _code_cache.get(addr)
+    if info is None or info["ident"] is None or _code_ident(addr) == info["ident"]:
+        return True
+    del _code_cache[addr]
+    for key in [k for k in _py_frame_cache if k[0] == addr]:
+        del _py_frame_cache[key]
+    return False
 
 
 def _line_of(info: dict, lasti_units: int) -> int | None:
@@ -341,9 +379,12 @@ def _layout():
 def _python_frame(code_addr: int, code, prev_instr: int) -> dict:
     # Same code object, same instruction: the same frame (its line and source are read once).
     key = (code_addr, prev_instr)
-    cached = _py_frame_cache.get(key)
+    same = _still_same_code(code_addr)  # (a dict lookup, unless the code was exec'd)
+    cached = _py_frame_cache.get(key) if same else None
     if cached is not None:
         return cached
+    if isinstance(code, int) and code_addr not in _code_cache:  # its cached code was another's
+        code = gdb.Value(code_addr).cast(_type("PyCodeObject").pointer())
     info = _code_info(code)
     if info is None:
         return dict(_UNKNOWN_PY)
