@@ -185,6 +185,19 @@ class Engine:
         self._heavy_libs: set[str] = set()
         self._index_breakpoints: list[dict] = []  # --break specs resolved by our symbol index
         self.write_error: str | None = None
+        # Heavy libraries gdb gets as unwind tables only (a CFI-only copy, tracer/symbols/cfi.py)
+        # instead of their symbols; their frames are named from our index (``fill`` records).
+        self._started = False  # start() is done: breakpoints added from now on come from a UI
+        self._cfi = False  # whether that path is on for this run
+        self._cfi_libs: set[str] = set()  # libraries given to gdb that way now
+        self._cfi_copies: dict[str, str | None] = {}  # library -> its copy (None: cannot be had)
+        self._cfi_lock = threading.Lock()
+        from tracer.fill import FrameFiller
+
+        self._filler = FrameFiller()
+        self._scan_lock = threading.Lock()
+        self._scan_pos = 0
+        self._scan_partial = b""
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, kind: str, data: object = None) -> None:
@@ -323,12 +336,21 @@ class Engine:
             # Named breakpoints our symbol index resolves exactly are set by address: gdb then never
             # searches libtorch_cpu.so's 650k names again at each later library load (RESULTS.md).
             self._index_breakpoints, gdb_specs = self._resolve_by_index(cfg.breakpoints)
+            self._set_debug_dirs()
             if not cfg.all_symbols:
                 # Read symbols only for libraries we need (DESIGN.md section 2: libtorch_cpu.so alone
                 # costs gdb ~4 s). Stop at each library load to decide; a stack that passes through a
                 # library we skipped makes the agent ask for it, and the hit is recorded again.
-                self._needed_libs = self._libraries_for_breakpoints(gdb_specs)
-                if self._needed_libs is not None and not self._heavy_libs <= self._needed_libs:
+                # With the CFI path, a heavy library that only address breakpoints need (or none) is
+                # given to gdb as its unwind tables: no symbols, no deferral; our index names its frames.
+                self._cfi = self._cfi_wanted()
+                self._needed_libs = self._libraries_for_breakpoints(gdb_specs, with_addresses=not self._cfi)
+                if self._needed_libs is None:
+                    self._cfi = False
+                if self._cfi:
+                    self._prepare_cfi_copies()
+                forced = self._cfi and bool(os.environ.get("PTTRACE_CFI_LIBS"))
+                if self._needed_libs is not None and (forced or not self._heavy_libs <= self._needed_libs):
                     mi.command("-gdb-set auto-solib-add off")
                     mi.command("-gdb-set stop-on-solib-events 1")
                 else:
@@ -364,6 +386,7 @@ class Engine:
         except GdbDied:
             self._abort_startup()
             raise GdbDied("gdb exited during start-up: " + " ".join(mi.stderr_tail[-3:])) from None
+        self._started = True
         if cfg.live:
             t = threading.Thread(target=self._tail_session, name="session-tail", daemon=True)
             t.start()
@@ -428,8 +451,10 @@ class Engine:
                 resolved.append(item)
         return resolved, by_gdb
 
-    def _libraries_for_breakpoints(self, specs: list[str] | None = None) -> set[str] | None:
-        """Basenames of the heavy libraries that define a breakpoint's function; None: unknown, load all."""
+    def _libraries_for_breakpoints(self, specs: list[str] | None = None,
+                                   with_addresses: bool = True) -> set[str] | None:
+        """Basenames of the heavy libraries that define a breakpoint's function; None: unknown, load all.
+        ``with_addresses``: address breakpoints need their library's symbols too (not on the CFI path)."""
         try:
             from tracer.symbols import libraries_defining, torch_libraries
         except ImportError:
@@ -441,7 +466,8 @@ class Engine:
             return None
         self._heavy_libs = {os.path.basename(lib) for lib in libs}
         needed: set[str] = {os.path.basename(b["library"])
-                            for b in self.config.address_breakpoints + self._index_breakpoints if not b.get("plt")}
+                            for b in self.config.address_breakpoints + self._index_breakpoints
+                            if not b.get("plt") and with_addresses}
         for spec in (self.config.breakpoints if specs is None else specs):
             if ":" in spec.replace("::", "") or spec.startswith("*"):
                 return None  # FILE:LINE or an address: we cannot tell which library
@@ -458,6 +484,8 @@ class Engine:
         base = os.path.basename(path)
         if base in needed:
             return True
+        if self._cfi and self._forced_cfi(path):
+            return False
         try:
             return os.path.getsize(path) < self.HEAVY_LIBRARY
         except OSError:
@@ -473,38 +501,155 @@ class Engine:
     def _on_solib_event(self) -> None:
         new, self._new_libs = self._new_libs, []
         self._load_symbols([p for p in new if self._wants_symbols(p)])
+        if self._cfi:
+            for path in new:
+                if not self._wants_symbols(path):
+                    self._load_cfi(path)
 
-    def _tail_session(self) -> None:
-        """Turn records appended by the agent into events, so a UI sees hits as they happen."""
+    # --- the CFI path: unwind tables for gdb, names from our index ------------------------------
+    def _cfi_wanted(self) -> bool:
+        return not (self.config.all_symbols or os.environ.get("PTTRACE_NO_CFI") or os.environ.get("PTTRACE_ALL_SYMBOLS"))
+
+    def _set_debug_dirs(self) -> None:
+        """$PTTRACE_DEBUG_DIRS (where our index finds separate debug files) for gdb too, after its own."""
+        extra = [d for d in os.environ.get("PTTRACE_DEBUG_DIRS", "").split(os.pathsep) if d]
+        if not extra:
+            return
+        res = self.mi.console("show debug-file-directory", check=False)
+        m = re.search(r'"(.*)"', "".join(res.console))
+        dirs = [d for d in (m.group(1).split(os.pathsep) if m else []) if d]
+        dirs += [d for d in extra if d not in dirs]
+        self.mi.console("set debug-file-directory " + os.pathsep.join(dirs), check=False)
+
+    def _heavy_paths(self) -> list[str]:
+        try:
+            from tracer.symbols import torch_libraries
+
+            return [lib for lib in torch_libraries(self.config.python)
+                    if os.path.getsize(lib) >= self.HEAVY_LIBRARY or self._forced_cfi(lib)]
+        except Exception:
+            return []
+
+    @staticmethod
+    def _forced_cfi(path: str) -> bool:
+        """$PTTRACE_CFI_LIBS: basenames (':'-separated) also given to gdb as unwind tables, whatever their size."""
+        names = [n for n in os.environ.get("PTTRACE_CFI_LIBS", "").split(os.pathsep) if n]
+        return os.path.basename(path) in names
+
+    def _prepare_cfi_copies(self) -> None:
+        """Write (or find in the cache) the copies of torch's heavy libraries while the target starts."""
+        paths = self._heavy_paths()
+        if paths:
+            t = threading.Thread(target=lambda: [self._cfi_copy(p) for p in paths], name="cfi-copies", daemon=True)
+            t.start()
+
+    def _cfi_copy(self, path: str) -> str | None:
+        real = os.path.realpath(path)
+        with self._cfi_lock:
+            if real not in self._cfi_copies:
+                try:
+                    from tracer.symbols.cfi import cfi_copy
+
+                    self._cfi_copies[real] = cfi_copy(real)
+                except Exception as exc:
+                    self._cfi_copies[real] = None
+                    self._warn(f"no unwind-table copy of {os.path.basename(path)} ({exc}); gdb reads its symbols")
+            return self._cfi_copies[real]
+
+    def _load_cfi(self, path: str) -> bool:
+        """Give gdb the library's CFI-only copy; if that fails, its symbols as before (or, when no
+        breakpoint is in it, nothing: the agent asks for them if a stack passes through it)."""
+        copy = self._cfi_copy(path)
+        if copy is not None:
+            req = json.dumps({"library": path, "copy": copy})
+            res = self.mi.console(f"pttrace-cfi-add {req}", timeout=60, check=False)
+            if not res.error:
+                self._cfi_libs.add(path)
+                self._loaded_libs.add(path)
+                return True
+            self._warn(f"gdb refused the unwind-table copy of {os.path.basename(path)} "
+                       f"({res.error.strip()}); it reads its symbols")
+        wanted = {os.path.basename(b["library"]) for b in self.config.address_breakpoints + self._index_breakpoints
+                  if not b.get("plt")}
+        if os.path.basename(path) in wanted:
+            self._load_symbols([path])
+        return False
+
+    def _leave_cfi(self, spec: str) -> None:
+        """A breakpoint added later that gdb resolves itself: give it the symbols of the libraries it
+        may need that are only unwind tables in gdb now (and of those loaded later)."""
+        if not self._cfi:
+            return
+        try:
+            from tracer.symbols import libraries_defining
+
+            if ":" in spec.replace("::", "") or spec.startswith("*") or not self._index_resolvable(spec.strip()):
+                raise ValueError(spec)
+            names = {os.path.basename(p) for p in libraries_defining(spec.strip(), self._heavy_paths())}
+        except Exception:
+            names = None  # cannot tell: every library gets its symbols
+        if names is None:
+            self._cfi = False
+        elif self._needed_libs is not None:
+            self._needed_libs |= names
+        for path in sorted(self._cfi_libs):
+            if names is None or os.path.basename(path) in names:
+                self.mi.console(f"pttrace-cfi-drop {path}", check=False)
+                self._cfi_libs.discard(path)
+                self._loaded_libs.discard(path)
+                self._load_symbols([path])
+
+    # --- fill: names and file:line from our index for what gdb left without ---------------------
+    def _fill_frames(self, frames: list) -> None:
+        entries = self._filler.fill(frames)
+        if entries and self.writer is not None:
+            try:
+                self.writer.fill(entries)
+            except PttraceError:
+                pass
+
+    def _scan_session(self, emit: bool) -> None:
+        """Read the records appended since the last scan: fill the new hits' frames (appending fill
+        records), and, for a live UI, turn them into events."""
         from tracer.model import Breakpoint, Hit
 
-        pos = 0
-        partial = b""
-        while True:
-            done = self._finished.is_set()
+        with self._scan_lock:
             try:
                 with open(self.session_path, "rb") as fh:
-                    fh.seek(pos)
+                    fh.seek(self._scan_pos)
                     chunk = fh.read()
-                    pos += len(chunk)
-            except OSError:
+                    self._scan_pos += len(chunk)
+            except (OSError, TypeError):
                 chunk = b""
-            if chunk:
-                data = partial + chunk
-                lines = data.split(b"\n")
-                partial = lines.pop()
-                for raw in lines:
-                    try:
-                        rec = json.loads(raw)
-                    except ValueError:
-                        continue
-                    kind = rec.get("type")
-                    if kind == "hit":
+            if not chunk:
+                return
+            lines = (self._scan_partial + chunk).split(b"\n")
+            self._scan_partial = lines.pop()
+            for raw in lines:
+                if b'"offset"' not in raw and not emit:
+                    continue
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                kind = rec.get("type")
+                if kind == "hit":
+                    self._fill_frames(rec.get("frames") or [])
+                    if emit:
                         self._emit("hit", Hit.from_dict(rec))
-                    elif kind == "breakpoint":
-                        self._emit("breakpoint", Breakpoint.from_dict(rec))
-                    elif kind == "warning":
-                        self._emit("warning", rec.get("message"))
+                elif not emit:
+                    continue
+                elif kind == "breakpoint":
+                    self._emit("breakpoint", Breakpoint.from_dict(rec))
+                elif kind == "warning":
+                    self._emit("warning", rec.get("message"))
+
+    def _tail_session(self) -> None:
+        """Turn records appended by the agent into events, so a UI sees hits as they happen (their
+        frames filled from our index first)."""
+        while True:
+            done = self._finished.is_set()
+            self._scan_session(emit=True)
             if done:
                 break
             time.sleep(0.05)
@@ -540,6 +685,8 @@ class Engine:
         assert self.mi is not None
         if not spec.strip() or any(ch in spec for ch in "\r\n\0"):
             raise UsageError(f"{spec!r} is not a breakpoint location.")
+        if self._started:
+            self._leave_cfi(spec)  # gdb resolves this one by name: it needs the library's symbols
         res = self.mi.console(f"pttrace-break {spec}", check=False)
         if res.error:
             why = res.error.replace("Error occurred in Python: ", "").strip().rstrip(".")
@@ -782,8 +929,13 @@ class Engine:
             data = json.loads(text.splitlines()[-1])
         except (ValueError, IndexError):
             return None
+        frames = data.get("frames", [])
+        try:
+            self._fill_frames(frames)
+        except Exception:
+            pass
         return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
-                   frames=[Frame.from_dict(f) for f in data.get("frames", [])], truncated=bool(data.get("truncated")))
+                   frames=[Frame.from_dict(f) for f in frames], truncated=bool(data.get("truncated")))
 
     @property
     def finished(self) -> bool:
@@ -820,6 +972,11 @@ class Engine:
         if self.end_reason in ("timeout", "interrupted", "sigint", "sigterm") and self.status == "completed":
             self.status = "interrupted"
         if self.writer:
+            try:
+                # Names for the frames recorded by library and offset that no fill record has yet.
+                self._scan_session(emit=self.config.live)
+            except Exception:
+                pass
             try:
                 self._write_suggestions()
             except Exception:

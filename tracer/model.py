@@ -46,6 +46,9 @@ class Frame:
     # A dispatcher hop's DispatchKeySet, read at its entry (raw bits) and decoded to key names.
     keyset: int | None = None
     keys: list[str] | None = None
+    # A native frame gdb left without a name or file:line: its file-relative address (pc - the
+    # library's load base), which pttrace's own symbol index names (a ``fill`` record, storage.py).
+    offset: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow copy equals ``asdict`` (which deep-copies, ~20x slower).
@@ -61,6 +64,8 @@ class Frame:
             d.pop("keyset", None)
         if self.keys is None:
             d.pop("keys", None)
+        if self.offset is None:
+            d.pop("offset", None)
         return d
 
     @classmethod

@@ -5,6 +5,13 @@ as they happen, then an ``end`` record. A file without its ``end`` loads as ``in
 An optional ``dispatch_keys`` record carries the DispatchKeySet numbering of the target's torch
 (``{"keys": [[name, mask], ...], "bits": {bit: name}, ...}``); frames recorded with a raw ``keyset``
 get their ``keys`` decoded with it when the session is loaded. Files without one load as before.
+``fill`` records name native frames gdb left without a name or file:line (a library given to gdb as
+unwind tables only, a separate debug file gdb did not find): the agent records such a frame with its
+``library`` and file-relative ``offset``; pttrace looks it up in its own symbol index and appends
+``{"type": "fill", "frames": [[library, offset, caller, {function, short, layer, dispatch_key, file,
+line}], ...]}`` (``caller``: the frame is not the innermost one, so it was looked up at offset - 1).
+Loading applies them to the frames still missing those fields; without one a frame keeps its library
+and offset, so a file cut off before its fill lost nothing.
 Several writers may append (pttrace itself and the agent inside gdb): each record is one
 ``write()`` on an ``O_APPEND`` descriptor, so lines never interleave.
 """
@@ -69,6 +76,11 @@ class SessionWriter:
     def dispatch_keys(self, table: dict[str, Any]) -> None:
         self.write({**table, "type": "dispatch_keys"})
 
+    def fill(self, entries: list) -> None:
+        """Names for frames recorded by library and offset: ``[[library, offset, caller, fields], ...]``."""
+        if entries:
+            self.write({"type": "fill", "frames": entries})
+
     def breakpoint(self, bp: Breakpoint) -> None:
         self.write({"type": "breakpoint", **bp.to_dict()})
 
@@ -120,6 +132,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
     warnings: list[str] = []
     ended: dict[str, Any] | None = None
     key_table: dict[str, Any] | None = None
+    fills: dict[tuple, dict[str, Any]] = {}
     for lineno, rec in _iter_records(path, report):
         kind = rec.get("type")
         try:
@@ -140,6 +153,10 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                 warnings.append(str(rec.get("message")))
             elif kind == "dispatch_keys":
                 key_table = rec
+            elif kind == "fill":
+                for library, offset, caller, values in rec.get("frames") or []:
+                    if isinstance(values, dict):
+                        fills[(library, int(offset), bool(caller))] = values
             elif kind == "end":
                 ended = rec
             else:
@@ -180,10 +197,51 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
         bp.hits = counts.get(spec, 0)
     session.breakpoints = list(bps.values())
     hits.sort(key=lambda h: h.seq)
+    if fills:
+        apply_fills(hits, fills)
     if key_table is not None:
         _decode_keysets(hits, key_table)
     session.hits = hits
     return session
+
+
+FILL_NAME_FIELDS = ("function", "short", "layer", "dispatch_key")
+
+
+def fill_frame(frame: Any, values: dict[str, Any]) -> None:
+    """Give a frame (a ``Frame`` or its dict) the name and file:line it lacks from a fill entry."""
+    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
+    put = frame.__setitem__ if isinstance(frame, dict) else frame.__setattr__
+    if get("function") is None and values.get("function"):
+        for name in FILL_NAME_FIELDS:
+            if name in values:
+                put(name, values[name])
+    if get("file") is None and values.get("file"):
+        put("file", values["file"])
+        put("line", values.get("line"))
+
+
+def fill_key(frame: Any, innermost: bool) -> tuple | None:
+    """The key of a frame in ``fill`` records, or None if it needs none."""
+    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
+    offset = get("offset")
+    if offset is None or get("kind") != "native" or (get("function") is not None and get("file") is not None):
+        return None
+    return (get("library"), int(offset), not innermost)
+
+
+def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
+    for h in hits:
+        frames = h.frames
+        last = len(frames) - 1
+        for i, f in enumerate(frames):
+            if f.offset is None:
+                continue
+            key = fill_key(f, i == last)
+            if key is not None:
+                values = fills.get(key)
+                if values is not None:
+                    fill_frame(f, values)
 
 
 def decode_keyset(bits: int, table: dict[str, Any]) -> list[str]:

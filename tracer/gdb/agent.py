@@ -53,6 +53,7 @@ class _State:
     address_breakpoints: list = []  # resolved by pttrace's symbol index, placed when their library maps
     address_groups: dict = {}  # label -> [TraceBreakpoint]
     address_stubs: dict = {}  # label -> [location] of the @plt stubs listed, not broken on
+    cfi_libs: dict = {}  # library -> (its CFI-only copy, load base): gdb unwinds it, pttrace names it
 
 
 STATE = _State()
@@ -115,6 +116,7 @@ def _write_hit(record: dict) -> None:
 def _clear_frame_caches(*_args) -> None:
     """New or dropped symbols can rename any frame: forget every cached frame."""
     _native_cache.clear()
+    _lib_bases.clear()
     _suffix_cache.clear()
     _frame_var.clear()
 
@@ -174,6 +176,35 @@ def _symbols_loaded(lib: str | None) -> bool:
     return lib in names or os.path.realpath(lib) in names
 
 
+def _full_name(frame, name: str | None) -> str | None:
+    """The full demangled name, with parameters, as gdb gives it for a minimal symbol: a function with
+    DWARF is named by gdb without its parameters (``ns::f``); its linkage name, demangled, has them."""
+    if not name:
+        return name
+    try:
+        sym = frame.function()
+        linkage = sym.linkage_name if sym is not None else None
+    except Exception:
+        return name
+    if linkage and linkage.startswith("_Z"):
+        full = _demangle(linkage)
+        if full and full != linkage:
+            return full
+    return name
+
+
+_lib_bases: dict = {}  # library -> its load base (the mapping of file offset 0), or None
+
+
+def _lib_base(lib: str) -> int | None:
+    cfi = STATE.cfi_libs.get(lib)
+    if cfi is not None:
+        return cfi[1]
+    if lib not in _lib_bases:
+        _lib_bases[lib] = _mapped_base(lib)
+    return _lib_bases[lib]
+
+
 def _native(frame, inline_index: int) -> dict:
     pc = frame.pc()
     key = (pc, inline_index)
@@ -181,7 +212,7 @@ def _native(frame, inline_index: int) -> dict:
     if cached is not None:
         return cached
     try:
-        name = frame.name()
+        name = _full_name(frame, frame.name())
     except Exception:
         name = None
     file = line = None
@@ -204,6 +235,11 @@ def _native(frame, inline_index: int) -> dict:
         "layer": classify(name, lib),
         "dispatch_key": dispatch_key(name),
     })
+    if (name is None or file is None) and lib and lib != _exe_name:
+        # pttrace names it from its own index (a ``fill`` record): keep where it is in its library.
+        base = _lib_base(lib)
+        if base is not None and pc >= base:
+            info["offset"] = pc - base
     try:
         if frame.type() == gdb.INLINE_FRAME:
             info["inlined"] = True
@@ -612,6 +648,8 @@ def _missing_symbols(frames: list[dict]) -> list[str]:
     libs = []
     for f in frames:
         if f["kind"] == "native" and not f.get("function") and f.get("library") and f["library"] not in libs:
+            if f["library"] in STATE.cfi_libs:
+                continue  # unwound from its CFI-only copy; pttrace names its frames (a fill record)
             if not _symbols_loaded(f["library"]):
                 libs.append(f["library"])
     return libs
@@ -704,6 +742,11 @@ class TraceBreakpoint(gdb.Breakpoint):
         except Exception:
             newest, innermost = None, {"function": None, "layer": None}
         name = innermost["function"]
+        if name is None and self.pt_function:
+            # An address breakpoint in a library gdb has no names for (a CFI-only copy): the function
+            # our index resolved, for --layer and the DispatchKeySet read below.
+            name = self.pt_function
+            innermost = dict(innermost, function=name, layer=classify(name, innermost.get("library")))
         if is_plt(name):
             return False  # a stub in another library, not the function itself
         if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
@@ -924,6 +967,41 @@ def _delete(arg: str) -> None:
     STATE.address_breakpoints = [i for i in STATE.address_breakpoints if i["label"] != spec]
 
 
+def _gdb_path_arg(path: str) -> str:
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"' if any(c in path for c in ' \t"\'\\') else path
+
+
+def _cfi_add(arg: str) -> None:
+    """``pttrace-cfi-add {"library": L, "copy": C}``: give gdb L's CFI-only copy at L's load base
+    instead of L's symbols. Its frames are unwound by gdb and named by pttrace (fill records)."""
+    req = json.loads(arg)
+    lib, copy = req["library"], req["copy"]
+    base = _mapped_base(lib)
+    if base is None:
+        raise gdb.GdbError(f"{lib} is not mapped in the target")
+    gdb.execute(f"add-symbol-file {_gdb_path_arg(copy)} -o {base:#x}", to_string=True)
+    STATE.cfi_libs[lib] = (copy, base)
+    real = os.path.realpath(lib)
+    if real != lib:
+        STATE.cfi_libs[real] = (copy, base)
+    _clear_frame_caches()
+    gdb.write(json.dumps({"base": base}) + "\n")
+
+
+def _cfi_drop(arg: str) -> None:
+    """``pttrace-cfi-drop LIBRARY``: take the CFI-only copy away (its full symbols are loaded next)."""
+    lib = arg.strip()
+    entry = None
+    for name in (lib, os.path.realpath(lib)):
+        entry = STATE.cfi_libs.pop(name, None) or entry
+    if entry is not None:
+        try:
+            gdb.execute(f"remove-symbol-file {_gdb_path_arg(entry[0])}", to_string=True)
+        except gdb.error:
+            pass
+    _clear_frame_caches()
+
+
 def _record_stop(arg: str) -> None:
     record_hit(None, signal=arg.strip() or None)
 
@@ -1014,6 +1092,8 @@ _Command("pttrace-record-stop", _record_stop)
 _Command("pttrace-status", _status)
 _Command("pttrace-snapshot", _snapshot)
 _Command("pttrace-rerecord", _rerecord)
+_Command("pttrace-cfi-add", _cfi_add)
+_Command("pttrace-cfi-drop", _cfi_drop)
 gdb.events.breakpoint_modified.connect(_on_modified)
 gdb.events.new_objfile.connect(lambda event: STATE.address_breakpoints and place_address_breakpoints())
 for _event in ("new_objfile", "free_objfile", "clear_objfiles"):
