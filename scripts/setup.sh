@@ -10,6 +10,8 @@ command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 command -v addr2line >/dev/null 2>&1 || need_apt+=(binutils)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+# libc's detached debug info: the tests read a stripped system library through /usr/lib/debug/.build-id.
+if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dbg >/dev/null 2>&1; then need_apt+=(libc6-dbg); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get" >&2
     SUDO=""
