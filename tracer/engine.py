@@ -903,10 +903,24 @@ class Engine:
         self.mi.command("-exec-continue", check=False)
 
     def step(self) -> None:
+        self._symbols_for_stepping()
         self.mi.command("-exec-step", check=False)
 
     def next(self) -> None:
+        self._symbols_for_stepping()
         self.mi.command("-exec-next", check=False)
+
+    def _symbols_for_stepping(self) -> None:
+        """gdb steps by function bounds, which come from symbols: a library given to it as unwind
+        tables only gets its symbols before the first step (and libraries loaded later get theirs)."""
+        if not self._cfi_libs and not self._cfi:
+            return
+        self._cfi = False
+        for path in sorted(self._cfi_libs):
+            self.mi.console(f"pttrace-cfi-drop {path}", check=False)
+            self._cfi_libs.discard(path)
+            self._loaded_libs.discard(path)
+            self._load_symbols([path])
 
     def finish(self) -> None:
         self.mi.command("-exec-finish", check=False)
