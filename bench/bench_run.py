@@ -204,7 +204,7 @@ def _session_records(session_dir: Path) -> tuple[list[dict], dict | None]:
     files = sorted(session_dir.glob("*.jsonl"))
     if len(files) != 1:
         return [], None
-    hits, end = [], None
+    hits, end, fills = [], None, {}
     with open(files[0], encoding="utf-8") as fh:
         for line in fh:
             try:
@@ -215,6 +215,19 @@ def _session_records(session_dir: Path) -> tuple[list[dict], dict | None]:
                 hits.append(rec)
             elif rec.get("type") == "end":
                 end = rec
+            elif rec.get("type") == "fill":
+                # Names pttrace gave, from its own index, to frames gdb had none for (the CFI path).
+                fills.update(((lib, off, caller), values) for lib, off, caller, values in rec["frames"])
+    if fills:
+        sys.path.insert(0, str(ROOT))
+        from tracer.storage import fill_frame, fill_key
+
+        for rec in hits:
+            frames = rec["frames"]
+            for i, f in enumerate(frames):
+                key = fill_key(f, i == len(frames) - 1)
+                if key in fills:
+                    fill_frame(f, fills[key])
     return hits, end
 
 

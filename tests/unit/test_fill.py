@@ -1,0 +1,107 @@
+"""Fill records: frames recorded by library and offset get the names pttrace's index gives them."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tracer import storage
+from tracer.fill import FrameFiller
+from tracer.model import Frame, Hit, SessionInfo, Thread
+
+
+def _frame(library, offset, function=None, file=None):
+    return Frame(kind="native", function=function, library=library, address=0x7000 + offset, file=file,
+                 layer="runtime", offset=offset)
+
+
+def _session(path, frames, fills=(), end=True):
+    w = storage.SessionWriter(path)
+    w.header(SessionInfo(id="s1", mode="run", argv=["python"], started="2026-11-22T05:00:00+00:00"))
+    w.write({"type": "hit", **Hit(seq=1, breakpoint="b", thread=Thread(1, "python", 42), time=1.0,
+                                  frames=frames).to_dict()})
+    for entries in fills:
+        w.fill(entries)
+    if end:
+        w.end("completed", 0)
+    w.close()
+
+
+def test_fills_apply_by_library_offset_and_caller(tmp_path):
+    p = tmp_path / "s.jsonl"
+    caller = {"function": "at::_ops::sigmoid::call(at::Tensor const&)", "short": "at::_ops::sigmoid::call",
+              "layer": "dispatcher", "dispatch_key": None}
+    inner = {"function": "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)",
+             "short": "at::wrapper_CPU_sigmoid", "layer": "kernel", "dispatch_key": "CPU", "file": "k.cpp", "line": 7}
+    _session(p, [_frame("/l.so", 0x10), _frame("/l.so", 0x20)],
+             fills=[[["/l.so", 0x10, True, caller]], [["/l.so", 0x20, False, inner], ["/l.so", 0x20, True, caller]]])
+    (hit,) = storage.load(p).hits
+    a, b = hit.frames
+    assert (a.function, a.layer, a.file) == (caller["function"], "dispatcher", None)
+    assert (b.function, b.short, b.layer, b.dispatch_key, b.file, b.line) == (
+        inner["function"], "at::wrapper_CPU_sigmoid", "kernel", "CPU", "k.cpp", 7)
+    assert b.to_dict()["offset"] == 0x20
+
+
+def test_a_session_without_fills_keeps_library_and_offset(tmp_path):
+    p = tmp_path / "s.jsonl"
+    _session(p, [_frame("/l.so", 0x10), _frame("/l.so", 0x20)], end=False)
+    s = storage.load(p)
+    assert s.info.status == "interrupted"
+    assert [(f.library, f.offset, f.function) for f in s.hits[0].frames] == [("/l.so", 0x10, None),
+                                                                           ("/l.so", 0x20, None)]
+
+
+def test_gdb_names_are_kept_and_only_missing_lines_filled(tmp_path):
+    p = tmp_path / "s.jsonl"
+    _session(p, [_frame("/l.so", 0x10, function="gdb_name()")],
+             fills=[[["/l.so", 0x10, False, {"function": "other()", "short": "other", "layer": "kernel",
+                                             "dispatch_key": None, "file": "f.cpp", "line": 3}]]])
+    (f,) = storage.load(p).hits[0].frames
+    assert (f.function, f.layer, f.file, f.line) == ("gdb_name()", "runtime", "f.cpp", 3)
+
+
+def test_filler_names_from_the_index_and_looks_callers_up_at_pc_minus_one(tmp_path):
+    src = tmp_path / "lib.c"
+    src.write_text("int first(int x) { return x + 1; }\nint second(int x) { return first(x) * 2; }\n")
+    lib = tmp_path / "libdemo.so"
+    try:
+        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no C compiler")
+    from tracer.symbols import find_symbol
+
+    (second,) = [m for m in find_symbol("second", [str(lib)]) if not m.plt]
+    (first,) = [m for m in find_symbol("first", [str(lib)]) if not m.plt]
+    end_of_first = first.address + first.size  # a return address just past the end of a function
+    frames = [{"kind": "native", "function": None, "library": str(lib), "file": None, "offset": end_of_first,
+               "layer": "runtime"},
+              {"kind": "native", "function": None, "library": str(lib), "file": None, "offset": second.address,
+               "layer": "runtime"}]
+    entries = FrameFiller().fill(frames)
+    assert frames[0]["function"] == "first" and frames[0]["short"] == "first"  # looked up at pc - 1
+    assert frames[1]["function"] == "second"
+    assert [e[:3] for e in entries] == [[str(lib), end_of_first, True], [str(lib), second.address, False]]
+    json.dumps(entries)
+
+
+def test_cfi_copy_holds_only_the_unwind_tables(tmp_path, monkeypatch):
+    src = tmp_path / "lib.c"
+    src.write_text("int f(int x) { return x + 1; }\n")
+    lib = tmp_path / "libdemo.so"
+    try:
+        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from tracer.symbols.cfi import cfi_copy
+
+    copy = cfi_copy(str(lib))
+    assert copy.startswith(str(tmp_path / "cache" / "pttrace" / "cfi"))
+    assert cfi_copy(str(lib)) == copy  # cached
+    from tracer.symbols.elffile import ElfFile
+
+    names = {s.name for s in ElfFile(copy).section_list}
+    assert {".eh_frame", ".text"} <= names and not names & {".symtab", ".dynsym", ".strtab", ".debug_info"}
+    assert next(s for s in ElfFile(copy).section_list if s.name == ".text").type == 8  # NOBITS
