@@ -162,6 +162,8 @@ class Engine:
 
     def __init__(self, config: TraceConfig, listener: Callable[[EngineEvent], None] | None = None):
         self.config = config
+        if os.environ.get("PTTRACE_ALL_SYMBOLS"):
+            config.all_symbols = True  # gdb reads every library's symbols, as plain gdb does
         self.listener = listener or (lambda ev: None)
         self.mi: MiConnection | None = None
         self.session_path: Path | None = None
