@@ -760,12 +760,14 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[st
                 cold = stats.get((case.key, "pttrace-cold"))
                 if cold and cold.med("wall"):
                     md.append(f"Re-runs: a first run (empty `$XDG_CACHE_HOME`: gdb's index cache, pttrace's symbol "
-                              f"index and torch facts all rebuilt) takes {cold.med('wall'):.2f} s; a second run, "
+                              f"index, CFI-only copies and torch facts all rebuilt) takes {cold.med('wall'):.2f} s; a second run, "
                               f"reusing them, {pt.med('wall'):.2f} s ({pt.med('wall') - cold.med('wall'):+.2f} s, "
                               f"{pt.med('wall') / cold.med('wall'):.2f}x).")
                 if case.key == "sigmoid":
-                    md.append("Most of both runs is gdb reading libtorch_cpu.so's ~650k symbols; what it would take to "
-                              "go below: section \"Where gdb spends its time on libtorch_cpu.so\".")
+                    md.append("Most of plain gdb's run is reading libtorch_cpu.so's ~650k symbols; pttrace gives gdb "
+                              "only that library's unwind tables (a CFI-only copy, cached by build-id) and names its "
+                              "frames from its own symbol index: section \"Where gdb spends its time on "
+                              "libtorch_cpu.so\".")
     if failures:
         md.append("")
         md.append("**Recorded-path checks that FAILED:**")
