@@ -157,3 +157,46 @@ def test_debug_dirs_reach_gdb_and_dwarf_frames_have_full_names(split_ext, tmp_pa
     # gdb found the separate debug file itself (debug-file-directory) and named the frame in full.
     assert kernel["file"] == str(DEMO_SOURCE) and kernel["line"]
     assert kernel["function"] == "pttrace_demo::scale_add_cpu(at::Tensor const&, at::Tensor const&, double)"
+
+
+def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
+    """The TUI's `b`: a name gdb resolves itself, in a library gdb had only unwind tables for."""
+    import sys
+    import threading
+
+    from tracer.engine import Engine, TraceConfig
+
+    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
+                         session_dir=tmp_path, mode="stop", forward_output=False)
+    stops = []
+    stopped = threading.Event()
+
+    def listener(ev):
+        if ev.kind == "stopped":
+            stops.append(ev.data)
+            stopped.set()
+
+    engine = Engine(config, listener)
+    engine.start()
+    runner = threading.Thread(target=engine.run, daemon=True)
+    runner.start()
+    try:
+        assert stopped.wait(120), "no stop at wrapper_CPU_sigmoid"
+        assert engine._cfi_libs, "libtorch_cpu.so was not given to gdb as unwind tables"
+        snap = engine.snapshot()
+        assert snap.frames[-1].short == "at::wrapper_CPU_sigmoid" and snap.frames[-1].layer == "kernel"
+        engine.add_breakpoint("sigmoid_backward")  # gdb resolves it: our index does not, exactly (global names)
+        assert not engine._cfi_libs
+        engine.set_mode("record")
+        engine.resume()
+        runner.join(180)
+    finally:
+        if runner.is_alive():
+            engine.request_stop()
+            runner.join(30)
+    session = engine.load_session()
+    later = [h for h in session.hits if h.breakpoint == "sigmoid_backward"]
+    assert later, [h.breakpoint for h in session.hits]
+    assert "::sigmoid_backward(" in later[0].frames[-1].function
+    (bp,) = [b for b in session.breakpoints if b.spec == "sigmoid_backward"]
+    assert len(bp.locations) >= 6 and all(loc.function for loc in bp.locations)
