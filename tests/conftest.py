@@ -59,6 +59,15 @@ def gdb_pids() -> set[int]:
     return {pid for pid in pids if _ours(pid)}
 
 
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None):
     full_env = dict(os.environ)
     full_env.update(env or {})

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HELLO, ROOT
+from tests.conftest import HELLO, ROOT, alive
 from tests.tui.support import run_pilot, wait_until
 from tracer.engine import TraceConfig
 from tracer.tui.app import make_app
@@ -17,15 +17,6 @@ from tracer.tui.sources import LiveSource
 
 
 HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
-
-
-def _alive(pid: int) -> bool:
-    """A process that exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.gdb
@@ -79,7 +70,7 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
     assert [h.breakpoint for h in session.hits] == ["wrapper_CPU_sigmoid"]
     # Our own gdb and target are gone (other gdbs may run on the machine: ask about ours only).
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
-    assert not _alive(app.state.pid), "the TUI left the launched target behind"
+    assert not alive(app.state.pid), "the TUI left the launched target behind"
 
 
 @pytest.mark.gdb

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import alive
 from tests.tui.support import FIXTURE, ROOT
 
 TMUX = shutil.which("tmux")
@@ -83,15 +84,6 @@ class Terminal:
     def close(self) -> None:
         subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=20)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """A process that exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _quote(arg: str) -> str:
@@ -172,7 +164,7 @@ def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path, how):
     term.keys("q", "y")
     assert term.exit_status() == 0
     assert "(interrupted, 1 hit)" in term.screen(history=10)
-    assert not _alive(pid), "the launched target outlived pttrace"
+    assert not alive(pid), "the launched target outlived pttrace"
 
 
 @pytest.mark.gdb
