@@ -15,6 +15,7 @@ Cases
   sigmoid  the same with ``--break wrapper_CPU_sigmoid`` (a kernel in libtorch_cpu.so)
   hot      bench/hot_add.py: ``torch.add`` 2,000 times under ``--break at::_ops::add_Tensor::call``;
            the loop's own wall time is measured inside the target, so per-hit cost excludes start-up
+           (pttrace with and without the whole-stack reuse, `PTTRACE_NO_STACK_REUSE=1`, alternate in each round)
 
 Peak memory is the sum of the peak RSS (VmHWM, polled from /proc every 20 ms) of the debugger's
 processes: pttrace itself plus its gdb, or the one plain gdb. The traced Python is reported apart.
@@ -397,6 +398,7 @@ class Variant:
     kind: str = "gdb"  # "pttrace" | "gdb" | "ref" (no debugger)
     once: bool = False  # a reference run: first round only
     cold: bool = False  # run with an empty cache directory (XDG_CACHE_HOME): a first run
+    env: dict | None = None  # extra environment variables for this variant
 
 
 @dataclass
@@ -514,6 +516,8 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -
         variants = [
             Variant("pttrace", "pttrace run (full path, Python frames)", pt(ADD_OP, hot_args, None),
                     pt_hot_check, kind="pttrace"),
+            Variant("pttrace-walk", "pttrace run, whole-stack reuse off (`PTTRACE_NO_STACK_REUSE=1`)",
+                    pt(ADD_OP, hot_args, None), pt_hot_check, kind="pttrace", env={"PTTRACE_NO_STACK_REUSE": "1"}),
             Variant("gdb-bt", "gdb `commands; silent; bt; continue` (@plt stub disabled)",
                     gdb_hot(_hot_script(tmp, "bt", ["bt"], noplt=True)), hot_gdb_check(HOT_N, HOT_N)),
             Variant("bare", "gdb.Breakpoint whose stop() returns False (@plt disabled)", gdb_hot(bare), bare_check),
@@ -635,10 +639,10 @@ def run_all(cases: list[Case], rounds: int, tmp: Path) -> dict[tuple[str, str], 
                 rundir = tmp / f"{case.key}-{v.key}-{rnd}"
                 rundir.mkdir(parents=True)
                 (rundir / "sessions").mkdir()
-                env = None
+                env = dict(os.environ, **v.env) if v.env else None
                 if v.cold:
                     # A first run: no gdb index cache, no pttrace symbol index, no cached torch facts.
-                    env = dict(os.environ, XDG_CACHE_HOME=str(rundir / "empty-cache"))
+                    env = dict(env or os.environ, XDG_CACHE_HOME=str(rundir / "empty-cache"))
                 res = run_measured(v.make_argv(rundir), rundir / "stdout.txt", env=env)
                 errs = v.check(rundir, res)
                 st = stats.setdefault((case.key, v.key), Stats())
@@ -726,6 +730,13 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[st
                               f"per-hit cost within 3x of the bare breakpoint: {pl / bl:.1f}x "
                               f"({_verdict(pl / bl, 3)}); peak memory <= 1.2x gdb: "
                               f"{pt.med('tool_kb') / base_mem:.2f}x ({_verdict(pt.med('tool_kb') / base_mem, 1.2)}).")
+                    walk = stats.get((case.key, "pttrace-walk"))
+                    wl = walk.med_extra("loop") if walk else None
+                    if wl:
+                        md.append(f"Whole-stack reuse (a hit's native frames taken from an earlier walk of the same "
+                                  f"stack, checked in one read of it): {pl / HOT_N * 1000:.3f} ms a hit with it, "
+                                  f"{wl / HOT_N * 1000:.3f} ms without ({gl / wl:.1f}x gdb `bt`); "
+                                  f"{wl / pl:.2f}x faster.")
                     typed = stats.get((case.key, "bare-typed"))
                     tl = typed.med_extra("loop") if typed else None
                     if tl:

@@ -1,9 +1,13 @@
 """The agent's per-hit caches record what a full walk records: real gdb, real torch, real processes.
 
 The first hit of a stack is walked in full; later hits reuse the start-up frames below the outermost
-``PyEval_EvalCode``, cached native frames and their JSON, and cached Python frames. These tests make
-the later hits differ from the first in the ways that could fool a cache: other Python lines, other
-depths, other threads, and a ``--max-depth`` cut that falls inside or outside the reused frames.
+``PyEval_EvalCode``, cached native frames and their JSON, and cached Python frames; a hit whose
+innermost frame has the pc and sp of one walked before, and whose every return address is still in
+its stack slot, reuses that walk's native frames whole and reads only its Python frames (from the
+thread's PyThreadState). These tests make the later hits differ from the first in the ways that could
+fool a cache: other Python lines, other depths, other C callers, other threads, exec'd code, and a
+``--max-depth`` cut that falls inside or outside the reused frames; the whole-stack reuse is compared,
+record for record, with a run without it (``PTTRACE_NO_STACK_REUSE=1``).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from tests.conftest import run_pttrace
 from tracer import storage
 
 ADD = "at::_ops::add_Tensor::call"
+EVAL = "_PyEval_EvalFrameDefault"
 
 SCRIPT = '''
 import threading
@@ -129,3 +134,129 @@ def test_exec_d_code_is_not_mistaken_for_the_code_that_had_its_address(tmp_path)
         py = [f for f in hit["frames"] if f["kind"] == "python"]
         assert (py[-1]["function"], py[-1]["file"], py[-1]["line"]) == (f"fn_{i}", "<generated>", 2), py[-2:]
         assert (py[-2]["function"], py[-2]["line"]) == ("<module>", 5)
+
+
+# Consecutive hits that differ in what could fool the whole-stack reuse (a cached walk reused while
+# the innermost frame's pc and sp and every return address on the stack are unchanged; Python frames
+# read from the thread's PyThreadState): other C callers (map, functools.reduce), a Python callback
+# called from C (sorted's key: two eval frames), other lines and depths, exec'd code, other threads.
+# torch's Python binding releases the GIL before it dispatches: every one of these hits stops a
+# thread that does not hold the GIL (the PyThreadState is found by native_thread_id, not as the GIL
+# holder's), and in the threaded part the other thread runs Python meanwhile.
+REUSE_SCRIPT = '''
+import functools
+import threading
+import torch
+
+a = torch.ones(2)
+
+
+def deeper(n):
+    if n == 0:
+        return torch.add(a, a)  # LINE-DEEP
+    return deeper(n - 1)
+
+
+for i in range(40):
+    torch.add(a, a)  # LINE-HOT
+
+for i in range(4):
+    torch.add(a, a)  # LINE-DIRECT
+    list(map(torch.add, [a], [a]))  # LINE-MAP
+    functools.reduce(torch.add, [a, a, a])  # LINE-REDUCE
+    sorted([a, a], key=lambda x: float(torch.add(x, x).sum()))  # LINE-SORTED
+    deeper(i % 3)
+    g = {"torch": torch, "a": a}
+    exec(compile(f"def fn_{i}():\\n    return torch.add(a, a)\\n", "<generated>", "exec"), g)
+    g[f"fn_{i}"]()
+
+stop = False
+
+
+def spin():
+    while not stop:
+        sum(range(100))
+
+
+def worker(k):
+    for _ in range(3):
+        torch.add(a, a)  # LINE-WORKER
+    list(map(torch.add, [a] * k, [a] * k))  # LINE-WORKER-MAP
+
+
+spinner = threading.Thread(target=spin)
+spinner.start()
+for k in (1, 2):
+    t = threading.Thread(target=worker, args=(k,))
+    t.start()
+    t.join()
+stop = True
+spinner.join()
+torch.add(a, a)  # LINE-LAST
+'''
+
+
+def _run_reuse(tmp_path: Path, name: str, no_reuse: bool, *extra: str) -> tuple[list[dict], dict]:
+    script = tmp_path / "reuse.py"
+    script.write_text(REUSE_SCRIPT)
+    out = tmp_path / name
+    stats = tmp_path / f"{name}.stats.json"
+    env = {"PTTRACE_STACK_REUSE_STATS": str(stats)}
+    if no_reuse:
+        env["PTTRACE_NO_STACK_REUSE"] = "1"
+    proc = run_pttrace("run", "--batch", "-q", "-b", ADD, *extra, "--session-dir", str(out), str(script), env=env)
+    assert proc.returncode == 0, proc.stderr
+    hits = _hits(out)
+    for hit in hits:
+        hit.pop("time")
+        hit["thread"].pop("lwp")  # another process: other LWPs
+    return hits, json.loads(stats.read_text())
+
+
+def test_reused_stacks_record_what_a_full_walk_records(tmp_path):
+    # GIVEN the same script traced with the whole-stack reuse and without it (PTTRACE_NO_STACK_REUSE=1)
+    reused, stats = _run_reuse(tmp_path, "reuse", False)
+    walked, plain = _run_reuse(tmp_path, "walk", True)
+    # THEN every hit is the same, record for record
+    assert len(reused) == 40 + 4 * 8 + 4 + 5 + 1
+    assert len(walked) == len(reused)
+    for i, (got, want) in enumerate(zip(reused, walked)):
+        assert got == want, i
+    # AND the reuse did happen: the hot loop's hits after its first came from the cached walk
+    assert plain == {"reused": 0, "walked": 0, "rejected": 0}
+    assert stats["reused"] >= 39, stats
+    assert stats["reused"] + stats["walked"] == len(reused)
+    # AND the hits are the ones the script makes
+    marks = [_marker(h) for h in reused]
+    assert marks[:40] == ["LINE-HOT"] * 40
+    for i in range(4):
+        assert marks[40 + 8 * i:48 + 8 * i] == ["LINE-DIRECT", "LINE-MAP", "LINE-REDUCE", "LINE-REDUCE", "LINE-SORTED",
+                                                "LINE-SORTED", "LINE-DEEP", f"<generated>:fn_{i}"]
+    assert marks[72:] == ["LINE-WORKER"] * 3 + ["LINE-WORKER-MAP"] + ["LINE-WORKER"] * 3 + ["LINE-WORKER-MAP"] * 2 + [
+        "LINE-LAST"]
+    sorted_hit = reused[44]
+    assert not any(f["function"] == EVAL for f in sorted_hit["frames"])  # both eval frames read as Python
+    assert [f["function"] for f in sorted_hit["frames"] if f["kind"] == "python"] == ["<module>", "<lambda>"]
+    depths = [sum(1 for f in reused[46 + 8 * i]["frames"] if f["function"] == "deeper") for i in range(4)]
+    assert depths == [1, 2, 3, 1]
+    workers = reused[72:81]
+    assert len({h["thread"]["id"] for h in workers[:4]}) == 1
+    assert len({h["thread"]["id"] for h in workers}) == 2
+    assert workers[0]["thread"]["id"] != reused[0]["thread"]["id"]
+
+
+def _marker(hit: dict) -> str:
+    inner = [f for f in hit["frames"] if f["kind"] == "python"][-1]
+    if inner["source"] and "# " in inner["source"]:
+        return inner["source"].rsplit("# ", 1)[1]
+    return f"{inner['file']}:{inner['function']}"
+
+
+def test_reuse_keeps_the_max_depth_cut(tmp_path):
+    # GIVEN a cut that falls inside the Python frames of the deeper stacks only
+    reused, stats = _run_reuse(tmp_path, "reuse", False, "--max-depth", "27")
+    walked, _ = _run_reuse(tmp_path, "walk", True, "--max-depth", "27")
+    # THEN the same hits, the same cut
+    assert reused == walked
+    assert any(h.get("truncated") for h in reused) and not all(h.get("truncated") for h in reused)
+    assert stats["reused"] >= 39, stats

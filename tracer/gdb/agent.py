@@ -63,6 +63,11 @@ _native_cache: dict = {}  # (pc, inline index) -> _NativeFrame
 # The frames older than the outermost PyEval_EvalCode (the interpreter's start-up: run_mod,
 # Py_RunMain, main, _start...) are the same at every hit of a thread: unwound once, then reused.
 _suffix_cache: dict = {}  # (thread, pc, sp of that frame) -> (frames, return-address slots)
+# The whole stack of a hit, reused while its return addresses are all still in their slots (see
+# _reuse_walk): (thread, innermost pc, innermost sp) -> (frames with _EVAL for each eval frame's Python
+# frames, lowest slot, bytes from there to the highest, (offset, return address) checks, eval frames).
+_walk_cache: dict = {}
+_tstates: dict = {}  # thread's global number -> the address of its PyThreadState
 _code_cache: dict = {}
 _source_cache: dict = {}
 _exe_name = None
@@ -119,6 +124,7 @@ def _clear_frame_caches(*_args) -> None:
     _lib_bases.clear()
     _suffix_cache.clear()
     _frame_var.clear()
+    _forget_walks()
 
 
 def _clear_all_caches(*_args) -> None:
@@ -556,15 +562,246 @@ def _suffix_still_valid(slots) -> bool:
     return all(mem[off:off + _SLOT] == want for off, want in checks)
 
 
+# --------------------------------------------------------------------------------------------
+# Whole-stack reuse: a hot breakpoint stops on the same stack again and again
+# --------------------------------------------------------------------------------------------
+# A hit whose innermost frame has the pc and sp of a hit walked before, and whose every native
+# frame's return address is still in its stack slot (one read of the stack), has the native frames
+# of that walk: gdb would unwind the same pcs at the same stack addresses. Its Python frames are read
+# afresh, from the thread's PyThreadState (cframe->current_frame, then ``previous``): the chain splits
+# at ``is_entry`` into one group per C-level eval frame, innermost first.
+_EVAL = object()  # a walk's place for the Python frames of one eval frame
+_MAX_STACK_READ = 256 << 10
+_MAX_WALKS = 4096
+_MAX_THREADS = 4096
+_MAX_INTERPRETERS = 64
+_TAILCALL = getattr(gdb, "TAILCALL_FRAME", -1)
+
+
+class _Reuse:
+    enabled = os.environ.get("PTTRACE_NO_STACK_REUSE") != "1"
+    stats_path = os.environ.get("PTTRACE_STACK_REUSE_STATS") or None  # tests: where the counters go
+    reused = 0  # hits recorded from a cached walk
+    walked = 0  # hits walked with gdb (the first of a stack, or a failed check)
+    rejected = 0  # cached walks found stale at a hit
+    runtime = None  # offsets and addresses to find a thread's PyThreadState; False: not readable
+
+
+def _forget_walks() -> None:
+    _walk_cache.clear()
+    _tstates.clear()
+    _Reuse.runtime = None
+
+
+def _runtime_layout():
+    """Offsets of the fields read to find a thread's current Python frame, from the interpreter's
+    debug info; False if any is missing (then hits are walked by gdb, as without reuse)."""
+    if _Reuse.runtime is None:
+        try:
+            ts = {f.name: f for f in _type("PyThreadState").fields()}
+            cf = {f.name: f for f in _type("_PyCFrame").fields()}
+            interp = {f.name: f for f in _type("PyInterpreterState").fields()}
+            threads = {f.name: f for f in interp["threads"].type.fields()}
+            spots = {}
+            for name, field in (("ts_next", ts["next"]), ("ts_native", ts["native_thread_id"]),
+                                ("ts_cframe", ts["cframe"]), ("cf_current", cf["current_frame"]),
+                                ("is_next", interp["next"])):
+                if field.bitpos % 8 or field.bitsize or field.type.sizeof != 8:
+                    raise ValueError(name)
+                spots[name] = field.bitpos // 8
+            head = threads["head"]
+            if interp["threads"].bitpos % 8 or head.bitpos % 8 or head.type.sizeof != 8:
+                raise ValueError("threads.head")
+            spots["is_threads"] = interp["threads"].bitpos // 8 + head.bitpos // 8
+            spots["interpreters"] = int(gdb.parse_and_eval("&_PyRuntime.interpreters.head"))
+            lo = min(spots["ts_next"], spots["ts_native"], spots["ts_cframe"])
+            spots["ts_lo"] = lo
+            spots["ts_size"] = max(spots["ts_next"], spots["ts_native"], spots["ts_cframe"]) + 8 - lo
+            _Reuse.runtime = spots
+        except Exception:
+            _Reuse.runtime = False
+    return _Reuse.runtime
+
+
+def _u64(raw: bytes, off: int) -> int:
+    return int.from_bytes(raw[off:off + 8], _ORDER)
+
+
+def _find_tstate(rt: dict, lwp: int, read) -> int | None:
+    """The PyThreadState of the thread with this LWP (native_thread_id), held by the GIL or not."""
+    lo, size = rt["ts_lo"], rt["ts_size"]
+    interp = _u64(bytes(read(rt["interpreters"], 8)), 0)
+    seen = 0
+    for _ in range(_MAX_INTERPRETERS):
+        if not interp:
+            return None
+        ts = _u64(bytes(read(interp + rt["is_threads"], 8)), 0)
+        while ts and seen < _MAX_THREADS:
+            seen += 1
+            raw = bytes(read(ts + lo, size))
+            if _u64(raw, rt["ts_native"] - lo) == lwp:
+                return ts
+            ts = _u64(raw, rt["ts_next"] - lo)
+        interp = _u64(bytes(read(interp + rt["is_next"], 8)), 0)
+    return None
+
+
+def _python_groups(thread, walk, mem: bytes, read) -> list | None:
+    """The Python frames of each eval frame of ``walk``, innermost first; None if they cannot be read
+    the way the walk needs them (then the hit is walked by gdb)."""
+    rt = _runtime_layout()
+    layout = _layout()
+    if not rt or not layout:
+        return None
+    lwp = thread.ptid[1]
+    if not lwp:
+        return None
+    lo, size = rt["ts_lo"], rt["ts_size"]
+    stack_lo, stack_hi = walk[1], walk[1] + walk[2]
+    cframe = None
+    for attempt in (0, 1):
+        ts = _tstates.get(thread.global_num) if attempt == 0 else None
+        if ts is None:
+            if attempt == 0:
+                continue
+            ts = _find_tstate(rt, lwp, read)
+            if ts is None:
+                return None
+            if len(_tstates) >= _MAX_THREADS:
+                _tstates.clear()
+            _tstates[thread.global_num] = ts
+        raw = bytes(read(ts + lo, size))
+        cframe = _u64(raw, rt["ts_cframe"] - lo)
+        # Its own thread's, and running Python on this stack: the innermost eval frame's _PyCFrame is a
+        # local of that frame, between the innermost frame and the outermost return address.
+        if _u64(raw, rt["ts_native"] - lo) == lwp and stack_lo <= cframe < stack_hi:
+            break
+        cframe = None
+    if cframe is None:
+        return None
+    at = cframe + rt["cf_current"] - stack_lo
+    if at + 8 <= len(mem):
+        addr = _u64(mem, at)
+    else:
+        addr = _u64(bytes(read(cframe + rt["cf_current"], 8)), 0)
+    size_f, ((o_code, s_code), (o_instr, s_instr), (o_prev, s_prev), (o_entry, s_entry)) = layout
+    code_ptr = None
+    want = walk[4]
+    groups: list = []
+    group: list = []
+    budget = STATE.max_depth
+    while len(groups) < want:
+        if not addr or budget <= 0:
+            return None  # fewer activations than eval frames, or deeper than recorded: walk it
+        budget -= 1
+        raw = bytes(read(addr, size_f))
+        code_addr = int.from_bytes(raw[o_code:o_code + s_code], _ORDER)
+        if code_addr in _code_cache:
+            code = code_addr
+        else:
+            if code_ptr is None:
+                code_ptr = _type("PyCodeObject").pointer()
+            code = gdb.Value(code_addr).cast(code_ptr)
+        group.append(_python_frame(code_addr, code, int.from_bytes(raw[o_instr:o_instr + s_instr], _ORDER)))
+        if int.from_bytes(raw[o_entry:o_entry + s_entry], _ORDER):
+            groups.append(group)
+            group = []
+        addr = int.from_bytes(raw[o_prev:o_prev + s_prev], _ORDER)
+    return groups
+
+
+def _keep_walk(key, entries: list) -> None:
+    """Cache a complete walk: its frames (``_EVAL`` for each eval frame's Python frames) and the
+    return-address slots that must be unchanged for it to be reused."""
+    items = [e[0] for e in entries]
+    slots = [e[1] for e in entries if e[1] is not None]
+    if not slots:
+        return
+    lo = min(a for a, _ in slots)
+    hi = max(a for a, _ in slots) + _SLOT
+    if hi - lo > _MAX_STACK_READ:
+        return
+    checks = tuple(sorted({(a - lo, want) for a, want in slots}))
+    if len(_walk_cache) >= _MAX_WALKS:
+        _walk_cache.clear()
+    _walk_cache[key] = (items, lo, hi - lo, checks, sum(1 for i in items if i is _EVAL))
+
+
+def _reuse_walk(walk, thread) -> list | None:
+    """The frames of this hit (innermost first, not cut at max_depth) from a cached walk, or None if
+    the stack is not that walk's any more."""
+    items, lo, size, checks, n_eval = walk
+    read = gdb.selected_inferior().read_memory
+    try:
+        mem = bytes(read(lo, size))
+        for off, want in checks:
+            if mem[off:off + _SLOT] != want:
+                return None
+        groups = _python_groups(thread, walk, mem, read) if n_eval else ()
+    except Exception:
+        return None
+    if groups is None:
+        return None
+    if not n_eval:
+        return list(items)
+    out: list = []
+    it = iter(groups)
+    for item in items:
+        if item is _EVAL:
+            out.extend(next(it))
+        else:
+            out.append(item)
+    return out
+
+
+def _write_reuse_stats() -> None:
+    try:
+        with open(_Reuse.stats_path, "w", encoding="utf-8") as fh:
+            json.dump({"reused": _Reuse.reused, "walked": _Reuse.walked, "rejected": _Reuse.rejected}, fh)
+    except OSError:
+        pass
+
+
 def call_path(newest=None) -> tuple[list[dict], bool]:
     """Frames of the selected thread, outermost first, and whether the walk was cut at max_depth.
     ``newest``: gdb.newest_frame(), when the caller has it already (asking again costs a lookup)."""
     py = _check_python()
-    frames: list[dict] = []
     try:
         f = newest if newest is not None and newest.is_valid() else gdb.newest_frame()
     except gdb.error:
-        return frames, False
+        return [], False
+    key = None
+    if _Reuse.enabled:
+        try:
+            thread = gdb.selected_thread()
+            key = (thread.global_num, f.pc(), int(f.read_register("sp")))
+        except Exception:
+            key = None
+        walk = _walk_cache.get(key) if key is not None else None
+        if walk is not None:
+            frames = _reuse_walk(walk, thread)
+            if frames is not None:
+                _Reuse.reused += 1
+                truncated = len(frames) > STATE.max_depth
+                if truncated:
+                    del frames[STATE.max_depth:]
+                frames.reverse()
+                return frames, truncated
+            _Reuse.rejected += 1
+            del _walk_cache[key]
+        _Reuse.walked += 1
+    frames, truncated, entries = _walk(f, py, key is not None)
+    if entries is not None and not truncated:
+        _keep_walk(key, entries)
+    frames.reverse()
+    return frames, truncated
+
+
+def _walk(f, py: bool, collect: bool):
+    """Unwind with gdb from ``f``: frames innermost first, whether cut at max_depth, and (``collect``)
+    the entries of _keep_walk, or None if this walk cannot be reused (incomplete, an unreadable eval
+    frame, a frame that is not a plain call such as a signal or tail-call frame)."""
+    frames: list[dict] = []
     max_depth = STATE.max_depth
     last_pc = None
     inline_index = 0
@@ -572,6 +809,8 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
     anchor_key = None  # the outermost PyEval_EvalCode met so far: (key, index in frames)
     suffix_gdb: list = []  # the gdb frames after it, for the cache's stack check
     complete = False
+    entries: list | None = [] if collect else None
+    prev_inline = True  # frame 0's return address is not on the stack (nor that of frames inlined in it)
     while f is not None:
         if len(frames) >= max_depth:
             truncated = True
@@ -584,9 +823,29 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
         last_pc = pc
         native = _native(f, inline_index)  # cached per pc: no symbol lookup for frames seen before
         name = native["function"]
+        slot = None
+        if entries is not None:
+            # A frame whose caller is a plain call has its pc in the slot below its sp. gdb makes up
+            # an inlined frame (same pc and sp as the frame it is inlined in) and a tail-call frame
+            # (from the DWARF call sites at the pcs around it: nothing on the stack) from their
+            # neighbours; any other kind (a signal frame) is not reused.
+            try:
+                ftype = f.type()
+                if ftype == _TAILCALL:
+                    prev_inline = False
+                elif ftype not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
+                    entries = None
+                else:
+                    if not prev_inline:
+                        slot = (int(f.read_register("sp")) - _SLOT, pc.to_bytes(_SLOT, _ORDER))
+                    prev_inline = ftype == gdb.INLINE_FRAME
+            except Exception:
+                entries = None
         if name == EVAL_FRAME and py and not native.get("inlined"):
             pyframes = _python_frames(f)
             if pyframes:
+                if entries is not None:
+                    entries.append((_EVAL, slot))
                 room = max_depth - len(frames)
                 if len(pyframes) > room:
                     frames.extend(pyframes[:room])
@@ -595,9 +854,12 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
                 frames.extend(pyframes)
             else:
                 frames.append(native)
+                entries = None
             anchor_key = None  # Python runs below the last anchor: it was not the outermost
         else:
             frames.append(native)
+            if entries is not None:
+                entries.append((native, slot))
             if anchor_key is not None:
                 suffix_gdb.append(f)
         if name == ANCHOR and not native.get("inlined"):
@@ -616,6 +878,13 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
                     truncated = True
                 else:
                     frames.extend(suffix)
+                    if entries is not None:
+                        lo, _size, checks = cached[1]
+                        if len(checks) == len(suffix):
+                            entries.extend((x, (lo + off, want)) for x, (off, want) in zip(suffix, checks))
+                        else:
+                            entries = None
+                        complete = True
                 break
             anchor_key = (key, len(frames)) if key is not None else None
             suffix_gdb = []
@@ -626,14 +895,13 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
             break
     else:
         complete = True
-    if complete and anchor_key is not None and suffix_gdb:
-        key, start = anchor_key
-        if all(x["kind"] == "native" and x["function"] not in (EVAL_FRAME, ANCHOR) for x in frames[start:]):
-            slots = _suffix_slots(suffix_gdb)
-            if slots is not None:
-                _suffix_cache[key] = (frames[start:], slots)
-    frames.reverse()
-    return frames, truncated
+        if anchor_key is not None and suffix_gdb:
+            key, start = anchor_key
+            if all(x["kind"] == "native" and x["function"] not in (EVAL_FRAME, ANCHOR) for x in frames[start:]):
+                slots = _suffix_slots(suffix_gdb)
+                if slots is not None:
+                    _suffix_cache[key] = (frames[start:], slots)
+    return frames, truncated, (entries if complete and not truncated else None)
 
 
 def _thread() -> dict:
@@ -699,6 +967,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             for key in [k for k, v in _native_cache.items() if v.get("library") in missing]:
                 del _native_cache[key]
             _suffix_cache.clear()
+            _walk_cache.clear()
             return False
     STATE.hits += 1
     rec = {"type": "hit", "seq": STATE.hits, "breakpoint": spec, "thread": _thread(), "time": time.time(),
@@ -708,6 +977,8 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     if signal:
         rec["signal"] = signal
     _write_hit(rec)
+    if _Reuse.stats_path:
+        _write_reuse_stats()
     return True
 
 
@@ -1014,7 +1285,9 @@ def _snapshot(arg: str) -> None:
 
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
-                          "stop": STATE.stop_requested, "write_error": STATE.write_error}) + "\n")
+                          "stop": STATE.stop_requested, "write_error": STATE.write_error,
+                          "stack_reuse": {"enabled": _Reuse.enabled, "reused": _Reuse.reused,
+                                          "walked": _Reuse.walked, "rejected": _Reuse.rejected}}) + "\n")
 
 
 def _rerecord(arg: str) -> None:
