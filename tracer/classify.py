@@ -100,7 +100,7 @@ def dispatch_key(function: str | None) -> str | None:
 @lru_cache(maxsize=65536)
 def classify(function: str | None, library: str | None) -> str:
     """The layer of a native frame. Adapters are classified by the kernel they wrap."""
-    name = function or ""
+    name = drop_return_type(function or "")
     target = target_of(name)
     if target:
         layer = _match(target, library)
@@ -159,6 +159,30 @@ def _strip_args(name: str) -> str:
     return name
 
 
+def drop_return_type(name: str) -> str:
+    """A function template's demangled name starts with its return type
+    (``at::Tensor c10::Dispatcher::call<…>(…)``): the name proper follows the last space outside
+    brackets before the parameter list (``operator bool``, ``operator new`` keep their keyword)."""
+    if " " not in name:
+        return name
+    head = _strip_args(name)
+    depth = 0
+    cut = -1
+    i = 0
+    while i < len(head):
+        if head.startswith("operator", i) and (i == 0 or not (head[i - 1].isalnum() or head[i - 1] == "_")):
+            break  # operator<, operator(), operator new: nothing after this is a return type's
+        ch = head[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            cut = i
+        i += 1
+    return name[cut + 1:] if cut >= 0 else name
+
+
 def _elide_templates(name: str, keep: int = 0) -> str:
     """Replace template argument lists deeper than ``keep`` with ``<…>``."""
     out = []
@@ -189,6 +213,7 @@ def short_name(function: str | None) -> str | None:
     """
     if not function:
         return function
+    function = drop_return_type(function)
     target = target_of(function)
     base = _strip_args(function)
     base = base.replace("(anonymous namespace)::", "")

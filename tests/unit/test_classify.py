@@ -43,8 +43,25 @@ AUTOGRAD_FALLBACK = (
     "c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*) const"
 )
 
+# Function templates demangle with their return type first (recorded from the debug extension's run).
+DISPATCHER_CALL = (
+    "at::Tensor c10::Dispatcher::call<at::Tensor, at::Tensor const&, at::Tensor const&, double>(c10::TypedOperatorHandle"
+    "<at::Tensor (at::Tensor const&, at::Tensor const&, double)> const&, at::Tensor const&, at::Tensor const&, double) const"
+)
+FROM_STACK = (
+    "std::decay<c10::guts::infer_function_traits<c10::impl::detail::WrapFunctionIntoRuntimeFunctor_<at::Tensor (*)("
+    "at::Tensor const&, at::Tensor const&, double), at::Tensor, c10::guts::typelist::typelist<at::Tensor const&, "
+    "at::Tensor const&, double> > >::type::return_type>::type c10::impl::call_functor_with_args_from_stack<"
+    "c10::impl::detail::WrapFunctionIntoRuntimeFunctor_<at::Tensor (*)(at::Tensor const&, at::Tensor const&, double), "
+    "at::Tensor, c10::guts::typelist::typelist<at::Tensor const&, at::Tensor const&, double> >, false>("
+    "c10::OperatorKernel*, c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*)"
+)
+
 CASES = [
     # (function, library, layer, dispatch key)
+    (DISPATCHER_CALL, DEMO, "dispatcher", None),
+    (FROM_STACK, DEMO, "dispatcher", None),
+    ("at::Tensor const& at::native::resize_output_impl<float>(at::Tensor const&)", CPU, "kernel", None),
     (RUNTIME_FUNCTOR, DEMO, "dispatcher", None),
     (AUTOGRAD_FALLBACK, CPU, "autograd", None),
     ("pttrace_demo::scale_add_cpu", DEMO, "runtime", None),  # by name alone; see the test below
@@ -147,3 +164,13 @@ def test_a_kernel_with_a_name_of_its_own_is_known_by_the_adapter_calling_it():
     # and a frame that already has a layer keeps it (the autograd kernel under its adapter stays autograd)
     assert not kernel_below_adapter(classify("torch::autograd::VariableType::(anonymous namespace)::sigmoid(c10::"
                                              "DispatchKeySet, at::Tensor const&)", CPU), ADAPTER_AUTOGRAD)
+
+
+@pytest.mark.parametrize("function,short", [
+    (DISPATCHER_CALL, "c10::Dispatcher::call<…>"),
+    (FROM_STACK, "c10::impl::call_functor_with_args_from_stack<…>"),
+    ("void* operator new(unsigned long)", "operator new"),
+    ("c10::SymInt::operator bool() const", "c10::SymInt::operator bool"),
+])
+def test_short_names_drop_a_template_return_type(function, short):
+    assert short_name(function) == short
