@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tracer import storage
 from tracer.errors import GdbDied, GdbNotFound, PermissionDenied, PttraceError, SessionError, TargetError, UsageError
@@ -62,6 +62,9 @@ class TraceConfig:
     # The target torch's DispatchKeySet numbering (``tracer.ops.key_table``), written once into the
     # session so that the raw key sets the agent records can be decoded when it is read.
     dispatch_keys: dict | None = None
+    # Or the same table still being computed (a concurrent.futures.Future: asking the target's torch
+    # takes ~1.3 s the first time): written into the session when it comes, before the end at the latest.
+    dispatch_keys_later: Any = None
 
 
 def gdb_path() -> str:
@@ -185,6 +188,10 @@ class Engine:
         self._loaded_libs: set[str] = set()
         self._needed_libs: set[str] | None = None
         self._heavy_libs: set[str] = set()
+        self._gdb_specs: list[str] = []  # breakpoints gdb resolves by name (for libraries we skip)
+        self._keys_lock = threading.Lock()
+        self._keys_done = False  # the key table was written, or the session closed without it
+        self._skipped_libs: set[str] = set()  # libraries loaded without their symbols
         self._index_breakpoints: list[dict] = []  # --break specs resolved by our symbol index
         self.write_error: str | None = None
         # Heavy libraries gdb gets as unwind tables only (a CFI-only copy, tracer/symbols/cfi.py)
@@ -310,6 +317,8 @@ class Engine:
         self.writer.header(self.info)
         if cfg.dispatch_keys:
             self.writer.dispatch_keys(cfg.dispatch_keys)
+        elif cfg.dispatch_keys_later is not None:
+            cfg.dispatch_keys_later.add_done_callback(self._write_key_table)
         if not helper:
             self._warn(f"no python-gdb helper beside {cfg.python}; Python frames are read by pttrace's own reader")
 
@@ -338,6 +347,7 @@ class Engine:
             # Named breakpoints our symbol index resolves exactly are set by address: gdb then never
             # searches libtorch_cpu.so's 650k names again at each later library load (RESULTS.md).
             self._index_breakpoints, gdb_specs = self._resolve_by_index(cfg.breakpoints)
+            self._gdb_specs = list(gdb_specs)
             self._set_debug_dirs()
             if not cfg.all_symbols:
                 # Read symbols only for libraries we need (DESIGN.md section 2: libtorch_cpu.so alone
@@ -486,23 +496,44 @@ class Engine:
         base = os.path.basename(path)
         if base in needed:
             return True
-        if self._cfi and self._forced_cfi(path):
-            return False
         try:
-            return os.path.getsize(path) < self.HEAVY_LIBRARY
+            skippable = os.path.getsize(path) >= self.HEAVY_LIBRARY or (self._cfi and self._forced_cfi(path))
         except OSError:
             return True
+        if not skippable:
+            return True
+        if base not in self._heavy_libs and self._defines_a_breakpoint(path):
+            # A library of the user's own (or one PTTRACE_CFI_LIBS names) that defines a breakpoint gdb
+            # resolves by name: gdb needs its symbols. Only our index can tell before gdb reads it.
+            needed.add(base)
+            return True
+        return False
+
+    def _defines_a_breakpoint(self, path: str) -> bool:
+        """Whether a breakpoint gdb resolves by name is (or may be) a function of this library."""
+        try:
+            from tracer.symbols import libraries_defining
+
+            for spec in self._gdb_specs:
+                if not self._index_resolvable(spec.strip()) or libraries_defining(spec.strip(), [path]):
+                    return True
+            return False
+        except Exception:
+            return True  # cannot tell: give gdb the symbols rather than miss the breakpoint
 
     def _load_symbols(self, paths: list[str]) -> None:
         for path in paths:
             if path in self._loaded_libs:
                 continue
             self._loaded_libs.add(path)
+            self._skipped_libs.discard(path)
             self.mi.console(f"sharedlibrary {_gdb_regex_literal(path)}", timeout=300, check=False)
 
     def _on_solib_event(self) -> None:
         new, self._new_libs = self._new_libs, []
-        self._load_symbols([p for p in new if self._wants_symbols(p)])
+        wanted = [p for p in new if self._wants_symbols(p)]
+        self._skipped_libs.update(p for p in new if p not in wanted)
+        self._load_symbols(wanted)
         if self._cfi:
             for path in new:
                 if not self._wants_symbols(path):
@@ -578,20 +609,23 @@ class Engine:
         return False
 
     def _leave_cfi(self, spec: str) -> None:
-        """A breakpoint added later that gdb resolves itself: give it the symbols of the libraries it
-        may need that are only unwind tables in gdb now (and of those loaded later)."""
-        if not self._cfi:
-            return
+        """A breakpoint added later that gdb resolves itself: give gdb the symbols of the libraries it
+        may be defined in that gdb has now only as unwind tables, or not at all (and of those loaded later)."""
+        if not self._cfi and self._needed_libs is None:
+            return  # gdb reads every library's symbols already
+        self._gdb_specs.append(spec)
+        candidates = sorted(set(self._heavy_paths()) | self._cfi_libs | self._skipped_libs)
         try:
             from tracer.symbols import libraries_defining
 
             if ":" in spec.replace("::", "") or spec.startswith("*") or not self._index_resolvable(spec.strip()):
                 raise ValueError(spec)
-            names = {os.path.basename(p) for p in libraries_defining(spec.strip(), self._heavy_paths())}
+            names = {os.path.basename(p) for p in libraries_defining(spec.strip(), candidates)}
         except Exception:
             names = None  # cannot tell: every library gets its symbols
         if names is None:
             self._cfi = False
+            self._needed_libs = None
         elif self._needed_libs is not None:
             self._needed_libs |= names
         for path in sorted(self._cfi_libs):
@@ -600,6 +634,8 @@ class Engine:
                 self._cfi_libs.discard(path)
                 self._loaded_libs.discard(path)
                 self._load_symbols([path])
+        self._load_symbols([p for p in sorted(self._skipped_libs)
+                            if names is None or os.path.basename(p) in names])
 
     # --- fill: names and file:line from our index for what gdb left without ---------------------
     def _fill_frames(self, frames: list) -> None:
@@ -988,6 +1024,7 @@ class Engine:
         if self.end_reason in ("timeout", "interrupted", "sigint", "sigterm") and self.status == "completed":
             self.status = "interrupted"
         if self.writer:
+            self._settle_key_table()
             try:
                 # Names for the frames recorded by library and offset that no fill record has yet.
                 self._scan_session(emit=self.config.live)
@@ -1017,6 +1054,34 @@ class Engine:
         self._emit("finished", self.status)
         self._tmp.cleanup()
         return self.status
+
+    def _write_key_table(self, fut) -> None:
+        """The target torch's DispatchKeySet numbering, as soon as it is known (dispatch_keys_later)."""
+        try:
+            table = fut.result()
+        except Exception:
+            return
+        with self._keys_lock:
+            if self._keys_done or not table or self.writer is None:
+                return
+            self._keys_done = True
+            try:
+                self.writer.dispatch_keys(table)
+            except PttraceError:
+                pass
+
+    def _settle_key_table(self) -> None:
+        """Before the end record: a run shorter than torch's import waits for the rest of it."""
+        fut = self.config.dispatch_keys_later
+        if fut is None:
+            return
+        try:
+            fut.result(timeout=60)
+        except Exception:
+            pass
+        self._write_key_table(fut)
+        with self._keys_lock:
+            self._keys_done = True  # nothing after the end record
 
     def _write_suggestions(self) -> None:
         """For breakpoints that never resolved: say so in the session, with close names."""

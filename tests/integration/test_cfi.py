@@ -200,3 +200,15 @@ def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
     assert "::sigmoid_backward(" in later[0].frames[-1].function
     (bp,) = [b for b in session.breakpoints if b.spec == "sigmoid_backward"]
     assert len(bp.locations) >= 6 and all(loc.function for loc in bp.locations)
+
+
+def test_a_named_breakpoint_in_a_skipped_library_of_ones_own_is_not_missed(debug_ext, tmp_path):
+    """A library pttrace gives gdb without its symbols (a big one, or one PTTRACE_CFI_LIBS names) that
+    defines a --break name gdb must resolve itself (our index resolves only torch's): it gets its symbols."""
+    path = _record(tmp_path, "s", ["--break", "pttrace_demo::scale_add_cpu",
+                                   str(ROOT / "scripts" / "call_debug_ext.py"), str(debug_ext)],
+                   env={"PTTRACE_CFI_LIBS": debug_ext.name})
+    session = storage.load(path)
+    assert len(session.hits) == 5, session.breakpoints  # scale_add 3 times, scale_add_twice's 2 calls
+    kernel = session.hits[0].frames[-1]
+    assert kernel.function.startswith("pttrace_demo::scale_add_cpu(") and kernel.file == str(DEMO_SOURCE)

@@ -11,11 +11,11 @@ from tests.conftest import HELLO, run_pttrace
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
 
-def record(tmp_path_factory, *args):
+def record(tmp_path_factory, *args, env: dict | None = None):
     from tracer import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
-    proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), *args, str(HELLO))
+    proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), *args, str(HELLO), env=env)
     assert proc.returncode == 0, proc.stderr
     files = sorted(session_dir.glob("*.jsonl"))
     assert len(files) == 1, (proc.stdout, proc.stderr)
@@ -71,6 +71,18 @@ def test_key_sets_are_decoded_with_the_targets_numbering(sigmoid_run):
     # Where no key set was read, none is invented.
     assert first(session, "at::_ops::sigmoid::call").innermost.keyset is None
     assert first(session, "at::wrapper_CPU_sigmoid").innermost.keys is None
+
+
+def test_key_sets_are_decoded_without_op_too(tmp_path_factory, tmp_path):
+    # GIVEN a first run (empty caches: asking the target's torch for its key numbering takes a while,
+    # so pttrace asks it while gdb runs) with a plain --break on a hop that takes a DispatchKeySet
+    _, session, path = record(tmp_path_factory, "--break", "at::_ops::sigmoid::redispatch",
+                              env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    # THEN the numbering is in the session, once, before its end, and the key set is decoded with it
+    kinds = [json.loads(line)["type"] for line in path.read_text().splitlines()]
+    assert kinds.count("dispatch_keys") == 1 and kinds.index("dispatch_keys") < kinds.index("end")
+    hit = session.hits[0].innermost
+    assert hit.short == "at::_ops::sigmoid::redispatch" and list(hit.keys) == ["CPU"]
 
 
 def test_the_hit_says_which_cpu_capability_kernel_ran(sigmoid_run):

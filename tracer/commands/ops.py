@@ -75,7 +75,8 @@ def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -
     attached = _torch_of_pid(config.pid) if getattr(config, "pid", None) else None
     pythonpath = attached[1] if attached else None
     if not specs:
-        config.dispatch_keys = _key_table_quietly(python, attached)
+        # Only for decoding recorded key sets, when a session is read: asked while gdb starts.
+        config.dispatch_keys_later = _in_background(_key_table_quietly, python, attached)
         return
     import time
 
@@ -102,6 +103,23 @@ def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -
             print("pttrace: could not ask the interpreter's torch for its operators and key numbering; "
                   "overloads are taken as given and key sets will not be decoded", file=sys.stderr)
         print(f"pttrace: resolved in {took:.1f} s", file=sys.stderr)
+
+
+def _in_background(fn, *args):
+    """``fn(*args)`` on a daemon thread, as a Future (a Ctrl-C or a failed start never waits for it)."""
+    import threading
+    from concurrent.futures import Future
+
+    fut: Future = Future()
+
+    def work() -> None:
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever asks for the result
+            fut.set_exception(exc)
+
+    threading.Thread(target=work, name="pttrace-key-table", daemon=True).start()
+    return fut
 
 
 def _key_table_quietly(python: str, attached: tuple | None = None) -> dict | None:
