@@ -2,7 +2,8 @@
 # pttrace vs plain gdb benchmarks (bench/RESULTS.md, section "Run and attach").
 #   bash bench/run_all.sh            # bench_run.py, 5 rounds (~5 min on 2 cores)
 #   bash bench/run_all.sh --quick    # 2 rounds
-#   bash bench/run_all.sh --deep     # also: where gdb spends its time on libtorch_cpu.so (printed)
+#   bash bench/run_all.sh --deep     # also: where gdb spends its time on libtorch_cpu.so (printed), and
+#                                    # re-runs on a debug build (bench_rerun.py; builds a 180 MB library once)
 # (bench/profile_patches.py replays the hot-path experiments of RESULTS.md against the agent they were
 #  measured on, before fcad96b: see bench/profile_hit.py; it is not run against today's agent.)
 set -euo pipefail
@@ -17,5 +18,6 @@ status=0
 "$PY" bench/bench_run.py "${args[@]}" || status=$?
 if [ "$deep" = 1 ]; then
     "$PY" bench/libtorch_cpu_probe.py --rounds 3 || status=$?
+    "$PY" bench/bench_rerun.py || status=$?
 fi
 exit $status
