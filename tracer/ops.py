@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tracer import native_functions
 from tracer.classify import classify, short_name, target_of
 from tracer.errors import UsageError
 from tracer.storage import decode_keyset
@@ -44,7 +45,8 @@ LABEL_PREFIX = "op:"
 # Roles, in the order a call meets them (and the order ``pttrace ops`` lists them).
 ROLES = (
     "entry", "redispatch", "autograd", "ADInplaceOrView", "functionalization", "tracer", "adapter",
-    "kernel wrapper", "direct call", "meta function", "structured kernel", "native kernel", "backward node",
+    "kernel wrapper", "direct call", "meta function", "structured kernel", "native function", "native kernel",
+    "backward node",
 )
 ROLE_NOTES = {
     "entry": "dispatcher entry: computes the key set from the arguments, then calls the first kernel",
@@ -58,6 +60,7 @@ ROLE_NOTES = {
     "direct call": "static-dispatch entry (at::cpu::, at::meta::...), called directly by other kernels",
     "meta function": "structured meta function: shape and dtype of the result",
     "structured kernel": "structured kernel implementation",
+    "native function": "the at::native function a kernel wrapper calls (native_functions.yaml's dispatch entry)",
     "native kernel": "at::native kernel",
     "backward node": "autograd Node that runs this op's backward",
 }
@@ -397,6 +400,7 @@ class OpFunction:
     label: str = ""
     takes_keyset: bool = False  # a DispatchKeySet first parameter: readable when stopped at its entry
     note: str | None = None
+    keys: tuple[str, ...] = ()  # every dispatch key it is registered for, when more than dispatch_key
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -525,11 +529,21 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
     res = OpResolution(spec, refs)
     label = LABEL_PREFIX + spec.strip().removeprefix("aten::")
     needles, pattern = _needles(refs, backward)
+    entries = native_functions.entries_for(libraries)
+    if entries is None:
+        res.warnings.append("native_functions.yaml is not next to this torch (torchgen/packaged): the plain "
+                            "at::native functions of non-structured operators are not broken on")
+    wanted = _native_kernels(refs, entries or {})
+    if wanted:
+        prefixes = sorted({_mangled_prefix(q) for q in wanted})
+        needles += prefixes
+        pattern += "|" + "|".join(re.escape(p) for p in prefixes)
     found = symbols.search_symbols(needles, libraries, pattern=pattern, kinds=("function", "object"))
     chosen: dict[tuple[str, int], OpFunction] = {}
     adapters = []
     own: set[str] = set()  # qualified names that have a body of their own
     stubs = []
+    natives: dict[str, list] = {}
     for m in found:
         if m.kind == "object":
             sm = _STUB_RE.match(_unqualified(m.name)) if "DispatchStub" in m.name else None
@@ -543,16 +557,21 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
                 adapters.append(m)
             continue
         qual = _unqualified(m.name)
-        fam = _family(qual, refs, backward)
-        if fam is None:
+        fam = _family(qual, refs, backward) if qual not in wanted else None
+        if fam is None and qual not in wanted:
             continue
         if m.cold:
             res.skipped.append({"function": m.name, "why": "cold part (split off the function's body)"})
             continue
-        role, ref, key = fam
         own.add(qual)
+        if fam is None:
+            natives.setdefault(qual, []).append(m)
+            continue
+        role, ref, key = fam
         cap = _capability_of(qual) if role == "native kernel" else None
         _add(chosen, m, role, ref, key, cap, label)
+    for qual, ms in natives.items():
+        _add_native(chosen, res, ms, wanted[qual], label)
     # Kernels behind each DispatchStub: the pointer the stub's per-capability slot holds.
     bases = {r.base: r for r in refs}
     for m, base, cap in stubs:
@@ -598,7 +617,7 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
 
 
 def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | None, label: str,
-         note: str | None = None) -> None:
+         note: str | None = None, keys: tuple[str, ...] = ()) -> None:
     k = (m.library, m.address)
     if k in chosen:
         return
@@ -606,7 +625,57 @@ def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | Non
         function=m.name, short=short_name(m.name) or m.name, library=m.library, address=m.address,
         layer=classify(m.name, m.library), role=role, op=ref.aten, dispatch_key=key, capability=cap,
         label=f"{label}[{cap}]" if cap else label, takes_keyset=_takes_keyset(m.name), note=note,
+        keys=keys if len(keys) > 1 else (),
     )
+
+
+def _native_kernels(refs: list[OpRef], entries: dict) -> dict[str, list[tuple]]:
+    """{qualified at::native name: [(op, yaml kernel, the op's argument count)]} for the ops' dispatch
+    entries, and the structured kernels of the out= overload an op delegates to (add.Tensor runs add.out's)."""
+    wanted: dict[str, list[tuple]] = {}
+    for r in refs:
+        entry = entries.get(r.aten)
+        if entry is None:
+            continue
+        kernels = list(entry.kernels)
+        delegate = entries.get(entry.delegate) if entry.delegate else None
+        if delegate is not None:
+            kernels += [k for k in delegate.kernels if k.structured]
+        for k in kernels:
+            wanted.setdefault(k.qualified, []).append((r, k, entry.arguments))
+    return wanted
+
+
+def _mangled_prefix(qual: str) -> str:
+    """``at::native::relu`` -> ``N2at6native4reluE``: how its (non-template) name starts when mangled."""
+    return "N" + "".join(f"{len(c)}{c}" for c in qual.split("::")) + "E"
+
+
+def _param_count(demangled: str) -> int | None:
+    from tracer.symbols import names as _names
+
+    params = _names.parse(demangled).params
+    if not params:
+        return None
+    inner = params[1 : params.rfind(")")]
+    return len(native_functions.top_level_split(inner))
+
+
+def _add_native(chosen: dict, res: OpResolution, ms: list, claims: list[tuple], label: str) -> None:
+    """The functions of one at::native name the yaml file gives; when C++ overloads share the name, the
+    ones whose parameter count is the operator's (at::native::view is also view.dtype's kernel)."""
+    for m in ms:
+        fit = claims
+        if len(ms) > 1:
+            n = _param_count(m.name)
+            fit = [c for c in claims if c[1].structured or c[2] == n]
+        if not fit:
+            res.skipped.append({"function": m.name, "why": "an overload of the same name with other parameters"})
+            continue
+        ref, kernel, _ = fit[0]
+        role = "structured kernel" if kernel.structured else "native function"
+        note = "registered by default (no dispatch entry)" if kernel.implicit else None
+        _add(chosen, m, role, ref, kernel.keys[0], None, label, note=note, keys=kernel.keys)
 
 
 def _order(f: OpFunction) -> tuple:
@@ -723,19 +792,69 @@ def parse_dispatch_table(text: str) -> list[dict]:
     return rows
 
 
+# Roles of the function a table entry registers, and of what that function goes on to call.
+_REGISTERED_ROLES = ("autograd", "ADInplaceOrView", "functionalization", "tracer", "kernel wrapper", "adapter")
+_CALLED_ROLES = ("structured kernel", "native function")
+# The generated file that registers each kind of kernel, when it is not Register<Key>_N.cpp.
+_REGISTERING_FILES = {"Autograd": "VariableType", "Tracer": "TraceType", "ADInplaceOrView": "ADInplaceOrViewType",
+                      "Functionalize": "RegisterFunctionalization"}
+
+
+def generated_registration(registered_at: str) -> bool:
+    """Whether a table entry was registered by torchgen's generated code (whose functions --op finds)."""
+    return os.path.basename(registered_at.split(":")[0]).startswith(
+        ("Register", "VariableType", "TraceType", "ADInplaceOrViewType"))
+
+
 def functions_for_key(key: str, registered_at: str, functions: list[OpFunction], op: str) -> list[OpFunction]:
-    """The resolved functions that implement table entry ``key`` of ``op`` (by key name and registration file)."""
+    """The resolved functions that implement table entry ``key`` of ``op``: by the file that registered the
+    entry when it is a generated one (an alias key's kernel registers for CPU too), else by key name."""
     out = []
     base = os.path.basename(registered_at.split(":")[0])
+    generated = generated_registration(registered_at)
     for f in functions:
-        if f.op != op or f.role not in ("autograd", "ADInplaceOrView", "functionalization", "tracer",
-                                        "kernel wrapper", "adapter"):
+        if f.op != op or f.role not in _REGISTERED_ROLES + _CALLED_ROLES:
             continue
-        k = f.dispatch_key or ""
-        if f.role == "adapter" and not k:
-            continue
-        if k == key or (k == "Autograd" and key.startswith("Autograd")) or \
-                (k and (base.startswith(f"Register{k}_") or base.startswith(f"Register{k}.")
-                        or (k == "Tracer" and base.startswith("TraceType")))):
+        keys = f.keys or ((f.dispatch_key,) if f.dispatch_key else ())
+        if generated:
+            if any(base.startswith((_REGISTERING_FILES.get(k, f"Register{k}") + "_",
+                                    _REGISTERING_FILES.get(k, f"Register{k}") + ".")) for k in keys):
+                out.append(f)
+        elif key in keys or ("Autograd" in keys and key.startswith("Autograd")):
             out.append(f)
     return out
+
+
+@dataclass
+class TableEntry:
+    """What one dispatch-table entry runs, in the libraries: the function registered for it (or the adapters
+    it exists only inlined into), and the at::native functions that goes on to call."""
+
+    registered: list[OpFunction]
+    adapters: list[OpFunction]
+    calls: list[OpFunction]
+
+    @property
+    def inlined(self) -> list[str]:
+        """The registered kernels that have no function of their own (their body is in the adapters)."""
+        names = []
+        for f in self.adapters:
+            target = target_of(f.function)
+            shown = short_name(target) if target else f.short
+            if shown not in names:
+                names.append(shown)
+        return names
+
+    def to_dict(self) -> dict:
+        return {"registered": [f.function for f in self.registered], "adapters": [f.function for f in self.adapters],
+                "inlined": self.inlined, "calls": [f.function for f in self.calls]}
+
+
+def table_entry(keys: list[str], registered_at: str, functions: list[OpFunction], op: str) -> TableEntry:
+    found: list[OpFunction] = []
+    for k in keys:
+        for f in functions_for_key(k, registered_at, functions, op):
+            if f not in found:
+                found.append(f)
+    return TableEntry([f for f in found if f.role in _REGISTERED_ROLES and f.role != "adapter"],
+                      [f for f in found if f.role == "adapter"], [f for f in found if f.role in _CALLED_ROLES])

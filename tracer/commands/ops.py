@@ -212,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
             t = tables.get(r.aten) or tables.get("*") or {"error": "no answer"}
             entry = dict(t)
             if "rows" in t:
-                entry["rows"] = [dict(row, functions=[f.function for f in ops.functions_for_key(
-                    row["key"], row["registered_at"], res.functions, r.aten)]) for row in t["rows"]]
+                entry["rows"] = [dict(row, **ops.table_entry([row["key"]], row["registered_at"], res.functions,
+                                                              r.aten).to_dict()) for row in t["rows"]]
             out["dispatch_tables"][r.aten] = entry
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
         return 0 if res.functions else 1
@@ -312,19 +312,37 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
             kind = ("fallthrough " if row["fallthrough"] else "") + (row["kind"] or "")
             line.append(f"   {kind}", style="cyan")
             line.append(f"   {_short_path(row['registered_at'])}", style="dim")
-            fs = []
-            for k in keys:
-                for f in ops.functions_for_key(k, row["registered_at"], res.functions, r.aten):
-                    if f not in fs:
-                        fs.append(f)
-            python_kernel = row["registered_at"].split(":")[0].endswith(".py")
-            if python_kernel:
-                line.append("   a Python kernel", style="yellow")
-                if fs:
-                    line.append(f" (registered over {', '.join(f.short for f in fs)})", style="dim")
-            elif fs:
-                line.append("   -> " + ", ".join(f.short for f in fs), style="green")
+            line.append_text(_entry_text(row, ops.table_entry(keys, row["registered_at"], res.functions, r.aten)))
             console.print(line)
+
+
+def _entry_text(row: dict, entry):
+    """What a table entry runs: its function, or the adapters it is inlined into, then what it calls."""
+    from rich.text import Text
+
+    from tracer import ops
+
+    text = Text()
+    called = ", ".join(f.short for f in entry.calls)
+    if row["registered_at"].split(":")[0].endswith(".py"):
+        text.append("   a Python kernel", style="yellow")
+        over = [f.short for f in entry.registered] + entry.inlined
+        if over:
+            text.append(f" (registered over {', '.join(over)})", style="dim")
+        return text
+    if entry.registered:
+        text.append("   -> " + ", ".join(f.short for f in entry.registered), style="green")
+    if entry.adapters:
+        text.append(f"   {', '.join(entry.inlined)}: no function of its own, inlined into ", style="yellow")
+        text.append(", ".join(f.short for f in entry.adapters), style="green")
+    if called:
+        text.append(f"   which calls {called}", style="green")
+    if not (entry.registered or entry.adapters or called) and "fallback" not in row["kind"]:
+        if ops.generated_registration(row["registered_at"]):
+            text.append("   no function of its own found in these libraries", style="yellow")
+        else:
+            text.append("   registered by hand (not generated code): --op does not break on it", style="dim")
+    return text
 
 
 def _grouped(rows: list[dict]) -> list[tuple[list[str], dict]]:

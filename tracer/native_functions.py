@@ -1,0 +1,155 @@
+"""What ``native_functions.yaml`` says each operator's kernels are called.
+
+The wheel ships the file torchgen generated the dispatcher code from
+(``torchgen/packaged/ATen/native/native_functions.yaml``, next to ``torch/``). Its ``dispatch:``
+section names, for each key, the ``at::native`` function a kernel wrapper calls (``CPU, CUDA: relu``,
+``MkldnnCPU: mkldnn_relu``); a structured operator's entries name structured kernels
+(``CPU: mm_out_cpu`` is ``at::native::structured_mm_out_cpu::impl``). These names follow no rule
+that could be derived from the operator's, so they are read, not guessed.
+
+The file is YAML, but a regular subset of it: a ``- func:`` line opens an entry, its fields are indented
+by two spaces, ``dispatch:`` entries by four. This reads that subset (no YAML library in the target's
+environment is assumed).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+YAML_IN_SITE_PACKAGES = ("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
+# A key whose kernels torchgen generates as structured kernels when the operator is structured;
+# any other key of a structured operator registers a plain function.
+_STRUCTURED_KEYS = {"CPU", "CUDA", "MPS", "XPU", "MTIA", "Meta"}
+_FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\((.*)\) -> ")
+_FIELD = re.compile(r"^  ([a-z_]+):\s*(.*?)\s*$")
+_DISPATCH = re.compile(r"^    ([A-Za-z0-9_, ]+):\s*([A-Za-z0-9_:]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One ``dispatch:`` entry: the keys it is registered for and the function it names."""
+
+    keys: tuple[str, ...]
+    name: str  # as written: ``relu``, ``mm_out_cpu``
+    structured: bool  # at::native::structured_<name>::impl, else the function at::native::<name>
+    implicit: bool = False  # no dispatch section: CompositeImplicitAutograd by default
+
+    @property
+    def qualified(self) -> str:
+        if "::" in self.name:
+            return self.name
+        return f"at::native::structured_{self.name}::impl" if self.structured else f"at::native::{self.name}"
+
+
+@dataclass(frozen=True)
+class NativeEntry:
+    """One operator overload of the file."""
+
+    name: str
+    overload: str
+    arguments: int  # parameters of its C++ native signature (schema arguments, the ``*`` left out)
+    kernels: tuple[Kernel, ...]
+    delegate: str | None = None  # structured_delegate: the out= overload whose kernel it runs
+
+
+def yaml_path(libraries: list[str]) -> Path | None:
+    """The file of the torch whose ``torch/lib`` holds one of ``libraries``; None if it is not there."""
+    for lib in libraries:
+        parts = Path(os.path.realpath(lib)).parts
+        if len(parts) >= 3 and parts[-3] == "torch" and parts[-2] == "lib":
+            candidate = Path(*parts[:-3], *YAML_IN_SITE_PACKAGES)
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def top_level_split(text: str) -> list[str]:
+    """Split at commas outside brackets: ``"a, b<c, d>, e[1, 2]"`` -> ``["a", "b<c, d>", "e[1, 2]"]``."""
+    parts, depth, last = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[last:i].strip())
+            last = i + 1
+    tail = text[last:].strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
+
+
+def _entry(name: str, overload: str, args: str, fields: dict, dispatch: list[tuple[tuple[str, ...], str]]) -> NativeEntry:
+    count = sum(1 for a in top_level_split(args) if a and a != "*")
+    structured = fields.get("structured", "").lower() == "true"
+    delegate = fields.get("structured_delegate") or None
+    kernels = tuple(Kernel(keys, k, structured and any(key in _STRUCTURED_KEYS for key in keys))
+                    for keys, k in dispatch)
+    if structured and "ufunc_inner_loop" in fields:
+        # A ufunc operator's CPU and CUDA kernels are generated from its inner loops, not named.
+        kernels += tuple(Kernel((key,), f"ufunc_{name}_{key}", True) for key in ("CPU", "CUDA")
+                         if not any(key in k.keys for k in kernels))
+    if not dispatch and not delegate:
+        cpp = name + "_out" if _is_out(args) else name
+        kernels = (Kernel(("CompositeImplicitAutograd",), cpp, False, implicit=True),)
+    return NativeEntry(name, overload, count, kernels, delegate)
+
+
+def _is_out(args: str) -> bool:
+    return bool(re.search(r"\(\w!\)", args.split("*", 1)[1])) if "*" in args else False
+
+
+def parse(text: str) -> dict[str, NativeEntry]:
+    """{``name`` or ``name.overload``: entry}."""
+    out: dict[str, NativeEntry] = {}
+    current: tuple[str, str, str] | None = None
+    fields: dict[str, str] = {}
+    dispatch: list[tuple[tuple[str, ...], str]] = []
+    section = None
+
+    def close() -> None:
+        if current is not None:
+            entry = _entry(*current, fields, dispatch)
+            out[f"{entry.name}.{entry.overload}" if entry.overload else entry.name] = entry
+
+    for line in text.splitlines():
+        if line.startswith("- func:"):
+            close()
+            m = _FUNC.match(line)
+            current = (m.group(1), m.group(2) or "", m.group(3)) if m else None
+            fields, dispatch, section = {}, [], None
+            continue
+        if current is None or line.lstrip().startswith("#"):
+            continue
+        m = _FIELD.match(line.split("#", 1)[0])
+        if m:
+            section = m.group(1)
+            fields[section] = m.group(2)
+            continue
+        if section == "dispatch":
+            m = _DISPATCH.match(line.split("#", 1)[0].rstrip())
+            if m:
+                keys = tuple(k.strip() for k in m.group(1).split(",") if k.strip())
+                dispatch.append((keys, m.group(2)))
+    close()
+    return out
+
+
+@lru_cache(maxsize=4)
+def load(path: str) -> dict[str, NativeEntry]:
+    return parse(Path(path).read_text())
+
+
+def entries_for(libraries: list[str]) -> dict[str, NativeEntry] | None:
+    """The entries of the torch ``libraries`` belong to; None if its yaml file cannot be read."""
+    path = yaml_path(libraries)
+    if path is None:
+        return None
+    try:
+        return load(str(path))
+    except OSError:
+        return None
