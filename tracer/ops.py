@@ -846,7 +846,8 @@ class TableEntry:
         return names
 
     def to_dict(self) -> dict:
-        return {"registered": [f.function for f in self.registered], "adapters": [f.function for f in self.adapters],
+        return {"functions": [f.function for f in self.registered + self.adapters + self.calls],
+                "registered": [f.function for f in self.registered], "adapters": [f.function for f in self.adapters],
                 "inlined": self.inlined, "calls": [f.function for f in self.calls]}
 
 

@@ -157,3 +157,18 @@ def test_ops_command_lists_functions_next_to_the_dispatch_table():
     assert any("VariableType" in f for f in rows["AutogradCPU"]["functions"])
     assert {f["role"] for f in data["functions"]} >= {"entry", "redispatch", "autograd", "kernel wrapper",
                                                      "native kernel", "backward node"}
+
+
+def test_ops_command_says_which_entries_are_inlined_and_what_they_call():
+    proc = run_pttrace("ops", "relu", "--no-backward")
+    assert proc.returncode == 0, proc.stderr
+    cpu = next(line for line in proc.stdout.splitlines() if line.strip().startswith("CPU ") and "Register" in line)
+    assert "at::wrapper_CPU__relu: no function of its own, inlined into" in cpu
+    assert "wrap_kernel_functor_unboxed_<…wrapper_CPU__relu…>::call" in cpu
+    assert cpu.endswith("which calls at::native::relu")
+    batched = next(line for line in proc.stdout.splitlines() if line.strip().startswith("FuncTorchBatched "))
+    assert "registered by hand" in batched
+    data = json.loads(run_pttrace("ops", "relu", "--no-backward", "--json").stdout)
+    row = next(r for r in data["dispatch_tables"]["relu"]["rows"] if r["key"] == "CPU")
+    assert row["inlined"] == ["at::wrapper_CPU__relu"] and not row["registered"]
+    assert [f.split("(")[0] for f in row["calls"]] == ["at::native::relu"]
