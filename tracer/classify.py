@@ -9,8 +9,13 @@ Layers, outermost to innermost (DESIGN.md section 3):
   binding      libtorch_python.so: THP*, pybind11, invokeOperatorFromPython, torch::utils
   dispatcher   at::_ops::X::call/redispatch, c10::Dispatcher, boxing adapters
   autograd     VariableType, generated Nodes, the Engine, ADInplaceOrView, functionalization
-  kernel       wrapper_<Key>_<op>, structured kernels, at::native, at::cpu
-  runtime      everything else: allocator, OpenMP, libc, BLAS
+  torchscript  TorchScript's interpreter and graph executors (torch::jit in libtorch_cpu)
+  kernel       wrapper_<Key>_<op>, structured kernels, at::native, at::cpu, TensorIterator's loops
+  parallel     intra-op parallelism: at::parallel_for/parallel_reduce, invoke_parallel, the thread
+               pools, OpenMP (libgomp, libiomp5, libomp)
+  generated    code compiled while the program ran: inductor's (torchinductor_*) and cpp_extension's
+               JIT builds (torch_extensions/), by library
+  runtime      everything else: allocator, libc, BLAS
 """
 from __future__ import annotations
 
@@ -20,6 +25,11 @@ from functools import lru_cache
 # Rules are tried in order; the first whose name pattern matches (and library pattern, if any) wins.
 # (layer, name regex, library regex or None)
 _RULES: list[tuple[str, str, str | None]] = [
+    # --- generated: a library compiled at run time, whatever its functions are called.
+    ("generated", r"", r"(^|/)torchinductor_[^/]*/|(^|/)torch_extensions/"),
+    # --- parallel: OpenMP's runtime, by library and by its entry points.
+    ("parallel", r"", r"(^|/)lib(gomp|iomp5|omp)[^/]*\.so"),
+    ("parallel", r"^(GOMP_|gomp_|omp_|__kmp|__kmpc_)", None),
     # --- interpreter: CPython itself, by library first, then by its naming conventions.
     ("interpreter", r"", r"(^|/)(libpython[0-9.]*\.so|python[0-9.]*$)"),
     ("interpreter", r"^(_?Py[A-Z_]|_Py|cfunction_|method_vectorcall|slot_tp_|vectorcall_|do_call_core|"
@@ -37,11 +47,18 @@ _RULES: list[tuple[str, str, str | None]] = [
                 r"^torch::utils::|^torch::(PythonArgParser|PythonArgs|FunctionSignature|FunctionParameter)|"
                 r"^(torch::)?initModule|(^|::)initModule\(", None),
     ("binding", r"", r"(^|/)libtorch_python\.so"),
+    # --- torchscript: its interpreter, graph executors and compiled functions.
+    ("torchscript", r"(^|::)torch::jit::", None),
+    # --- parallel: ATen's intra-op parallelism, before the kernels whose lambdas it runs.
+    ("parallel", r"(^|::)at::(parallel_for|parallel_reduce|parallel_dim_reduction|launch|intraop_\w+|"
+                 r"init_num_threads|internal::(invoke_parallel|_parallel_run|launch_no_thread_state|"
+                 r"lazy_init_num_threads|set_thread_num))\b|(^|::)at::PTThreadPool|(^|::)c10::ThreadPool::|"
+                 r"(^|::)c10::TaskThreadPoolBase::", None),
     # --- kernel wrappers: the dispatch key lives in the name.
     ("kernel", r"(^|::)wrapper_[A-Za-z0-9]+_", None),
     ("kernel", r"(^|::)at::native::|(^|::)at::cpu::|(^|::)at::compositeexplicitautograd|"
                r"(^|::)at::compositeimplicitautograd|(^|::)at::meta::|(^|::)structured_|"
-               r"(^|::)at::TensorIteratorBase::|(^|::)at::internal::|(^|::)at::vec::|(^|::)at::parallel_for|"
+               r"(^|::)at::TensorIteratorBase::|(^|::)at::internal::|(^|::)at::vec::|"
                r"(^|::)c10::function_ref<void \(char\*\*", None),
     # --- dispatcher.
     ("dispatcher", r"^at::_ops::|(^|::)c10::Dispatcher::|(^|::)c10::OperatorHandle::|"

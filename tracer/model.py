@@ -11,7 +11,8 @@ from typing import Any
 
 SCHEMA = 1
 
-LAYERS = ("python", "interpreter", "binding", "dispatcher", "autograd", "kernel", "runtime")
+LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
+          "runtime")
 
 STATUSES = ("running", "completed", "interrupted", "target-crashed", "gdb-died", "detached")
 

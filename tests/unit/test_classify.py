@@ -57,6 +57,16 @@ FROM_STACK = (
     "c10::OperatorKernel*, c10::DispatchKeySet, std::vector<c10::IValue, std::allocator<c10::IValue> >*)"
 )
 
+INVOKE_PARALLEL = (
+    "void at::internal::invoke_parallel<at::parallel_for<at::TensorIteratorBase::for_each(c10::function_ref<void (char**, "
+    "long const*, long, long)>, long)::{lambda(long, long)#1}>(long, long, long, at::TensorIteratorBase::for_each("
+    "c10::function_ref<void (char**, long const*, long, long)>, long)::{lambda(long, long)#1} const&)::{lambda(long, "
+    "long)#1}>(long, long, long, at::parallel_for<at::TensorIteratorBase::for_each(c10::function_ref<void (char**, long "
+    "const*, long, long)>, long)::{lambda(long, long)#1}>(long, long, long, at::TensorIteratorBase::for_each("
+    "c10::function_ref<void (char**, long const*, long, long)>, long)::{lambda(long, long)#1} const&)::{lambda(long, "
+    "long)#1} const&) [clone ._omp_fn.0]"
+)
+
 CASES = [
     # (function, library, layer, dispatch key)
     (DISPATCHER_CALL, DEMO, "dispatcher", None),
@@ -104,7 +114,35 @@ CASES = [
     ("at::native::AVX2::exp_kernel(at::TensorIteratorBase&)", CPU, "kernel", None),
     ("c10::DefaultCPUAllocator::allocate(unsigned long)", C10, "runtime", None),
     ("c10::alloc_cpu(unsigned long)", C10, "runtime", None),
-    ("GOMP_parallel", "/x/libgomp.so.1", "runtime", None),
+    # Intra-op parallelism: OpenMP by library and entry point, ATen's launchers by name (recorded with
+    # torch.set_num_threads(2), breaking on at::internal::set_thread_num in the worker and the caller).
+    ("GOMP_parallel", "/x/site-packages/torch/lib/libgomp.so.1", "parallel", None),
+    ("gomp_thread_start", "/x/site-packages/torch/lib/libgomp.so.1", "parallel", None),
+    ("GOMP_parallel", None, "parallel", None),
+    (INVOKE_PARALLEL, CPU, "parallel", None),
+    ("at::internal::set_thread_num(int)", CPU, "parallel", None),
+    ("void at::parallel_for<at::native::(anonymous namespace)::cpu_padding<float>(at::Tensor const&)::{lambda(long, "
+     "long)#1}>(long, long, long, at::native::(anonymous namespace)::cpu_padding<float>(at::Tensor const&)::{lambda(long, "
+     "long)#1} const&)", CPU, "parallel", None),
+    ("at::TensorIteratorBase::for_each(c10::function_ref<void (char**, long const*, long, long)>, long)", CPU, "kernel",
+     None),  # TensorIterator's loop: the kernel's, whether it runs serially or in parallel
+    ("at::internal::serial_for_each(c10::ArrayRef<long>, c10::ArrayRef<long>, char**, unsigned long, "
+     "c10::function_ref<void (char**, long const*, long, long)>, at::Range)", CPU, "kernel", None),
+    # TorchScript's interpreter (recorded from a torch.jit.script function); its Python bindings stay binding.
+    ("bool torch::jit::InterpreterStateImpl::runTemplate<false>(std::vector<c10::IValue, std::allocator<c10::IValue> >&)",
+     CPU, "torchscript", None),
+    ("torch::jit::GraphExecutorImplBase::run(std::vector<c10::IValue, std::allocator<c10::IValue> >&)", CPU,
+     "torchscript", None),
+    ("torch::jit::InterpreterState::run(std::vector<c10::IValue, std::allocator<c10::IValue> >&)", CPU, "torchscript",
+     None),
+    ("torch::jit::runAndInsertCall(torch::jit::Function&, torch::jit::tuple_slice const&, pybind11::kwargs const&, "
+     "std::optional<c10::IValue>, std::function<torch::jit::Value* (torch::jit::Graph&, torch::jit::MatchedSchema "
+     "const&)> const&)", PYB, "binding", None),
+    # Code compiled while the program ran, by library: inductor's output and cpp_extension.load builds.
+    ("cpp_fused_add_sigmoid_0", "/tmp/torchinductor_root/ab/cabcdef.so", "generated", None),
+    ("kernel", "/tmp/torchinductor_root/ab/cabcdef.so", "generated", None),
+    ("my_ext::scale(at::Tensor const&)", "/root/.cache/torch_extensions/py311_cpu/my_ext/my_ext.so", "generated",
+     None),
     (None, None, "runtime", None),
 ]
 

@@ -17,6 +17,9 @@ LAYER_STYLE = {
     "dispatcher": "magenta",
     "autograd": "yellow",
     "kernel": "bold red",
+    "torchscript": "bright_cyan",
+    "parallel": "bright_magenta",
+    "generated": "bright_yellow",
     "runtime": "blue",
 }
 

@@ -71,7 +71,8 @@ def mermaid_label(s: str) -> str:
 
 _LAYER_COLOURS = {
     "python": "#d5f5d5", "interpreter": "#eeeeee", "binding": "#f3d9f7", "dispatcher": "#d6e4ff",
-    "autograd": "#fff1c2", "kernel": "#ffd6d6", "runtime": "#e8e8e8",
+    "autograd": "#fff1c2", "kernel": "#ffd6d6", "runtime": "#e8e8e8", "torchscript": "#d4f4f7",
+    "parallel": "#ecdcf7", "generated": "#fde3cf",
 }
 
 

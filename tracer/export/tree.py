@@ -18,6 +18,9 @@ LAYER_STYLES = {
     "dispatcher": "bright_blue",
     "autograd": "yellow",
     "kernel": "bold red",
+    "torchscript": "cyan",
+    "parallel": "magenta",
+    "generated": "bright_yellow",
     "runtime": "grey62",
 }
 _LAYER_WIDTH = max(len(k) for k in LAYER_STYLES)

@@ -17,6 +17,9 @@ LAYER_STYLES = {
     "dispatcher": "#61afef",
     "autograd": "#e5c07b",
     "kernel": "bold #ff5f5f",
+    "torchscript": "#56b6c2",
+    "parallel": "#c678dd",
+    "generated": "#d19a66",
     "runtime": "grey62",
 }
 
