@@ -11,6 +11,7 @@ import html
 import re
 import shlex
 
+from tracer.export import op_calls as O
 from tracer.export import paths as P
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
 from tracer.model import Breakpoint, Frame, Session
@@ -93,14 +94,19 @@ class MarkdownRenderer:
 
     # -- top
     def render(self) -> str:
-        paths = P.group(self.session.hits, self.all_frames)
+        calls = O.group_calls(self.session.hits)
+        # One call of an operator stops at each of its hops: its path is shown once, by its deepest hop.
+        shown = [h for h in self.session.hits if not O.is_op_hit(h)] + [c.deepest for c in calls]
+        shown.sort(key=lambda h: h.seq)
+        paths = P.group(shown, self.all_frames)
         out: list[str] = []
-        out += self.header(paths)
+        out += self.header(paths, calls)
         out += self.breakpoints()
-        out += self.call_paths(paths)
+        out += self.operator_calls(calls)
+        out += self.call_paths(paths, calls)
         return "\n".join(out).rstrip() + "\n"
 
-    def header(self, paths: list[P.CallPath]) -> list[str]:
+    def header(self, paths: list[P.CallPath], calls: list[O.OpCall]) -> list[str]:
         info = self.info
         command = shlex.join(info.argv) if info.argv else None
         title = f"# pttrace: {code(command)}" if command else f"# pttrace session {code(info.id)}"
@@ -129,7 +135,8 @@ class MarkdownRenderer:
             ("gdb", text(info.gdb_version) if info.gdb_version else "unknown"),
             ("date", date),
             ("status", status),
-            ("hits", f"{n_hits:,} in {plural(len(paths), 'distinct call path')}"),
+            ("hits", f"{n_hits:,} in {plural(len(paths), 'distinct call path')}"
+                     + (f" ({plural(len(calls), 'operator call')})" if calls else "")),
             ("warnings", warnings),
         ]
         if info.cwd:
@@ -145,9 +152,78 @@ class MarkdownRenderer:
             return lines + ["No breakpoints were recorded.", ""]
         lines += [row(["breakpoint", "resolved locations", "hits"]), "|---|---|---:|"]
         for bp in self.session.breakpoints:
-            lines.append(row([code(bp.spec, in_table=True), self.locations(bp), f"{bp.hits:,}"]))
+            where = self.op_locations(bp) if bp.spec.startswith(O.OP_LABEL) else self.locations(bp)
+            lines.append(row([code(bp.spec, in_table=True), where, f"{bp.hits:,}"]))
         lines.append("")
         return lines
+
+    def op_locations(self, bp: Breakpoint) -> str:
+        """An operator's breakpoint: how many functions, in which libraries, the names behind a fold."""
+        if not bp.locations:
+            return self.locations(bp)
+        libs = sorted({loc.library.rsplit("/", 1)[-1] for loc in bp.locations if loc.library})
+        names = sorted({_short(loc.function) for loc in bp.locations if loc.function})
+        head = (f"{plural(len(bp.locations), 'function')} of {code('aten::' + (O.op_of_label(bp.spec) or ''), True)}"
+                + (f" in {', '.join(code(x, in_table=True) for x in libs)}" if libs else ""))
+        listed = "<br>".join(hcode(n) for n in names)
+        return f"{head}<details><summary>their names</summary>{listed}</details>"
+
+    # -- operator calls
+    def operator_calls(self, calls: list[O.OpCall]) -> list[str]:
+        if not calls:
+            return []
+        lines = ["## Operator calls", "",
+                 f"The {plural(sum(len(c.hits) for c in calls), 'hit')} of the operators' breakpoints are "
+                 f"{plural(len(calls), 'call')}: each call's hops in the order they ran, with the "
+                 "`DispatchKeySet` each was called with and the keys handled since the hop before. "
+                 "Calls are grouped by the Python line they came from; calls that took the same hops with "
+                 "the same key sets are shown once.", ""]
+        for site in O.by_call_site(calls):
+            lines += self.call_site(site)
+        return lines
+
+    def call_site(self, site: O.CallSite) -> list[str]:
+        frame = site.frame
+        where = P.frame_location(frame, self.cwd) if frame is not None else None
+        heading = f"### {code(where)}" if where else "### (no Python frame)"
+        if frame is not None and frame.source:
+            heading += f": {code(frame.source.strip())}"
+        lines = [heading, ""]
+        for calls in site.variants:
+            first = calls[0]
+            seqs = [h.seq for c in calls for h in c.hits]
+            op, *others = first.ops() or ["?"]
+            head = f"{plural(len(calls), 'call')} of {code('aten::' + op)}"
+            if others:
+                head += ", through functions resolved for " + ", ".join(code("aten::" + o) for o in others)
+            span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
+            lines += [f"{head} ({span})", ""]
+            lines += [row(["#", "hop", "layer", "called with", "since the hop before"]), "|---:|---|---|---|---|"]
+            for i, hop in enumerate(first.hops(), 1):
+                lines.append(self.hop_row(i, hop))
+            lines.append("")
+        return lines
+
+    def hop_row(self, i: int, hop: O.Hop) -> str:
+        from tracer.ops import capability_of_label, keyset_text
+
+        f = hop.frame
+        name = code(P.short_of(f), in_table=True)
+        if f.dispatch_key:
+            name += f" [{text(f.dispatch_key)}]"
+        cap = capability_of_label(hop.hit.breakpoint)
+        if cap:
+            name += f" ({text(cap)} build)"
+        if hop.keys is not None:
+            called = ", ".join(text(k) for k in hop.keys) or "(empty)"
+        else:
+            called = f"<i>{text(keyset_text(f))}</i>"
+        change = []
+        if hop.handled():
+            change.append("handled " + ", ".join(text(k) for k in hop.handled()))
+        if hop.added():
+            change.append("added " + ", ".join(text(k) for k in hop.added()))
+        return row([str(i), name, P.layer_of(f), called, "; ".join(change)])
 
     def locations(self, bp: Breakpoint) -> str:
         parts: list[str] = []
@@ -177,13 +253,16 @@ class MarkdownRenderer:
         return "<br>".join(parts)
 
     # -- paths
-    def call_paths(self, paths: list[P.CallPath]) -> list[str]:
+    def call_paths(self, paths: list[P.CallPath], calls: list[O.OpCall]) -> list[str]:
         lines = ["## Call paths", ""]
         if not paths:
             return lines + ["No hits were recorded.", ""]
         n_hits = sum(p.count for p in paths)
         intro = (f"{plural(n_hits, 'hit')} took {plural(len(paths), 'distinct call path')}. "
                  "Each path runs top-down, from the outermost Python frame to the innermost native frame.")
+        if calls:
+            intro += (" An operator call is counted once, by its deepest hop (the one with the longest stack); "
+                      "its other hops are under *Operator calls*.")
         if not self.all_frames:
             hidden = sum(p.hidden for p in paths)
             if hidden:
@@ -314,6 +393,12 @@ class MarkdownRenderer:
         if recorded:
             return note + fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
         return []
+
+
+def _short(function: str) -> str:
+    from tracer.classify import short_name
+
+    return short_name(function) or function
 
 
 def render(session: Session, all_frames: bool = False, context: int = 2, reader: SourceReader | None = None) -> str:

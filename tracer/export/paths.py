@@ -56,6 +56,11 @@ def library_name(frame: Frame) -> str | None:
 _PACKAGES_RE = re.compile(r"/(?:site|dist)-packages/")
 
 
+def in_packages(file: str) -> bool:
+    """Whether a Python file is an installed package's or the standard library's, not one's own code."""
+    return bool(_PACKAGES_RE.search(file) or re.search(r"/lib/python3\.\d+/", file))
+
+
 def display_path(file: str | None, cwd: str | None = None) -> str | None:
     """A path short enough for a table cell: relative to site-packages, the cwd, or PyTorch's tree."""
     if not file:
