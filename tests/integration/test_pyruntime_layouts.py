@@ -1,0 +1,80 @@
+"""The reader's layouts are what each debug build's DWARF says (gdb reads the DWARF).
+
+3.10-3.12: the table kept in tracer/pyruntime/tables.py. 3.13: the layout parsed from the
+_Py_DebugOffsets a running interpreter holds.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests import pythons
+from tracer.pyruntime import layout as L
+from tracer.pyruntime.process import open_runtime
+from tracer.pyruntime.tables import LAYOUTS
+
+pytestmark = pytest.mark.gdb
+
+_spec = importlib.util.spec_from_file_location("gen_pyruntime_layouts",
+                                               Path(pythons.ROOT) / "scripts" / "gen_pyruntime_layouts.py")
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+# Layout attribute -> the table's name for it.
+ATTRS = {
+    "interpreters_head": "runtime.interpreters_head", "interp_next": "interp.next", "interp_id": "interp.id",
+    "interp_threads_head": "interp.threads_head", "ts_next": "tstate.next", "ts_interp": "tstate.interp",
+    "ts_thread_id": "tstate.thread_id", "ts_native_thread_id": "tstate.native_thread_id",
+    "ts_frame": "tstate.frame", "ts_cframe": "tstate.cframe", "cf_current": "cframe.current_frame",
+    "f_previous": "frame.previous", "f_code": "frame.code", "f_lasti": "frame.lasti", "f_instr": "frame.instr",
+    "f_owner": "frame.owner", "f_is_entry": "frame.is_entry", "co_filename": "code.filename",
+    "co_name": "code.name", "co_qualname": "code.qualname", "co_firstlineno": "code.firstlineno",
+    "co_linetable": "code.linetable", "co_code_adaptive": "code.code_adaptive", "bytes_size": "bytes.size",
+    "bytes_data": "bytes.data", "u_length": "unicode.length", "u_state": "unicode.state",
+}
+
+
+def _as_dwarf_names(lay: L.Layout) -> dict:
+    out = {key: getattr(lay, attr) for attr, key in ATTRS.items() if getattr(lay, attr) is not None}
+    out["unicode.ascii_size"] = lay.u_ascii_size
+    out["unicode.compact_size"] = lay.u_compact_size
+    out["unicode.state.kind"] = lay.kind_shift
+    out["unicode.state.compact"] = lay.compact_bit
+    out["unicode.state.ascii"] = lay.ascii_bit
+    return out
+
+
+def _offsets(dwarf: dict) -> dict:
+    """DWARF's [offset, size] pairs as offsets (bit positions for the state bits), owner values left out."""
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in dwarf.items() if not k.startswith("owner.")}
+
+
+@pytest.mark.parametrize("minor,version", sorted(gen.BUILDS.items()))
+def test_table_equals_dwarf(minor, version):
+    lib = gen.libpython_of(version)
+    if not Path(lib).exists():
+        pytest.skip(f"{lib} is not installed")
+    dwarf = gen.dwarf_layout(lib, minor)
+    assert LAYOUTS[minor] == dwarf
+    lay = L.from_table(int(minor.split(".")[1]))
+    assert _as_dwarf_names(lay) == _offsets(dwarf)
+    assert lay.shim_owners == ({dwarf["owner.cstack"]} if "owner.cstack" in dwarf else set())
+
+
+def test_debug_offsets_equal_dwarf_313():
+    python = pythons.pyenv_python(13)
+    if python is None:
+        pytest.skip("pyenv 3.13 is not installed")
+    dwarf = gen.dwarf_layout(gen.libpython_of(gen.CHECKED["3.13"]), "3.13")
+    proc = pythons.start_stopped(python)
+    try:
+        runtime, mem = open_runtime(proc.pid)
+        mem.close()
+    finally:
+        pythons.finish(proc)
+    lay = runtime.layout
+    assert lay.minor == 13
+    assert _as_dwarf_names(lay) == _offsets(dwarf)
+    assert lay.shim_owners == {dwarf["owner.cstack"]}

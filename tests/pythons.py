@@ -1,0 +1,145 @@
+"""The interpreters the Python-frame tests run on, and a target stopped at a known Python stack.
+
+- pyenv 3.10-3.13 (debug info, shared libpython) under ~/.pyenv/versions;
+- Debian's /usr/bin/python3.11 (static libpython, no DWARF);
+- copies of pyenv builds with their debug info stripped (``strip --strip-debug`` on the executable
+  and libpython, no ``-gdb.py`` helper, RUNPATH pointed at the copy with patchelf), like the conda,
+  python.org, Docker and uv builds; made once and cached in ``tests/.cache/stripped-python``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ROOT / "tests" / "targets" / "known_stack.py"
+PYENV = Path.home() / ".pyenv" / "versions"
+PYENV_VERSIONS = {10: "3.10.13", 11: "3.11.7", 12: "3.12.1", 13: "3.13.0"}
+DEBIAN = Path("/usr/bin/python3.11")
+CACHE = Path(os.environ.get("PTTRACE_CACHE") or ROOT / "tests" / ".cache") / "stripped-python"
+VENV_BIN = Path(sys.executable).parent
+
+
+def pyenv_python(minor: int) -> Path | None:
+    path = PYENV / PYENV_VERSIONS[minor] / "bin" / f"python3.{minor}"
+    return path if path.exists() else None
+
+
+def stripped_python(minor: int) -> Path | None:
+    """A copy of pyenv's 3.``minor`` without DWARF (None if pyenv, strip or patchelf is missing)."""
+    source = pyenv_python(minor)
+    patchelf = shutil.which("patchelf") or (VENV_BIN / "patchelf")
+    if source is None or shutil.which("strip") is None or not Path(patchelf).exists():
+        return None
+    prefix = source.parent.parent
+    lib = prefix / "lib" / f"libpython3.{minor}.so.1.0"
+    st = lib.stat()
+    stamp = f"{lib} {st.st_size} {st.st_mtime_ns}"
+    home = CACHE / f"3.{minor}"
+    exe = home / "bin" / f"python3.{minor}"
+    if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and exe.exists():
+        return exe
+    shutil.rmtree(home, ignore_errors=True)
+    (home / "bin").mkdir(parents=True)
+    (home / "lib").mkdir()
+    shutil.copy2(source, exe)
+    shutil.copy2(lib, home / "lib" / lib.name)
+    subprocess.run(["strip", "--strip-debug", str(exe), str(home / "lib" / lib.name)], check=True)
+    subprocess.run([str(patchelf), "--set-rpath", "$ORIGIN/../lib", str(exe)], check=True)
+    # The standard library is the original's (Python finds lib/python3.X next to its executable).
+    (home / "lib" / f"python3.{minor}").symlink_to(prefix / "lib" / f"python3.{minor}")
+    (home / "stamp").write_text(stamp)
+    return exe
+
+
+def interpreters() -> list[tuple[str, Path | None]]:
+    out = [(f"pyenv-3.{m}", pyenv_python(m)) for m in sorted(PYENV_VERSIONS)]
+    out.append(("debian-3.11", DEBIAN if DEBIAN.exists() else None))
+    out += [(f"stripped-3.{m}", m) for m in (10, 12, 13)]
+    return out
+
+
+def resolve(spec) -> Path | None:
+    return stripped_python(spec) if isinstance(spec, int) else spec
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[-1].split()[0]
+
+
+def start_stopped(python: Path, timeout: float = 30) -> subprocess.Popen:
+    """known_stack.py on ``python``, stopped by its own SIGSTOP at the bottom of its known stack."""
+    proc = subprocess.Popen([str(python), str(TARGET), "stop"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
+    deadline = time.monotonic() + timeout
+    while _state(proc.pid) != "T":
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the target did not stop")
+        time.sleep(0.01)
+    return proc
+
+
+def finish(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    for stream in (proc.stdout, proc.stderr):
+        stream.close()
+
+
+_PYSTACK_THREAD = re.compile(r"^Traceback for thread (\d+) ")
+_PYSTACK_FRAME = re.compile(r'^\s+\(Python\) File "(.*)", line (\d+), in (.*)$')
+
+
+def pystack_threads(pid: int) -> dict[int, list[tuple[str, int, str]]]:
+    """``pystack remote --no-block``: each thread's (file, line, code name), innermost first."""
+    out = subprocess.run([str(VENV_BIN / "pystack"), "remote", "--no-block", str(pid)], capture_output=True,
+                         text=True, timeout=120)
+    threads: dict[int, list] = {}
+    current = None
+    for line in out.stdout.splitlines():
+        m = _PYSTACK_THREAD.match(line)
+        if m:
+            current = threads.setdefault(int(m.group(1)), [])
+            continue
+        m = _PYSTACK_FRAME.match(line)
+        if m and current is not None:
+            current.append((m.group(1), int(m.group(2)), m.group(3)))
+    if not threads:
+        raise RuntimeError(f"pystack read nothing: {out.stderr[-2000:]}")
+    return {tid: frames[::-1] for tid, frames in threads.items()}
+
+
+_SPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(.*?\)(?:: "(.*)")?$')
+_SPY_FRAME = re.compile(r"^\s+(.*) \((.*):(\d+)\)$")
+
+
+def py_spy_threads(pid: int) -> dict[int, tuple[str | None, list[tuple[str, int, str]]]]:
+    """``py-spy dump --nonblocking``: each thread's name and (file's base name, line, function)."""
+    out = subprocess.run([str(VENV_BIN / "py-spy"), "dump", "--nonblocking", "--pid", str(pid)],
+                         capture_output=True, text=True, timeout=120)
+    threads: dict[int, tuple] = {}
+    current = None
+    for line in out.stdout.splitlines():
+        m = _SPY_THREAD.match(line)
+        if m:
+            current = []
+            threads[int(m.group(1), 0)] = (m.group(2), current)
+            continue
+        m = _SPY_FRAME.match(line)
+        if m and current is not None:
+            current.append((m.group(2), int(m.group(3)), m.group(1)))
+    if not threads:
+        raise RuntimeError(f"py-spy read nothing: {out.stderr[-2000:]}")
+    return threads

@@ -1,0 +1,79 @@
+"""A Python stack of known shape, no torch: any CPython 3.10+ runs it.
+
+Main thread, innermost first: bottom, recurse x301, numbers (a generator), in_exec and <module> of
+exec'd code "<known-exec>", inner and outer (asyncio coroutines), the event loop, main, <module>.
+A named thread "known-worker" waits in Event.wait. At the bottom the main thread says "ready" on
+stdout, then: ``stop`` (default) stops the process with SIGSTOP; ``repr`` calls repr() on a Marker
+(break on PyObject_Repr); ``wait`` sleeps until killed (attach).
+"""
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "stop"
+DEPTH = 300
+started = threading.Event()
+release = threading.Event()
+
+
+class Marker:
+    def __repr__(self):
+        return "Marker()"
+
+
+def bottom():
+    print("ready", flush=True)
+    if MODE == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    elif MODE == "repr":
+        repr(Marker())
+    else:
+        while True:
+            time.sleep(0.05)
+
+
+def recurse(n):
+    if n == 0:
+        return bottom()
+    return recurse(n - 1)
+
+
+def numbers():
+    yield recurse(DEPTH)
+
+
+EXEC_SOURCE = """
+def in_exec():
+    return list(numbers())
+
+in_exec()
+"""
+
+
+async def inner():
+    exec(compile(EXEC_SOURCE, "<known-exec>", "exec"), {"numbers": numbers})
+
+
+async def outer():
+    await inner()
+
+
+def waiter():
+    started.set()
+    release.wait()
+
+
+def main():
+    sys.setrecursionlimit(10000)
+    worker = threading.Thread(target=waiter, name="known-worker", daemon=True)
+    worker.start()
+    started.wait()
+    asyncio.run(outer())
+    release.set()
+    worker.join()
+
+
+main()
