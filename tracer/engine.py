@@ -116,12 +116,18 @@ def gdb_version(path: str) -> str:
     return first.strip()
 
 
-def python_gdb_helper(python: str) -> str | None:
-    """The interpreter's own ``python3.X-gdb.py``, the only script we let gdb auto-load."""
+GDB_AUTO_LOAD = "/usr/share/gdb/auto-load"  # where distributions install helpers (Debian's python3.X-dbg)
+
+
+def python_gdb_helper(python: str, auto_load: str = GDB_AUTO_LOAD) -> str | None:
+    """The interpreter's own ``python3.X-gdb.py``, the only script we let gdb auto-load: beside the
+    executable or its libpython (pyenv, source builds), or under gdb's auto-load directory, named by
+    the executable's path (Debian's ``python3.X-dbg``)."""
     real = os.path.realpath(python)
     candidates = [real + "-gdb.py"]
     libdir = Path(real).parent.parent / "lib"
     candidates += [str(p) for p in sorted(libdir.glob("libpython3*.so*-gdb.py"))]
+    candidates.append(auto_load + real + "-gdb.py")
     for c in candidates:
         if os.path.isfile(c):
             return c

@@ -3,8 +3,9 @@
 Main thread, innermost first: bottom, recurse x301, numbers (a generator), in_exec and <module> of
 exec'd code "<known-exec>", inner and outer (asyncio coroutines), the event loop, main, <module>.
 A named thread "known-worker" waits in Event.wait. At the bottom the main thread says "ready" on
-stdout, then: ``stop`` (default) stops the process with SIGSTOP; ``repr`` calls repr() on a Marker
-(break on PyObject_Repr); ``wait`` sleeps until killed (attach).
+stdout, then: ``stop`` (default) stops the process with SIGSTOP; ``call`` calls bin() once (break on
+PyNumber_ToBase, which every CPython exports and nothing else calls at start-up, LTO builds too);
+``wait`` calls bin() every 50 ms until killed (attach, then break on it).
 """
 import asyncio
 import os
@@ -19,19 +20,15 @@ started = threading.Event()
 release = threading.Event()
 
 
-class Marker:
-    def __repr__(self):
-        return "Marker()"
-
-
 def bottom():
     print("ready", flush=True)
     if MODE == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
-    elif MODE == "repr":
-        repr(Marker())
+    elif MODE == "call":
+        bin(DEPTH)
     else:
         while True:
+            bin(DEPTH)
             time.sleep(0.05)
 
 

@@ -141,6 +141,10 @@ def test_max_frames_cuts_the_chain():
 
 def test_a_wrong_version_is_refused():
     mem, _ = fake_process()
+    keep = {o: bytes(mem.blocks[INTERP][o:o + 8]) for o in (LAY.interp_next, LAY.interp_id, LAY.interp_threads_head)}
+    mem.blocks[INTERP][:] = b"\x41" * len(mem.blocks[INTERP])  # what a live interpreter holds elsewhere
+    for off, raw in keep.items():
+        mem.blocks[INTERP][off:off + 8] = raw
     with pytest.raises(L.LayoutError, match="does not match CPython 3.11"):
         PythonRuntime(mem.read, RUNTIME, 11)
     with pytest.raises(L.LayoutError, match="3.9 is not supported"):
@@ -181,3 +185,13 @@ def test_debug_offsets_refusals():
         L.from_debug_offsets(b"\0" * 600)
     with pytest.raises(L.LayoutError, match="read whole"):
         L.from_debug_offsets(_debug_offsets(0x030D00F0)[:100])
+
+
+def test_a_runtime_without_threads_is_not_running_yet():
+    mem, _ = fake_process()
+    mem.put(INTERP + LAY.interp_threads_head, "<Q", 0)
+    with pytest.raises(L.NotRunning):
+        PythonRuntime(mem.read, RUNTIME, 12)
+    mem.put(RUNTIME + LAY.interpreters_head, "<Q", 0)
+    with pytest.raises(L.NotRunning):
+        PythonRuntime(mem.read, RUNTIME, 12)

@@ -9,7 +9,7 @@ without debug information.
   ``tracer.symbols``, so the gdb agent does not import it).
 Only the standard library here otherwise: the agent imports this package inside gdb.
 """
-from .layout import LayoutError
+from .layout import LayoutError, NotRunning
 from .reader import FrameChain, PyFrame, PythonRuntime, ThreadState
 
-__all__ = ["FrameChain", "LayoutError", "PyFrame", "PythonRuntime", "ThreadState"]
+__all__ = ["FrameChain", "LayoutError", "NotRunning", "PyFrame", "PythonRuntime", "ThreadState"]

@@ -21,6 +21,10 @@ class LayoutError(Exception):
     """The interpreter's layout is unknown or does not look like CPython's: one sentence."""
 
 
+class NotRunning(LayoutError):
+    """The runtime has no interpreter or no thread yet (a process still starting, or finalizing)."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """Byte offsets of the fields the reader follows (None: the version has no such field)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import layout as _layout
-from .layout import Layout, LayoutError
+from .layout import Layout, LayoutError, NotRunning
 from .lines import line_at, ranges_for
 
 Read = Callable[[int, int], bytes]  # raises (any exception) when the memory cannot be read
@@ -44,12 +44,12 @@ def _u64(raw: bytes, off: int) -> int:
 @dataclass(frozen=True)
 class ThreadState:
     address: int
-    interp_id: int
+    interp_id: int  # -1: not known (read alone, by thread_state)
     thread_id: int  # pthread_t (gdb's thread handle)
     native_id: int | None  # the LWP; None on 3.10, which does not keep it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per (code, instruction): compared and hashed by identity
 class PyFrame:
     file: str | None
     line: int | None
@@ -130,20 +130,23 @@ class PythonRuntime:
     def _check(self, lay: Layout) -> None:
         """The main interpreter must be interpreter 0 and own its newest thread: else the version is wrong.
         (Read once a thread runs Python: the runtime of a process still starting up has none.)"""
+        ts = 0
         try:
             interp = _u64(self.read(self.address + lay.interpreters_head, 8), 0)
-            while interp:
-                nxt = _u64(self.read(interp + lay.interp_next, 8), 0)
+            for _ in range(MAX_INTERPRETERS):
+                nxt = _u64(self.read(interp + lay.interp_next, 8), 0) if interp else 0
                 if not nxt:
                     break
                 interp = nxt  # the main interpreter is the last one on the list
-            ok = bool(interp) and _u64(self.read(interp + lay.interp_id, 8), 0) == 0
-            ts = _u64(self.read(interp + lay.interp_threads_head, 8), 0) if ok else 0
-            ok = ok and bool(ts) and _u64(self.read(ts + lay.ts_interp, 8), 0) == interp
+            ok = not interp or _u64(self.read(interp + lay.interp_id, 8), 0) == 0
+            ts = _u64(self.read(interp + lay.interp_threads_head, 8), 0) if ok and interp else 0
+            ok = ok and (not ts or _u64(self.read(ts + lay.ts_interp, 8), 0) == interp)
         except Exception:
             ok = False
         if not ok:
             raise LayoutError(f"the interpreter's memory does not match CPython 3.{lay.minor}'s layout")
+        if not ts:
+            raise NotRunning("the CPython runtime has no thread yet")
 
     # -- interpreters and threads ------------------------------------------------------------------
     def interpreters(self) -> list[int]:
@@ -168,13 +171,25 @@ class PythonRuntime:
                 ts = _u64(self.read(interp + lay.interp_threads_head, 8), 0)
                 while ts and ts not in seen and len(seen) < MAX_THREADS:
                     seen.add(ts)
-                    raw = self.read(ts, self._ts_span)
-                    native = _u64(raw, lay.ts_native_thread_id) if lay.ts_native_thread_id is not None else None
-                    out.append(ThreadState(ts, interp_id, _u64(raw, lay.ts_thread_id), native))
-                    ts = _u64(raw, lay.ts_next)
+                    state, ts = self._thread_state(ts, interp_id)
+                    out.append(state)
             except Exception:
                 continue
         return out
+
+    def thread_state(self, tstate: int) -> ThreadState | None:
+        """The thread state at ``tstate`` (one read; None if unreadable): to check a cached one still is
+        that thread's."""
+        try:
+            return self._thread_state(tstate, -1)[0]
+        except Exception:
+            return None
+
+    def _thread_state(self, ts: int, interp_id: int) -> tuple[ThreadState, int]:
+        lay = self.layout
+        raw = self.read(ts, self._ts_span)
+        native = _u64(raw, lay.ts_native_thread_id) if lay.ts_native_thread_id is not None else None
+        return ThreadState(ts, interp_id, _u64(raw, lay.ts_thread_id), native), _u64(raw, lay.ts_next)
 
     def current_frame(self, tstate: int) -> int:
         """The address of the thread's newest frame (0: it runs no Python code)."""
