@@ -28,9 +28,9 @@ NAME = "pttrace_demo"
 CFLAGS = ["-g", "-O0"]
 
 
-def build_dir() -> Path:
+def build_dir(debug: bool = True) -> Path:
     base = os.environ.get("PTTRACE_CACHE")
-    return (Path(base) if base else ROOT / "tests" / ".cache") / "debug_ext"
+    return (Path(base) if base else ROOT / "tests" / ".cache") / ("debug_ext" if debug else "debug_ext_nodwarf")
 
 
 def torch_version_stamp() -> str:
@@ -42,23 +42,29 @@ def torch_version_stamp() -> str:
     return version_file.read_text() if version_file.exists() else spec.origin
 
 
-def input_stamp() -> str:
+def cflags(debug: bool = True) -> list[str]:
+    return CFLAGS if debug else [f for f in CFLAGS if f != "-g"]
+
+
+def input_stamp(debug: bool = True) -> str:
     digest = hashlib.sha256()
     for path in sorted(SOURCES.iterdir()):
         if path.suffix in {".cpp", ".h"}:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(" ".join(CFLAGS).encode())
+    digest.update(" ".join(cflags(debug)).encode())
     digest.update(torch_version_stamp().encode())
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
 
-def build(force: bool = False, verbose: bool = False) -> Path:
-    out_dir = build_dir()
+def build(force: bool = False, verbose: bool = False, debug: bool = True) -> Path:
+    """The library's path, built if needed; ``debug=False`` builds it without -g (no DWARF), as a
+    release wheel's libraries are, elsewhere."""
+    out_dir = build_dir(debug)
     out_dir.mkdir(parents=True, exist_ok=True)
     library = out_dir / f"{NAME}.so"
     stamp_file = out_dir / "stamp"
-    stamp = input_stamp()
+    stamp = input_stamp(debug)
     if not force and library.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
         return library
 
@@ -68,8 +74,8 @@ def build(force: bool = False, verbose: bool = False) -> Path:
     cpp_extension.load(
         name=NAME,
         sources=[str(SOURCES / "pttrace_demo.cpp")],
-        extra_cflags=CFLAGS,
-        extra_ldflags=["-g"],
+        extra_cflags=cflags(debug),
+        extra_ldflags=["-g"] if debug else [],
         extra_include_paths=[str(SOURCES)],
         build_directory=str(out_dir),
         is_python_module=False,
@@ -85,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="rebuild even if the cached build is current")
     parser.add_argument("--verbose", action="store_true", help="show the compiler commands")
+    parser.add_argument("--no-debug", action="store_true",
+                        help="build without -g (no DWARF), into its own directory: a stand-in for a release build")
     args = parser.parse_args(argv)
-    print(build(force=args.force, verbose=args.verbose))
+    print(build(force=args.force, verbose=args.verbose, debug=not args.no_debug))
     return 0
 
 

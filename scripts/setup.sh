@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what pttrace needs on a fresh Debian/Ubuntu machine: gdb and binutils (apt, when missing),
+# Installs what pttrace needs on a fresh Debian/Ubuntu machine: gdb, binutils, universal-ctags (apt, when missing),
 # a venv in .venv with torch==2.13.0 (the CPU wheel), pttrace itself and its test tools.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
@@ -10,6 +10,8 @@ command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 command -v addr2line >/dev/null 2>&1 || need_apt+=(binutils)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+# universal-ctags parses C++ for the definitions of frames without DWARF (tracer/sources/).
+command -v ctags >/dev/null 2>&1 && ctags --version 2>/dev/null | grep -q Universal || need_apt+=(universal-ctags)
 # libc's detached debug info: the tests read a stripped system library through /usr/lib/debug/.build-id.
 if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dbg >/dev/null 2>&1; then need_apt+=(libc6-dbg); fi
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -139,7 +139,7 @@ def test_call_path_is_outermost_first_coloured_and_folded():
     run_pilot(scenario())
 
 
-def test_source_pane_says_when_there_is_no_file():
+def test_source_pane_shows_the_sources_found_for_a_frame_without_dwarf():
     async def scenario():
         app = make_app(SessionSource.open(FIXTURE))
         async with app.run_test(size=SIZE) as pilot:
@@ -149,13 +149,43 @@ def test_source_pane_says_when_there_is_no_file():
             path = app.call_path
             path.focus()
             path.move_cursor(row=path.row_count - 1)  # the kernel: a release wheel has no line tables
-            await wait_until(pilot, lambda: app.query_one(SourcePane).frame.short == "at::wrapper_CPU_sigmoid")
-            text = pane_text(app.query_one(SourcePane))
-            assert "No file:line for this frame: libtorch_cpu.so has no line tables" in text
-            assert "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&)" in text
+            pane = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: pane.frame.short == "at::wrapper_CPU_sigmoid")
+            # THEN the op's entry in the packaged native_functions.yaml is shown, its line marked, and
+            # the codegen template the wrapper was generated from
+            await wait_until(pilot, lambda: "native_functions.yaml:5259" in pane_text(pane), timeout=30)
+            text = pane_text(pane)
+            assert "op  torchgen/packaged/ATen/native/native_functions.yaml:5259" in text
+            assert "▶5259 - func: sigmoid(Tensor self) -> Tensor" in text
+            assert "generated from  torchgen/packaged/ATen/templates/RegisterDispatchDefinitions.ini:" in text
             await pilot.press("q")
 
-    run_pilot(scenario())
+    run_pilot(scenario(), timeout=60)
+
+
+def test_source_pane_says_when_there_is_no_file(fixture_session):
+    session = copy.deepcopy(fixture_session)
+    kernel = session.hits[2].frames[-1]
+    kernel.function = kernel.short = "pttrace_nowhere::mystery(int)"  # nothing knows where this is
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            await pilot.press("down", "down")
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 3)
+            path = app.call_path
+            path.focus()
+            path.move_cursor(row=path.row_count - 1)
+            pane = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: pane.frame is kernel)
+            await wait_until(pilot, lambda: id(kernel) in pane._refs, timeout=30)
+            text = pane_text(pane)
+            assert "No file:line for this frame: libtorch_cpu.so has no line tables" in text
+            assert "pttrace_nowhere::mystery(int)" in text
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=60)
 
 
 def test_a_python_file_missing_here_is_told_with_its_recorded_line(fixture_session):
@@ -269,7 +299,7 @@ def test_a_native_frame_with_a_line_table_shows_its_cpp_source(fixture_session):
         async with app.run_test(size=SIZE) as pilot:
             await opened(pilot)
             source = app.query_one(SourcePane)
-            assert source.frame is kernel  # the innermost frame with a line now
+            await wait_until(pilot, lambda: source.frame is kernel)  # the innermost frame with a line now
             await wait_until(pilot, lambda: not source.colouring)
             assert "▶22 at::Tensor scale_add_cpu(const at::Tensor& a, const at::Tensor& b, double alpha) {" \
                 in pane_text(source)

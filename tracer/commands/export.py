@@ -6,6 +6,7 @@ import os
 import sys
 
 from tracer.commands._sessions import add_session_dir, load
+from tracer.commands._sources import add_source_dir, finder_for
 from tracer.errors import UsageError
 from tracer.export import FORMATS
 _BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded"}
@@ -24,6 +25,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--all-frames", action="store_true",
                    help="keep interpreter and start-up frames (folded away by default)")
     add_session_dir(p)
+    add_source_dir(p)
     p.set_defaults(func=run)
 
 
@@ -35,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
         suffix = os.path.splitext(args.output or "")[1].lower()
         fmt = _BY_SUFFIX.get(suffix, "markdown")
     session = load(args.session, args)
-    text = render(session, fmt, all_frames=args.all_frames)
+    finder = finder_for(args, session) if fmt in ("markdown", "json") else None
+    text = render(session, fmt, all_frames=args.all_frames, finder=finder)
     if not args.output or args.output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -5,6 +5,7 @@ import argparse
 import shlex
 
 from tracer.commands._sessions import add_session_dir, load
+from tracer.commands._sources import add_source_dir, finder_for
 
 
 def add_parser(subparsers) -> None:
@@ -15,6 +16,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--all-frames", action="store_true",
                    help="keep interpreter and start-up frames (folded away by default)")
     add_session_dir(p)
+    add_source_dir(p)
     p.set_defaults(func=run)
 
 
@@ -37,11 +39,14 @@ def run(args: argparse.Namespace) -> int:
     root_label.append(f"  {plural(len(session.hits), 'hit')} in {plural(len(paths), 'distinct call path')}",
                       style="cyan")
     tree = Tree(root_label)
-    for warning in info.warnings:
-        tree.add(Text(f"warning: {warning}", style="yellow"))
+    finder = finder_for(args, session)
+    body = Tree("")
     if not paths:
-        tree.add(Text("no hits were recorded", style="grey50"))
+        body.add(Text("no hits were recorded", style="grey50"))
     for n, path in enumerate(paths, 1):
-        add_path(tree, path_label(n, path, info.cwd), path, info.cwd)
+        add_path(body, path_label(n, path, info.cwd), path, info.cwd, finder=finder)
+    for warning in [*info.warnings, *finder.notes]:  # after the paths: finding sources may add notes
+        tree.add(Text(f"warning: {warning}", style="yellow"))
+    tree.children += body.children
     Console(highlight=False).print(tree)
     return 0

@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--python", default=sys.executable, metavar="PATH",
                    help="whose torch to search (default: the interpreter running pttrace)")
     p.add_argument("--json", action="store_true", help="print one JSON object, for scripts")
+    from tracer.commands._sources import add_source_dir
+
+    add_source_dir(p)
     p.set_defaults(func=run)
 
 
@@ -57,11 +60,35 @@ def run(args: argparse.Namespace) -> int:
         if len(args.lib) != 1:
             raise UsageError("an address belongs to one library: give it with --lib PATH")
         return _where_address(address, args.lib[0], args.json)
-    return _where_name(name, libraries, args.json, explicit=bool(args.lib))
+    from tracer.commands._sources import finder_for
+
+    finder = finder_for(args)
+    defined = finder.where(name) if finder.source_dir else []
+    return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=finder.notes)
 
 
 # -- by name ----------------------------------------------------------------------------------
-def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool) -> int:
+def _print_definitions(defined, notes) -> None:
+    """Definitions found in --source-dir by parsing it (tracer.sources), and what to know about them."""
+    from rich.text import Text
+
+    console = _console()
+    if defined:
+        console.print()
+    for d in defined:
+        line = Text("  definition  ")
+        line.append(f"{d.file}:{d.line}", style="cyan")
+        line.append(f"  {d.qualified}{d.signature or ''}", style="dim")
+        console.print(line)
+    for note in notes:
+        console.print(Text(f"warning: {note}", style="yellow"))
+
+
+def _definitions_json(defined) -> list[dict]:
+    return [{"function": d.qualified, "signature": d.signature, "file": d.file, "line": d.line} for d in defined]
+
+
+def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, defined=(), notes=()) -> int:
     from tracer import symbols
     from tracer.symbols.elf_index import LibraryIndex
 
@@ -77,16 +104,20 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool) 
         suggestions = symbols.suggest(name, libraries, limit=5)
         if as_json:
             _print_json({"query": name, "libraries": [os.path.abspath(x) for x in libraries], "matches": [],
-                         "suggestions": suggestions})
+                         "suggestions": suggestions, "definitions": _definitions_json(defined),
+                         "warnings": list(notes)})
         else:
             _print_no_match(name, libraries, suggestions)
+            _print_definitions(defined, notes)
         return 1
     if as_json:
         _print_json({"query": name, "libraries": [os.path.abspath(x) for x in libraries],
                      "matches": [m.to_dict() for m in matches],
-                     "line_info": with_lines, "suggestions": []})
+                     "line_info": with_lines, "suggestions": [], "definitions": _definitions_json(defined),
+                     "warnings": list(notes)})
         return 0
     _print_matches(name, libraries, matches, with_lines)
+    _print_definitions(defined, notes)
     return 0
 
 

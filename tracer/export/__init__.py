@@ -3,16 +3,17 @@
 FORMATS = ("markdown", "json", "folded")
 
 
-def render(session, fmt: str = "markdown", all_frames: bool = False) -> str:
-    """``session`` in ``fmt``. Modules are imported on demand to keep the CLI's start-up light."""
+def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None) -> str:
+    """``session`` in ``fmt``. Modules are imported on demand to keep the CLI's start-up light.
+    ``finder`` (a ``tracer.sources.SourceFinder``) gives frames without DWARF their sources."""
     if fmt == "markdown":
         from tracer.export import markdown
 
-        return markdown.render(session, all_frames=all_frames)
+        return markdown.render(session, all_frames=all_frames, finder=finder)
     if fmt == "json":
         from tracer.export import json as json_export
 
-        return json_export.render(session)
+        return json_export.render(session, finder=finder)
     if fmt == "folded":
         from tracer.export import folded
 

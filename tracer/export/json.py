@@ -21,14 +21,21 @@ def _compact(obj: object) -> str:
 
 
 class _HitEncoder:
-    def __init__(self) -> None:
+    def __init__(self, finder=None) -> None:
         self._frames: dict[tuple, str] = {}
+        self._finder = finder
 
     def frame(self, f: Frame) -> str:
         key = tuple(f.__dict__.values())
         text = self._frames.get(key)
         if text is None:
-            text = self._frames[key] = _compact(f.to_dict())
+            d = f.to_dict()
+            if self._finder is not None and f.kind != "python" and not f.file:
+                # Places found without DWARF (tracer.sources): definition / op / generated from.
+                refs = self._finder.refs(f.function, f.library)
+                if refs:
+                    d["sources"] = [r.to_dict() for r in refs]
+            text = self._frames[key] = _compact(d)
         return text
 
     def hit(self, h: Hit) -> str:
@@ -49,12 +56,16 @@ def _array(out: list[str], items) -> None:
     out.append("[]" if first else "\n  ]")
 
 
-def render(session: Session) -> str:
-    encoder = _HitEncoder()
-    session_obj = json.dumps(session.info.to_dict(), ensure_ascii=False, indent=2).replace("\n", "\n  ")
+def render(session: Session, finder=None) -> str:
+    encoder = _HitEncoder(finder)
+    hits = [encoder.hit(h) for h in session.hits]  # first: finding sources may add warnings
+    info = session.info.to_dict()
+    if finder is not None and finder.notes:
+        info["warnings"] = list(info.get("warnings") or []) + finder.notes
+    session_obj = json.dumps(info, ensure_ascii=False, indent=2).replace("\n", "\n  ")
     out = ["{\n", f'  "schema": {int(session.schema)},\n', f'  "session": {session_obj},\n', '  "breakpoints": ']
     _array(out, (_compact(b.to_dict()) for b in session.breakpoints))
     out.append(',\n  "hits": ')
-    _array(out, (encoder.hit(h) for h in session.hits))
+    _array(out, hits)
     out.append("\n}\n")
     return "".join(out)

@@ -83,12 +83,13 @@ def plural(n: int, word: str) -> str:
 
 class MarkdownRenderer:
     def __init__(self, session: Session, all_frames: bool = False, context: int = 2,
-                 reader: SourceReader | None = None):
+                 reader: SourceReader | None = None, finder=None):
         self.session = session
         self.info = session.info
         self.all_frames = all_frames
         self.context = context
-        self.reader = reader or SourceReader(session.info.cwd)
+        self.finder = finder  # a tracer.sources.SourceFinder: sources of frames without DWARF
+        self.reader = reader or SourceReader(session.info.cwd, finder.local_file if finder else None)
         self.ref = pinned_ref(self.info.torch_git_version, self.info.torch_version)
         self.cwd = self.info.cwd
 
@@ -99,11 +100,9 @@ class MarkdownRenderer:
         shown = [h for h in self.session.hits if not O.is_op_hit(h)] + [c.deepest for c in calls]
         shown.sort(key=lambda h: h.seq)
         paths = P.group(shown, self.all_frames)
-        out: list[str] = []
-        out += self.header(paths, calls)
-        out += self.breakpoints()
-        out += self.operator_calls(calls)
-        out += self.call_paths(paths, calls)
+        # The body first: finding sources may add warnings, which the header shows.
+        body = self.breakpoints() + self.operator_calls(calls) + self.call_paths(paths, calls)
+        out = self.header(paths, calls) + body
         return "\n".join(out).rstrip() + "\n"
 
     def header(self, paths: list[P.CallPath], calls: list[O.OpCall]) -> list[str]:
@@ -123,7 +122,8 @@ class MarkdownRenderer:
         status = text(info.status)
         if info.exit_code is not None:
             status += f" (exit code {info.exit_code})"
-        warnings = "<br>".join(text(w) for w in info.warnings) if info.warnings else "none"
+        told = list(info.warnings) + (self.finder.notes if self.finder else [])
+        warnings = "<br>".join(text(w) for w in told) if told else "none"
         n_hits = len(self.session.hits)
         rows = [
             ("session", code(info.id, in_table=True)),
@@ -340,10 +340,24 @@ class MarkdownRenderer:
         return row([str(i), P.layer_of(frame), name, text(key) if key else "", code(lib, in_table=True) if lib else "",
                     self.where(frame)])
 
+    def refs(self, frame: Frame) -> list:
+        if self.finder is None or frame.kind == "python" or frame.file:
+            return []
+        return self.finder.refs(frame.function, frame.library)
+
+    def ref_link(self, ref, in_table: bool = False) -> str:
+        where = f"{P.display_path(ref.file, self.cwd)}:{ref.line}" if ref.line else P.display_path(ref.file, self.cwd)
+        url = github_url(ref.file, ref.line, self.ref)
+        return link(code(where, in_table), url) if url else code(where, in_table)
+
     def where(self, frame: Frame) -> str:
         loc = P.frame_location(frame, self.cwd)
         if loc is None:
-            return ""
+            refs = self.refs(frame)
+            if not refs:
+                return ""
+            more = f" (+{len(refs) - 1})" if len(refs) > 1 else ""
+            return f"{refs[0].label}: {self.ref_link(refs[0], in_table=True)}{more}"
         url = github_url(frame.file, frame.line, self.ref)
         return link(code(loc, in_table=True), url) if url else code(loc, in_table=True)
 
@@ -372,9 +386,26 @@ class MarkdownRenderer:
             label = code(P.frame_location(frame, self.cwd))
             body += [f"On GitHub at {code(self.ref[:12])}: {link(label, url)}", ""]
         body += self.source(frame)
+        body += self.found_sources(frame)
         if not body:
             return []
         return ["<details>", f"<summary>{summary}</summary>", "", *body, "</details>", ""]
+
+    def found_sources(self, frame: Frame) -> list[str]:
+        """The places pttrace found for a frame without DWARF, each with its excerpt."""
+        refs = self.refs(frame)
+        if not refs:
+            return []
+        out = ["Source found without DWARF (labelled by how it was found):", ""]
+        for ref in refs:
+            several = f" (one of {ref.candidates} that fit)" if ref.candidates > 1 else ""
+            out += [f"- **{text(ref.label)}**{several}: {self.ref_link(ref)} {code(ref.what)}", ""]
+            excerpt = self.reader.excerpt(ref.file, ref.line, self.context)
+            if excerpt is not None:
+                width = len(str(excerpt[-1][0]))
+                lines = "\n".join(f"{'>' if n == ref.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
+                out += [f"  {x}" for x in fenced(lines, language(ref.file))] + [""]
+        return out
 
     def source(self, frame: Frame) -> list[str]:
         lang = language(frame.file) or ("python" if frame.kind == "python" else "")
@@ -401,6 +432,7 @@ def _short(function: str) -> str:
     return short_name(function) or function
 
 
-def render(session: Session, all_frames: bool = False, context: int = 2, reader: SourceReader | None = None) -> str:
+def render(session: Session, all_frames: bool = False, context: int = 2, reader: SourceReader | None = None,
+           finder=None) -> str:
     """The markdown document for ``session``."""
-    return MarkdownRenderer(session, all_frames=all_frames, context=context, reader=reader).render()
+    return MarkdownRenderer(session, all_frames=all_frames, context=context, reader=reader, finder=finder).render()

@@ -47,6 +47,17 @@ def _header_path(rest: str) -> str | None:
     return None  # third-party headers shipped with the wheel: pybind11, fmt, dnnl, ...
 
 
+def _packaged_path(path: str) -> str | None:
+    """An installed package file's repository path: Python files as they are, and torchgen's copies of
+    the codegen inputs (``torchgen/packaged/ATen/native/native_functions.yaml`` is
+    ``aten/src/ATen/native/native_functions.yaml``, ``torchgen/packaged/autograd/...`` is ``tools/autograd/...``)."""
+    if path.startswith("torchgen/packaged/ATen/"):
+        return "aten/src/" + path[len("torchgen/packaged/"):]
+    if path.startswith("torchgen/packaged/autograd/"):
+        return "tools/" + path[len("torchgen/packaged/"):]
+    return path if path.endswith(".py") else None  # .so, .pyi stubs (mostly generated), data files
+
+
 def repo_path(file: str | None) -> str | None:
     """The path of ``file`` inside the pytorch/pytorch repository, or None if it is not (or generated)."""
     if not file:
@@ -59,9 +70,7 @@ def repo_path(file: str | None) -> str | None:
     else:
         m = _PACKAGE_RE.search(f)
         if m:
-            path = m.group(1)
-            if not path.endswith(".py"):
-                path = None  # .so, .pyi stubs (mostly generated), data files
+            path = _packaged_path(m.group(1))
         else:
             m = _ROOT_RE.search(f)
             if m:
@@ -106,7 +115,7 @@ def commit_url(ref: str) -> str:
 _LANGS = {
     ".py": "python", ".pyi": "python",
     ".c": "c", ".h": "cpp", ".hpp": "cpp", ".hh": "cpp", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp",
-    ".cu": "cuda", ".cuh": "cuda", ".mm": "objective-c++", ".m": "objective-c",
+    ".cu": "cuda", ".cuh": "cuda", ".yaml": "yaml", ".mm": "objective-c++", ".m": "objective-c",
 }
 
 
@@ -125,8 +134,9 @@ class SourceReader:
 
     MAX_BYTES = 16 * 1024 * 1024
 
-    def __init__(self, cwd: str | None = None):
+    def __init__(self, cwd: str | None = None, mapper=None):
         self.cwd = cwd
+        self.mapper = mapper  # recorded path -> a file on this machine (``SourceFinder.local_file``)
         self._files: dict[str, list[str] | None] = {}
 
     def lines(self, file: str) -> list[str] | None:
@@ -146,9 +156,9 @@ class SourceReader:
         return text
 
     def _candidates(self, file: str) -> list[str]:
-        if os.path.isabs(file) or not self.cwd:
-            return [file]
-        return [os.path.join(self.cwd, file), file]
+        found = [file] if os.path.isabs(file) or not self.cwd else [os.path.join(self.cwd, file), file]
+        mapped = self.mapper(file) if self.mapper else None
+        return found + [mapped] if mapped else found
 
     def excerpt(self, file: str | None, line: int | None, context: int = 2) -> list[tuple[int, str]] | None:
         """``[(lineno, text), ...]`` around ``line``, or None if the file or line is not there."""

@@ -30,7 +30,7 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False) -> Text:
+def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False, finder=None) -> Text:
     layer = P.layer_of(frame)
     style = LAYER_STYLES.get(layer, "")
     t = Text()
@@ -50,6 +50,26 @@ def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False) -> Text:
         t.append(f"  {frame.source.strip()}", style="italic" if not dim else "grey50")
     if frame.inlined:
         t.append("  (inlined)", style="grey50")
+    if not loc and finder is not None and frame.kind != "python":
+        t.append_text(_found_line(frame, cwd, finder, dim))
+    return t
+
+
+def _found_line(frame: Frame, cwd: str | None, finder, dim: bool) -> Text:
+    """A second line under a frame without DWARF: the first place pttrace found for it, and that line's text."""
+    t = Text()
+    refs = finder.refs(frame.function, frame.library)
+    if not refs:
+        return t
+    first = refs[0]
+    where = P.display_path(first.file, cwd) + (f":{first.line}" if first.line else "")
+    t.append(f"\n  ↳ {first.label} ", style="cyan" if not dim else "grey50")
+    t.append(where, style="grey62" if not dim else "grey50")
+    if len(refs) > 1:
+        t.append(f" (+{len(refs) - 1} more)", style="grey50")
+    text = finder.line_text(first.file, first.line)
+    if text:
+        t.append(f"  {text.strip()}", style="italic" if not dim else "grey50")
     return t
 
 
@@ -71,7 +91,7 @@ def path_label(n: int | str, path: P.CallPath, cwd: str | None = None, counts: s
 
 
 def add_path(parent: Tree, label: Text, path: P.CallPath, cwd: str | None = None,
-             diverge_at: int | None = None, note: str | None = None) -> Tree:
+             diverge_at: int | None = None, note: str | None = None, finder=None) -> Tree:
     """A path node with one child per frame, top-down. Frames before ``diverge_at`` are dimmed."""
     node = parent.add(label)
     if path.truncated:
@@ -80,7 +100,7 @@ def add_path(parent: Tree, label: Text, path: P.CallPath, cwd: str | None = None
         node.add(Text("(no frames recorded)", style="grey50"))
     for i, frame in enumerate(path.frames):
         dim = diverge_at is not None and i < diverge_at
-        t = frame_text(frame, cwd, dim=dim)
+        t = frame_text(frame, cwd, dim=dim, finder=finder)
         if diverge_at is not None and i == diverge_at and note:
             t.append(f"  ← {note}", style="bold")
         node.add(t)

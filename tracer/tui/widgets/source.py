@@ -72,6 +72,14 @@ def highlight(path: str, mtime_ns: int, lang: str) -> list[Text] | None:
     return result
 
 
+class SourcesFound(Message):
+    """A worker found the sources of a frame without DWARF (tracer.sources: an index may be built)."""
+
+    def __init__(self, frame: Frame) -> None:
+        super().__init__()
+        self.frame = frame
+
+
 class SourceHighlighted(Message):
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -104,6 +112,22 @@ class SourcePane(Static):
         self.shown = None
         """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
+        self._finder = None
+        self._refs: dict[int, list] = {}  # id(frame) -> its SourceRefs, once a worker found them
+
+    def finder(self):
+        """One SourceFinder per pane: $PTTRACE_SOURCE_DIR, the session's torch commit."""
+        if self._finder is None:
+            from tracer.errors import UsageError
+            from tracer.sources import SourceFinder, source_dir_setting
+
+            commit = getattr(self.session_info, "torch_git_version", None)
+            try:
+                self._finder = SourceFinder(source_dir_setting(None), commit)
+            except UsageError as e:  # a bad $PTTRACE_SOURCE_DIR: said in the pane, the rest still works
+                self._finder = SourceFinder(None, commit)
+                self._finder.notes.append(str(e))
+        return self._finder
 
     def show(self, frame: Frame | None, cwd: str | None) -> None:
         if frame is self.frame and cwd == self.cwd:
@@ -124,12 +148,61 @@ class SourcePane(Static):
         where = P.frame_location(frame, self.cwd)
         self.border_title = f"source · {where}" if where else f"source · {P.short_of(frame)}"
         located = SF.locate(frame, self.cwd)
+        if located.path is None and frame.file:
+            mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
+            if mapped:
+                located = SF.Located(Path(mapped), moved_from=frame.file)
         if located.path is not None and frame.line:
             body = self._excerpt(frame, located)
             if body is not None:
                 self._show(body)
                 return
+        if frame.kind != "python" and not frame.file and frame.function:
+            refs = self._refs.get(id(frame))
+            if refs is None:
+                self._find_sources(frame)
+            elif refs:
+                self._show(self._found(frame, refs))
+                return
         self._show(self._not_here(frame, located))
+
+    @work(thread=True, group="sources", exclusive=True, exit_on_error=False)
+    def _find_sources(self, frame: Frame) -> None:
+        self._refs[id(frame)] = self.finder().refs(frame.function, frame.library)
+        self.post_message(SourcesFound(frame))
+
+    def on_sources_found(self, message: SourcesFound) -> None:
+        message.stop()
+        if message.frame is self.frame:
+            self._render_frame()
+
+    def _found(self, frame: Frame, refs: list) -> Text:
+        """Each place found without DWARF: its label, where, and a few lines around it, the line marked."""
+        out = Text(no_wrap=True, overflow="ellipsis")
+        notes = self.finder().notes
+        for note in notes:
+            out.append(f"{note}\n", style="yellow")
+        height = max(3, self.content_region.height or 15) - len(notes)
+        each = max(1, (height - 2 * len(refs)) // max(1, len(refs)))  # lines of context per place
+        for n, ref in enumerate(refs):
+            where = P.display_path(ref.file, self.cwd) + (f":{ref.line}" if ref.line else "")
+            out.append(f"{ref.label}", style="bold cyan")
+            if ref.candidates > 1:
+                out.append(f" (one of {ref.candidates})", style="cyan")
+            out.append(f"  {where}  ", style="bold")
+            out.append(f"{ref.what}\n", style="grey62")
+            lines = SF.read_lines(Path(ref.file)) if ref.line else None
+            if lines and 1 <= ref.line <= len(lines):
+                start, end = SF.window(len(lines), ref.line, min(each, 7))
+                width = len(str(end))
+                for k in range(start, end + 1):
+                    mark = k == ref.line
+                    out.append(f"{'▶' if mark else ' '}{k:>{width}} ", style="bold yellow" if mark else "grey50")
+                    out.append(lines[k - 1] + "\n", style=LINE_STYLE if mark else "")
+            if n != len(refs) - 1:
+                out.append("\n")
+        out.rstrip()
+        return out
 
     def _show(self, renderable) -> None:
         self.shown = renderable

@@ -1,0 +1,232 @@
+"""Sources of native frames without DWARF (tracer.sources), on the real wheel and real recordings.
+
+GIVEN the hello-world recording on the release wheel (no DWARF), its sigmoid frames lead to the op's
+entries in the packaged yaml and to the boxing templates' definitions in torch/include; GIVEN the
+debug extension built without -g, ``--source-dir scripts/debug_ext`` gives its kernel the file and
+definition line DWARF gives the -g build; GIVEN a checkout stand-in made of the wheel's headers laid
+out as the repository lays them out, DWARF paths from another machine are found in it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PYTHON, ROOT, run_pttrace
+from tracer.sources import SourceFinder
+
+pytestmark = pytest.mark.skipif(shutil.which("ctags") is None, reason="universal-ctags is not installed")
+
+COMMIT_RE = r"[0-9a-f]{40}"
+
+
+def _line(path: str, n: int) -> str:
+    return Path(path).read_text(errors="replace").splitlines()[n - 1]
+
+
+def _frames(session, breakpoint):
+    hit = next(h for h in session.hits if h.breakpoint == breakpoint)
+    return [f for f in hit.frames if f.kind == "native"]
+
+
+def _by_short(frames, text):
+    return [f for f in frames if text in (f.function or "")]
+
+
+@pytest.fixture(scope="module")
+def wheel_finder(hello_recording):
+    _, session = hello_recording
+    return SourceFinder(None, session.info.torch_git_version)
+
+
+@pytest.mark.gdb
+def test_sigmoid_op_frames_lead_to_native_functions_yaml(hello_recording, wheel_finder):
+    _, session = hello_recording
+    frames = _frames(session, "wrapper_CPU_sigmoid")
+    for name in ("at::_ops::sigmoid::call(", "at::_ops::sigmoid::redispatch(", "wrapper_CPU_sigmoid(at::Tensor const&)"):
+        (frame,) = [f for f in frames if (f.function or "").startswith(name) or name in (f.function or "")
+                    and not f.function.startswith("c10::")]
+        assert frame.file is None  # the release wheel has no DWARF
+        ops = [r for r in wheel_finder.refs(frame.function, frame.library) if r.label == "op"]
+        assert [(Path(r.file).name, r.line) for r in ops] == [("native_functions.yaml", 5259)], frame.function
+        assert _line(ops[0].file, 5259) == "- func: sigmoid(Tensor self) -> Tensor"
+        gen = [r for r in wheel_finder.refs(frame.function, frame.library) if r.label == "generated from"]
+        assert len(gen) == 1 and "${" in _line(gen[0].file, gen[0].line)
+
+
+@pytest.mark.gdb
+def test_the_autograd_frame_leads_to_derivatives_yaml(hello_recording, wheel_finder):
+    _, session = hello_recording
+    (frame,) = _by_short(_frames(session, "wrapper_CPU_sigmoid"), "VariableType::(anonymous namespace)::sigmoid(")
+    refs = wheel_finder.refs(frame.function, frame.library)
+    ops = {(Path(r.file).name, r.line) for r in refs if r.label == "op"}
+    assert ops == {("native_functions.yaml", 5259), ("derivatives.yaml", 1537)}
+    deriv = next(r for r in refs if r.file.endswith("derivatives.yaml"))
+    assert _line(deriv.file, 1537) == "- name: sigmoid(Tensor self) -> Tensor"
+    assert "SigmoidBackward0" in deriv.what
+    assert any(r.label == "generated from" and r.file.endswith("autograd/templates/VariableType.cpp") for r in refs)
+    # ... and the backward Node of the backward pass, by its generated name
+    (node,) = _by_short(_frames(session, "wrapper_CPU_sigmoid_backward"), "SigmoidBackward0::apply(")
+    assert any(r.line == 1537 for r in wheel_finder.refs(node.function, node.library))
+
+
+@pytest.mark.gdb
+def test_boxing_template_frames_lead_to_their_header_definitions(hello_recording, wheel_finder):
+    _, session = hello_recording
+    wrappers = _by_short(_frames(session, "wrapper_CPU_sigmoid"), "wrap_kernel_functor_unboxed_<")
+    assert len(wrappers) == 2
+    seen = {}
+    for frame in wrappers:
+        (ref,) = wheel_finder.refs(frame.function, frame.library)  # one definition: the specialization that fits
+        assert ref.label == "definition" and ref.candidates == 1
+        assert ref.file.endswith("torch/include/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h")
+        text = Path(ref.file).read_text().splitlines()
+        assert "static ReturnType call(" in text[ref.line - 1]
+        # The specialization the frame's signature picks: a kernel taking a DispatchKeySet first (the
+        # autograd kernel) or not (the CPU wrapper), as its enclosing struct says in the header.
+        struct_head = next(text[n] for n in range(ref.line - 1, 0, -1) if "ReturnType(" in text[n])
+        takes_keyset = "&torch::autograd::VariableType" in frame.function
+        assert ("DispatchKeySet" in struct_head) == takes_keyset, struct_head
+        seen[takes_keyset] = ref.line
+    assert len(set(seen.values())) == 2
+
+
+@pytest.mark.gdb
+def test_markdown_and_json_exports_link_the_sources_at_the_session_commit(hello_recording, tmp_path):
+    _, session = hello_recording
+    md = tmp_path / "notes.md"
+    proc = run_pttrace("export", str(session.path), "-o", str(md))
+    assert proc.returncode == 0, proc.stderr
+    text = md.read_text()
+    commit = session.info.torch_git_version
+    base = f"https://github.com/pytorch/pytorch/blob/{commit}/"
+    assert f"op: [`torchgen/packaged/ATen/native/native_functions.yaml:5259`]({base}aten/src/ATen/native/" \
+           "native_functions.yaml#L5259)" in text
+    assert f"({base}tools/autograd/derivatives.yaml#L1537)" in text
+    assert f"({base}aten/src/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h#L" in text
+    assert "> 5259  - func: sigmoid(Tensor self) -> Tensor" in text  # the excerpt, its line marked
+    proc = run_pttrace("export", str(session.path), "--format", "json")
+    data = json.loads(proc.stdout)
+    hit = next(h for h in data["hits"] if h["breakpoint"] == "wrapper_CPU_sigmoid")
+    kernel = hit["frames"][-1]
+    assert [(s["label"], Path(s["file"]).name, s["line"]) for s in kernel["sources"]][0] == \
+        ("op", "native_functions.yaml", 5259)
+
+
+@pytest.mark.gdb
+def test_show_names_the_source_of_frames_without_dwarf(hello_recording):
+    _, session = hello_recording
+    proc = run_pttrace("show", str(session.path), env={"COLUMNS": "400"})
+    assert proc.returncode == 0, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert "↳ op torchgen/packaged/ATen/native/native_functions.yaml:5259 (+1 more) - func: sigmoid(Tensor self) " \
+           "-> Tensor" in flat
+    assert "↳ definition torch/include/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h:603 static " \
+           "ReturnType call(" in flat
+
+
+# -- the debug extension built without -g --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def nodwarf_ext() -> Path:
+    import subprocess
+
+    if shutil.which("c++") is None:
+        pytest.skip("no C++ compiler to build the debug extension")
+    proc = subprocess.run([PYTHON, str(ROOT / "scripts" / "build_debug_ext.py"), "--no-debug"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def nodwarf_recording(nodwarf_ext, tmp_path_factory):
+    from tracer import storage
+
+    session_dir = tmp_path_factory.mktemp("nodwarf-sessions")
+    proc = run_pttrace("run", "--batch", "--max-hits", "1", "--session-dir", str(session_dir), "--break",
+                       "pttrace_demo::scale_add_cpu", str(ROOT / "scripts" / "call_debug_ext.py"), str(nodwarf_ext))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (path,) = session_dir.glob("*.jsonl")
+    return storage.load(path)
+
+
+@pytest.mark.gdb
+@pytest.mark.slow
+def test_source_dir_gives_a_release_build_the_definition_dwarf_gives_the_debug_build(
+        nodwarf_recording, debug_ext):
+    from tracer import symbols
+
+    session = nodwarf_recording
+    kernel = session.hits[0].frames[-1]
+    assert kernel.function.startswith("pttrace_demo::scale_add_cpu(") and kernel.file is None
+    proc = run_pttrace("export", str(session.path), "--format", "json", "--source-dir", "scripts/debug_ext")
+    assert proc.returncode == 0, proc.stderr
+    frames = json.loads(proc.stdout)["hits"][0]["frames"]
+    (dwarf,) = symbols.find_symbol("pttrace_demo::scale_add_cpu", [str(debug_ext)])
+    (ref,) = frames[-1]["sources"]
+    assert ref["label"] == "definition"
+    assert (ref["file"], ref["line"]) == (dwarf.decl_file, dwarf.decl_line)
+    # The boxing templates instantiated in the extension: each definition we find holds the line
+    # DWARF gives the same function in the -g build.
+    checked = 0
+    for frame in frames:
+        if frame["kind"] != "native" or "pttrace_demo.so" not in (frame["library"] or "") \
+                or not frame["function"].startswith("c10::impl::"):
+            continue
+        (m,) = [x for x in symbols.find_symbol(frame["function"], [str(debug_ext)]) if not x.cold]
+        defs = [s for s in frame.get("sources", []) if s["label"] == "definition"]
+        assert defs, frame["function"]
+        assert any(Path(s["file"]).name == Path(m.file).name and s["line"] <= m.line <= s["end"] for s in defs), \
+            (frame["function"], m.file, m.line, defs)
+        checked += 1
+    assert checked >= 2
+    # `pttrace where` answers with the definition too.
+    proc = run_pttrace("where", "pttrace_demo::scale_add_cpu", "--lib", frames[-1]["library"],
+                       "--source-dir", "scripts/debug_ext", "--json")
+    assert json.loads(proc.stdout)["definitions"][0]["line"] == dwarf.decl_line
+
+
+# -- a checkout stand-in ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory, hello_recording):
+    """The wheel's dispatcher headers where pytorch/pytorch keeps them, in a git checkout of another commit."""
+    include = Path(hello_recording[1].hits[0].frames[-1].library or "").parent.parent / "include"
+    if not include.is_dir():
+        from tracer.sources.finder import installed_torch_dir
+
+        include = Path(installed_torch_dir()) / "include"
+    root = tmp_path_factory.mktemp("pytorch")
+    shutil.copytree(include / "ATen" / "core", root / "aten" / "src" / "ATen" / "core")
+    shutil.copytree(include / "c10" / "core", root / "c10" / "core")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    return root
+
+
+@pytest.mark.gdb
+def test_a_checkout_maps_paths_from_another_machine_and_says_when_its_commit_differs(checkout, hello_recording):
+    _, session = hello_recording
+    finder = SourceFinder(str(checkout), session.info.torch_git_version)
+    assert len(finder.notes) == 1 and "0123456789ab" in finder.notes[0]
+    assert session.info.torch_git_version[:12] in finder.notes[0]
+    remote = "/home/tk/src/pytorch/aten/src/ATen/core/boxing/KernelFunction_impl.h"
+    mapped = finder.local_file(remote)
+    assert mapped == str(checkout / "aten" / "src" / "ATen" / "core" / "boxing" / "KernelFunction_impl.h")
+    # The wrap_kernel_functor frames now find their definition in the checkout too (and in the wheel).
+    (frame, _) = _by_short(_frames(session, "wrapper_CPU_sigmoid"), "wrap_kernel_functor_unboxed_<")
+    files = {r.file for r in finder.refs(frame.function, frame.library) if r.label == "definition"}
+    assert str(checkout / "aten/src/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h") in files
+    # A markdown export of a debug build's session from that machine reads its excerpts from the checkout.
+    import copy
+
+    from tracer.export import markdown
+
+    moved = copy.deepcopy(session)
+    moved.hits = [h for h in moved.hits if h.breakpoint == "wrapper_CPU_sigmoid"][:1]
+    moved.hits[0].frames[-1].file, moved.hits[0].frames[-1].line = remote, 50
+    text = markdown.render(moved, finder=finder)
+    assert f"> 50  {_line(mapped, 50).rstrip()}" in text
+    assert "0123456789ab" in text  # the commit warning, in the notes' metadata

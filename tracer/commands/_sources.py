@@ -1,0 +1,19 @@
+"""``--source-dir DIR`` for the commands that show frames, and the SourceFinder they share."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_source_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source-dir", metavar="DIR", default=None,
+                   help="a PyTorch source checkout: frames get the file:line of their definition in its .cpp "
+                        "files, and DWARF paths from another machine are found in it "
+                        "(default: $PTTRACE_SOURCE_DIR)")
+
+
+def finder_for(args: argparse.Namespace, session=None):
+    """The SourceFinder for a command: its --source-dir (or $PTTRACE_SOURCE_DIR), the session's torch commit."""
+    from tracer.sources import SourceFinder, source_dir_setting
+
+    commit = session.info.torch_git_version if session is not None else None
+    return SourceFinder(source_dir_setting(getattr(args, "source_dir", None)), commit)
