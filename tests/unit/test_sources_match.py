@@ -109,3 +109,37 @@ struct W<F, R(KeySet, Args...)> final {
                  "at::Tensor const&)") == [14]
     # no types to tell them apart: every definition of the name, none picked silently
     assert lines("ns::pick") == [3, 4, 5]
+
+
+@pytest.mark.skipif(shutil.which("ctags") is None, reason="universal-ctags is not installed")
+def test_the_index_is_cached_a_damaged_shard_is_rebuilt_and_an_edited_file_parsed_again(tmp_path, monkeypatch):
+    import os
+    import time
+
+    from tracer.sources import tags
+    from tracer.symbols import cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    (tree / ".git").mkdir(parents=True)  # a checkout: its commit and git index time stand for its content
+    (tree / ".git" / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    (tree / ".git" / "index").write_text("")
+    (tree / "a.h").write_text("namespace ns {\nint f(int a) { return a; }\n}\n")
+    assert [d.line for d in tags.DefinitionIndex.build(str(tree)).lookup("ns::f")] == [2]
+    key = cache.FileKey(str(tree.resolve()), 0, 0, "tree-" + tags.tree_stamp(str(tree)))
+    shard = cache.entry_path(key, tags.KIND, f"-{tags._shard_of('ns::f', tags.DefinitionIndex.SHARDS)}")
+    assert shard.exists() and cache.entry_path(key, tags.KIND).exists()
+    # GIVEN the shard holding ns::f damaged: the index is read from the cache, the lookup parses again
+    shard.write_bytes(b"garbage")
+    index = tags.DefinitionIndex.build(str(tree))
+    assert index._load is not None  # from the cache
+    assert [d.line for d in index.lookup("ns::f")] == [2]
+    assert shard.read_bytes() != b"garbage"  # and cached again
+    # GIVEN the file edited after the index was built (not committed: same cache key): a lookup
+    # landing in it parses it again
+    (tree / "a.h").write_text("namespace ns {\n\n\nint f(int a) { return a; }\n}\n")
+    later = time.time_ns() + 10**9
+    os.utime(tree / "a.h", ns=(later, later))
+    index = tags.DefinitionIndex.build(str(tree))
+    assert index._load is not None
+    assert [d.line for d in index.lookup("ns::f")] == [4]
