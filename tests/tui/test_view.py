@@ -309,3 +309,29 @@ def test_a_native_frame_with_a_line_table_shows_its_cpp_source(fixture_session):
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_a_dwarf_path_from_another_machine_is_shown_from_the_source_dir(fixture_session, monkeypatch):
+    """As gdb's ``set substitute-path``: the recorded path's longest tail found under PTTRACE_SOURCE_DIR."""
+    from tests.tui.support import ROOT
+
+    session = copy.deepcopy(fixture_session)
+    hit = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    kernel = hit.frames[-1]
+    kernel.file, kernel.line = "/home/tk/work/pttrace/scripts/debug_ext/pttrace_demo.cpp", 22
+    session.hits = [hit]
+    monkeypatch.setenv("PTTRACE_SOURCE_DIR", str(ROOT / "scripts"))
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            source = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: source.frame is kernel)
+            text = pane_text(source)
+            assert "▶22 at::Tensor scale_add_cpu(const at::Tensor& a, const at::Tensor& b, double alpha) {" in text
+            assert f"recorded at {kernel.file}; shown from {ROOT / 'scripts' / 'debug_ext' / 'pttrace_demo.cpp'}" \
+                in text
+            await pilot.press("q")
+
+    run_pilot(scenario())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from tracer.commands._sessions import add_session_dir, session_dir
@@ -14,6 +15,9 @@ def add_parser(subparsers) -> None:
                                           "hits, the call path of each hit and the source of each frame.")
     p.add_argument("session", metavar="SESSION", help="a session id, a unique prefix, a path, or `last`")
     add_session_dir(p)
+    from tracer.commands._sources import add_source_dir
+
+    add_source_dir(p)
     p.set_defaults(func=run)
 
 
@@ -23,6 +27,11 @@ def run(args: argparse.Namespace) -> int:
     path = storage.resolve(args.session, session_dir(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("`pttrace view` needs a terminal; use `pttrace show` or `pttrace export` otherwise.")
+    if args.source_dir:
+        if not os.path.isdir(args.source_dir):
+            raise UsageError(f"--source-dir {args.source_dir} is not a directory")
+        # The source pane reads the setting where `pttrace run` and `attach` give it too: the environment.
+        os.environ["PTTRACE_SOURCE_DIR"] = args.source_dir
     from tracer.tui.app import view_session
 
     return view_session(path)
