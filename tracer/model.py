@@ -47,6 +47,7 @@ class Frame:
     # A dispatcher hop's DispatchKeySet, read at its entry (raw bits) and decoded to key names.
     keyset: int | None = None
     keys: list[str] | None = None
+    keyset_note: str | None = None  # why a hop that takes a key set had it not read (never a guess)
     # A native frame gdb left without a name or file:line: its file-relative address (pc - the
     # library's load base), which pttrace's own symbol index names (a ``fill`` record, storage.py).
     offset: int | None = None
@@ -65,6 +66,8 @@ class Frame:
             d.pop("keyset", None)
         if self.keys is None:
             d.pop("keys", None)
+        if self.keyset_note is None:
+            d.pop("keyset_note", None)
         if self.offset is None:
             d.pop("offset", None)
         return d

@@ -23,7 +23,7 @@ YAML_IN_SITE_PACKAGES = ("torchgen", "packaged", "ATen", "native", "native_funct
 # A key whose kernels torchgen generates as structured kernels when the operator is structured;
 # any other key of a structured operator registers a plain function.
 _STRUCTURED_KEYS = {"CPU", "CUDA", "MPS", "XPU", "MTIA", "Meta"}
-_FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\((.*)\) -> ")
+_FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\((.*)\) -> (.*?)\s*$")
 _FIELD = re.compile(r"^  ([a-z_]+):\s*(.*?)\s*$")
 _DISPATCH = re.compile(r"^    ([A-Za-z0-9_, ]+):\s*([A-Za-z0-9_:]+)\s*$")
 
@@ -53,6 +53,19 @@ class NativeEntry:
     arguments: int  # parameters of its C++ native signature (schema arguments, the ``*`` left out)
     kernels: tuple[Kernel, ...]
     delegate: str | None = None  # structured_delegate: the out= overload whose kernel it runs
+    returns: str = ""  # as the schema writes it: Tensor, Tensor(a!), (Tensor, Tensor), ()
+    out: bool = False  # an out= overload: its C++ name ends in _out
+
+    @property
+    def struct(self) -> str:
+        """What ``at::_ops::`` names it: ``add_Tensor``."""
+        return f"{self.name}_{self.overload}" if self.overload else self.name
+
+    @property
+    def kernel_token(self) -> str:
+        """What the generated kernels (VariableType, ADInplaceOrView...) name it: ``add_out_out``."""
+        cpp = self.name + "_out" if self.out else self.name
+        return f"{cpp}_{self.overload}" if self.overload else cpp
 
 
 def yaml_path(libraries: list[str]) -> Path | None:
@@ -83,7 +96,8 @@ def top_level_split(text: str) -> list[str]:
     return parts
 
 
-def _entry(name: str, overload: str, args: str, fields: dict, dispatch: list[tuple[tuple[str, ...], str]]) -> NativeEntry:
+def _entry(name: str, overload: str, args: str, returns: str, fields: dict,
+           dispatch: list[tuple[tuple[str, ...], str]]) -> NativeEntry:
     count = sum(1 for a in top_level_split(args) if a and a != "*")
     structured = fields.get("structured", "").lower() == "true"
     delegate = fields.get("structured_delegate") or None
@@ -96,7 +110,7 @@ def _entry(name: str, overload: str, args: str, fields: dict, dispatch: list[tup
     if not dispatch and not delegate:
         cpp = name + "_out" if _is_out(args) else name
         kernels = (Kernel(("CompositeImplicitAutograd",), cpp, False, implicit=True),)
-    return NativeEntry(name, overload, count, kernels, delegate)
+    return NativeEntry(name, overload, count, kernels, delegate, returns, _is_out(args))
 
 
 def _is_out(args: str) -> bool:
@@ -106,7 +120,7 @@ def _is_out(args: str) -> bool:
 def parse(text: str) -> dict[str, NativeEntry]:
     """{``name`` or ``name.overload``: entry}."""
     out: dict[str, NativeEntry] = {}
-    current: tuple[str, str, str] | None = None
+    current: tuple[str, str, str, str] | None = None
     fields: dict[str, str] = {}
     dispatch: list[tuple[tuple[str, ...], str]] = []
     section = None
@@ -120,7 +134,7 @@ def parse(text: str) -> dict[str, NativeEntry]:
         if line.startswith("- func:"):
             close()
             m = _FUNC.match(line)
-            current = (m.group(1), m.group(2) or "", m.group(3)) if m else None
+            current = (m.group(1), m.group(2) or "", m.group(3), m.group(4)) if m else None
             fields, dispatch, section = {}, [], None
             continue
         if current is None or line.lstrip().startswith("#"):
@@ -153,3 +167,19 @@ def entries_for(libraries: list[str]) -> dict[str, NativeEntry] | None:
         return load(str(path))
     except OSError:
         return None
+
+
+def return_types(entries: dict[str, NativeEntry]) -> dict[str, str | None]:
+    """{the token generated code names an overload by: its C++ return type}, for both ``at::_ops::add_Tensor``
+    and ``VariableType::add_out_out`` kinds of names; None where two overloads share a token but not a type."""
+    from tracer.keyset_abi import schema_return_cpp
+
+    out: dict[str, str | None] = {}
+    for e in entries.values():
+        cpp = schema_return_cpp(e.returns)
+        for token in (e.struct, e.kernel_token):
+            if token in out and out[token] != cpp:
+                out[token] = None
+            else:
+                out[token] = cpp
+    return out

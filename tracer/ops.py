@@ -398,7 +398,8 @@ class OpFunction:
     dispatch_key: str | None = None
     capability: str | None = None
     label: str = ""
-    takes_keyset: bool = False  # a DispatchKeySet first parameter: readable when stopped at its entry
+    takes_keyset: bool = False  # a DispatchKeySet parameter: readable when stopped at its entry
+    keyset_at: str | None = None  # where (rdi, rsi, ...), or why it cannot be told
     note: str | None = None
     keys: tuple[str, ...] = ()  # every dispatch key it is registered for, when more than dispatch_key
 
@@ -612,6 +613,9 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
         _add(chosen, m, "adapter", ref, key, None, label,
              note=f"{short_name(target)} exists only inlined into this adapter")
     res.functions = sorted(chosen.values(), key=_order)
+    returns = native_functions.return_types(entries).get if entries else None
+    for f in res.functions:
+        f.keyset_at = _keyset_at(f.function, returns)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -627,6 +631,18 @@ def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | Non
         label=f"{label}[{cap}]" if cap else label, takes_keyset=_takes_keyset(m.name), note=note,
         keys=keys if len(keys) > 1 else (),
     )
+
+
+def _keyset_at(function: str, returns) -> str | None:
+    from tracer import keyset_abi
+
+    sig = keyset_abi.signature_from_name(function, returns)
+    arg = keyset_abi.locate(sig) if sig is not None else None
+    if arg is None:
+        return None
+    if arg.register:
+        return arg.register
+    return f"the stack at rsp+{arg.stack}" if arg.stack else f"unknown: {arg.why}"
 
 
 def _native_kernels(refs: list[OpRef], entries: dict) -> dict[str, list[tuple]]:
@@ -684,7 +700,9 @@ def _order(f: OpFunction) -> tuple:
 
 
 def _takes_keyset(function: str) -> bool:
-    return "(c10::DispatchKeySet" in function
+    from tracer import keyset_abi
+
+    return keyset_abi.takes_keyset(function)
 
 
 def resolve_ops(specs: list[str], libraries: list[str], facts: TorchFacts | None = None, variants: bool = False,
@@ -724,6 +742,9 @@ def keyset_text(frame, innermost: bool = True) -> str:
         if keys is not None:
             return f"{', '.join(keys) or '(empty)'}  ({keyset:#x})"
         return f"{keyset:#x} (this session has no key numbering to decode it)"
+    note = getattr(frame, "keyset_note", None)
+    if note:
+        return f"not read: {note}"
     if _takes_keyset(name):
         if innermost:
             return "not read (the DispatchKeySet argument could not be read at this stop)"

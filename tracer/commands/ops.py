@@ -281,8 +281,8 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
             if f.capability:
                 mark = "  <- this machine" if facts is not None and facts.cpu_capability == f.capability else ""
                 row.append(f"  {f.capability}{mark}", style="green")
-            if f.takes_keyset:
-                row.append("  (DispatchKeySet read at entry)", style="dim")
+            if f.keyset_at:
+                row.append(f"  (DispatchKeySet at entry: {f.keyset_at})", style="dim")
             if f.note:
                 row.append(f"  {f.note}", style="dim")
             console.print(row)
