@@ -147,3 +147,19 @@ def test_a_long_short_name_is_cut_in_its_middle():
     assert len(cut) == 64 and cut.startswith("pybind11::cpp_function::initialize<…>(torc…")
     assert cut.endswith("function_call&)#3}") and cut.count("…") == 2  # its own and the cut
     assert fit("at::wrapper_CPU_sigmoid", 64) == "at::wrapper_CPU_sigmoid"
+
+
+def test_the_call_path_shows_the_key_set_a_hop_was_called_with(fixture_session):
+    from tracer.tui.folding import PathRow
+    from tracer.tui.widgets.callpath import CallPathTable, _path_key
+
+    hit = copy.deepcopy(sigmoid_hit(fixture_session))
+    table = CallPathTable()
+    inner = hit.frames[-1]
+    inner.keyset, inner.keys = 0x10001, ("CPU",)
+    row = PathRow("frame", len(hit.frames) - 1, len(hit.frames))
+    assert str(table._cells(row, hit.frames)[4]) == "called with CPU"
+    other = copy.deepcopy(hit)
+    other.frames[-1].keyset, other.frames[-1].keys, other.frames[-1].keyset_note = None, None, "its return type is not known"
+    assert str(table._cells(row, other.frames)[4]) == "key set not read: its return type is not known"
+    assert _path_key(hit) != _path_key(other)  # a new key set redraws the rows of the same path

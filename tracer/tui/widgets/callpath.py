@@ -13,7 +13,10 @@ from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, frame_
 
 
 def _path_key(hit: Hit) -> tuple:
-    return (hit.truncated, tuple(f.key() for f in hit.frames))
+    # The innermost frame's key set is shown too: a hit with another one is another row to draw.
+    inner = hit.frames[-1] if hit.frames else None
+    keys = (inner.keyset, inner.keyset_note) if inner is not None else None
+    return (hit.truncated, tuple(f.key() for f in hit.frames), keys)
 
 
 class CallPathTable(RowJumps, DataTable):
@@ -120,6 +123,10 @@ class CallPathTable(RowJumps, DataTable):
         layer = P.layer_of(f)
         key = P.dispatch_key_of(f)
         code = Text(f.source.strip(), style="italic grey70", no_wrap=True) if f.kind == "python" and f.source else ""
+        if f.keys is not None:  # the DispatchKeySet this hop was called with, read at its entry
+            code = Text("called with " + (", ".join(f.keys) or "(empty)"), style="green", no_wrap=True)
+        elif f.keyset_note:
+            code = Text("key set not read: " + f.keyset_note, style="grey50 italic", no_wrap=True)
         return (Text(layer, style=layer_style(layer)), frame_name(f, self.full_names),
                 Text(key, style="bold cyan") if key else "", frame_where(f, self.cwd, short=True), code)
 
