@@ -112,6 +112,28 @@ struct W<F, R(KeySet, Args...)> final {
 
 
 @pytest.mark.skipif(shutil.which("ctags") is None, reason="universal-ctags is not installed")
+def test_structured_kernels_defined_through_pytorchs_macros_are_found(tmp_path):
+    from tracer.sources.tags import DefinitionIndex
+
+    (tmp_path / "UnaryOps.cpp").write_text("""namespace at {
+namespace meta {
+TORCH_META_FUNC(sigmoid) (const Tensor& self) {
+  build_borrowing_unary_op(maybe_get_output(), self);
+}
+} // namespace meta
+namespace native {
+TORCH_IMPL_FUNC(sigmoid_out) (const Tensor& self, const Tensor& result) {
+  sigmoid_stub(device_type(), *this);
+}
+} // namespace native
+} // namespace at
+""")
+    index = DefinitionIndex.build(str(tmp_path), use_cache=False)
+    assert [d.line for d in index.lookup("at::native::structured_sigmoid_out::impl")] == [8]
+    assert [d.line for d in index.lookup("at::meta::structured_sigmoid::meta")] == [3]
+
+
+@pytest.mark.skipif(shutil.which("ctags") is None, reason="universal-ctags is not installed")
 def test_the_index_is_cached_a_damaged_shard_is_rebuilt_and_an_edited_file_parsed_again(tmp_path, monkeypatch):
     import os
     import time

@@ -25,12 +25,23 @@ from tracer.errors import UsageError
 SOURCE_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc", ".cpp", ".cc", ".cxx", ".c", ".cu")
 SKIP_DIRS = {".git", "third_party", "node_modules", "__pycache__", ".cache"}
 KIND = "srcdefs"
-VERSION = 3  # bump when what the index holds changes (it is part of every tree's cache key)
+VERSION = 4  # bump when what the index holds changes (it is part of every tree's cache key)
 _OPERATOR_SPACE_RE = re.compile(r"^operator\s+(?=[^\w\s])")
 # kinds: f function definitions, c/s classes and structs (kept only when specialized: they disambiguate
 # members of a partially specialized template)
+# PyTorch's macros that define functions, as ATen/TensorMeta.h defines them (ctags expands -D macros):
+# TORCH_IMPL_FUNC(sigmoid_out) is at::native::structured_sigmoid_out::impl.
+_MACROS = [
+    "TORCH_IMPL_FUNC(name)=void structured_##name::impl",
+    "TORCH_META_FUNC(name)=void structured_##name::meta",
+    "TORCH_META_FUNC2(name, overload)=void structured_##name##_##overload::meta",
+    "TORCH_PRECOMPUTE_META_FUNC(name)=structured_##name::meta_return_ty structured_##name::meta",
+    "TORCH_PRECOMPUTE_META_FUNC2(name, overload)=structured_##name##_##overload::meta_return_ty "
+    "structured_##name##_##overload::meta",
+]
 _CTAGS_ARGS = ["--output-format=json", "--sort=no", "-f", "-", "--language-force=C++", "--kinds-C++=fcs",
-               "--fields=+neSZ", "--fields-C++=+{template}{specialization}", "--extras=-q", "-L", "-"]
+               "--fields=+neSZ", "--fields-C++=+{template}{specialization}", "--extras=-q",
+               *(f"-D{m}" for m in _MACROS), "-L", "-"]
 
 
 @dataclass(frozen=True)
