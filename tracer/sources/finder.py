@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,6 +148,7 @@ class SourceFinder:
         self._cache: dict[tuple, list[SourceRef]] = {}
         self._told: set[str] = set()
         self._lines: dict[str, list[str]] = {}
+        self._lock = threading.RLock()
         if self.source_dir:
             self._check_commit()
 
@@ -215,9 +217,15 @@ class SourceFinder:
         if not function:
             return []
         key = (function, library)
-        if key not in self._cache:
-            self._cache[key] = self._find(function, library)
-        return self._cache[key]
+        with self._lock:  # a TUI looks up from worker threads: one index build at a time
+            if key not in self._cache:
+                self._cache[key] = self._find(function, library)
+            return self._cache[key]
+
+    def known(self, function: str | None, library: str | None = None) -> list[SourceRef] | None:
+        """The refs already found for this function, None if it was not looked up yet (a lookup may
+        have to build an index: a view does it off its UI thread)."""
+        return self._cache.get((function, library)) if function else []
 
     def _find(self, function: str, library: str | None) -> list[SourceRef]:
         parsed = names.parse(function)

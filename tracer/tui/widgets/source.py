@@ -113,7 +113,6 @@ class SourcePane(Static):
         """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
         self._finder = None
-        self._refs: dict[int, list] = {}  # id(frame) -> its SourceRefs, once a worker found them
 
     def finder(self):
         """One SourceFinder per pane: $PTTRACE_SOURCE_DIR, the session's torch commit."""
@@ -148,7 +147,7 @@ class SourcePane(Static):
         where = P.frame_location(frame, self.cwd)
         self.border_title = f"source · {where}" if where else f"source · {P.short_of(frame)}"
         located = SF.locate(frame, self.cwd)
-        if located.path is None and frame.file:
+        if located.path is None and frame.file and os.environ.get("PTTRACE_SOURCE_DIR"):
             mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
             if mapped:
                 located = SF.Located(Path(mapped), moved_from=frame.file)
@@ -158,7 +157,7 @@ class SourcePane(Static):
                 self._show(body)
                 return
         if frame.kind != "python" and not frame.file and frame.function:
-            refs = self._refs.get(id(frame))
+            refs = self.finder().known(frame.function, frame.library)
             if refs is None:
                 self._find_sources(frame)
             elif refs:
@@ -168,7 +167,7 @@ class SourcePane(Static):
 
     @work(thread=True, group="sources", exclusive=True, exit_on_error=False)
     def _find_sources(self, frame: Frame) -> None:
-        self._refs[id(frame)] = self.finder().refs(frame.function, frame.library)
+        self.finder().refs(frame.function, frame.library)  # kept by the finder: ``known`` answers next
         self.post_message(SourcesFound(frame))
 
     def on_sources_found(self, message: SourcesFound) -> None:
