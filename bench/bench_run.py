@@ -205,31 +205,11 @@ def _session_records(session_dir: Path) -> tuple[list[dict], dict | None]:
     files = sorted(session_dir.glob("*.jsonl"))
     if len(files) != 1:
         return [], None
-    hits, end, fills = [], None, {}
-    with open(files[0], encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("type") == "hit":
-                hits.append(rec)
-            elif rec.get("type") == "end":
-                end = rec
-            elif rec.get("type") == "fill":
-                # Names pttrace gave, from its own index, to frames gdb had none for (the CFI path).
-                fills.update(((lib, off, caller), values) for lib, off, caller, values in rec["frames"])
-    if fills:
-        sys.path.insert(0, str(ROOT))
-        from tracer.storage import fill_frame, fill_key
+    sys.path.insert(0, str(ROOT))
+    from tracer import records
 
-        for rec in hits:
-            frames = rec["frames"]
-            for i, f in enumerate(frames):
-                key = fill_key(f, i == len(frames) - 1)
-                if key in fills:
-                    fill_frame(f, fills[key])
-    return hits, end
+    with open(files[0], "rb") as fh:
+        return records.hits_and_end(fh)
 
 
 def _native_names(frames: list[dict]) -> list[str]:

@@ -4,8 +4,6 @@
 #   bash bench/run_all.sh --quick    # 2 rounds
 #   bash bench/run_all.sh --deep     # also: where gdb spends its time on libtorch_cpu.so (printed), and
 #                                    # re-runs on a debug build (bench_rerun.py; builds a 180 MB library once)
-# (bench/profile_patches.py replays the hot-path experiments of RESULTS.md against the agent they were
-#  measured on, before fcad96b: see bench/profile_hit.py; it is not run against today's agent.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from tracer import storage
+from tracer import records, storage
 from tracer.errors import GdbDied, GdbNotFound, PermissionDenied, PttraceError, SessionError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
 from tracer.model import Session, SessionInfo
@@ -211,8 +211,7 @@ class Engine:
 
         self._filler = FrameFiller()
         self._scan_lock = threading.Lock()
-        self._scan_pos = 0
-        self._scan_partial = b""
+        self._scan_tail = records.Tail()
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, kind: str, data: object = None) -> None:
@@ -660,21 +659,15 @@ class Engine:
         with self._scan_lock:
             try:
                 with open(self.session_path, "rb") as fh:
-                    fh.seek(self._scan_pos)
-                    chunk = fh.read()
-                    self._scan_pos += len(chunk)
+                    lines = self._scan_tail.lines(fh)
             except (OSError, TypeError):
-                chunk = b""
-            if not chunk:
-                return
-            lines = (self._scan_partial + chunk).split(b"\n")
-            self._scan_partial = lines.pop()
+                lines = []
             for raw in lines:
                 if b'"offset"' not in raw and not emit:
                     continue
                 try:
-                    rec = json.loads(raw)
-                except ValueError:
+                    rec = records.decode(raw)
+                except records.BadRecord:
                     continue
                 kind = rec.get("type")
                 if kind == "hit":

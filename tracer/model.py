@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-SCHEMA = 1
+from tracer.records import SCHEMA
 
 LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")

@@ -1,32 +1,24 @@
-"""Sessions on disk: append-only JSON lines, so a crash loses nothing already written.
+"""Sessions on disk: append-only JSON lines (their records: ``tracer/records.py``), so a crash loses
+nothing already written.
 
-A file is a ``header`` record, then any number of ``breakpoint``, ``hit`` and ``warning`` records
-as they happen, then an ``end`` record. A file without its ``end`` loads as ``interrupted``.
-An optional ``dispatch_keys`` record carries the DispatchKeySet numbering of the target's torch
-(``{"keys": [[name, mask], ...], "bits": {bit: name}, ...}``); frames recorded with a raw ``keyset``
-get their ``keys`` decoded with it when the session is loaded. Files without one load as before.
-``fill`` records name native frames gdb left without a name or file:line (a library given to gdb as
-unwind tables only, a separate debug file gdb did not find): the agent records such a frame with its
-``library`` and file-relative ``offset``; pttrace looks it up in its own symbol index and appends
-``{"type": "fill", "frames": [[library, offset, caller, {function, short, layer, dispatch_key, file,
-line}], ...]}`` (``caller``: the frame is not the innermost one, so it was looked up at offset - 1).
-Loading applies them to the frames still missing those fields; without one a frame keeps its library
-and offset, so a file cut off before its fill lost nothing.
-Several writers may append (pttrace itself and the agent inside gdb): each record is one
-``write()`` on an ``O_APPEND`` descriptor, so lines never interleave.
+A file without its ``end`` loads as ``interrupted``. Frames recorded with a raw ``keyset`` get their
+``keys`` decoded with the file's ``dispatch_keys`` record, if any. ``fill`` records name the frames the
+agent recorded by library and offset; without one a frame keeps its library and offset, so a file cut
+off before its fill lost nothing.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from tracer import records
 from tracer.errors import SessionError
 from tracer.model import SCHEMA, Breakpoint, Hit, Session, SessionInfo
+from tracer.records import fill_frame, fill_key
 
 SUFFIX = ".jsonl"
 
@@ -38,15 +30,6 @@ def new_session_id(now: _dt.datetime | None = None) -> str:
 
 def now_iso() -> str:
     return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def encode_record(record: dict[str, Any]) -> bytes:
-    """One JSON line. Names that are not valid UTF-8 (surrogate-escaped) are kept as \\u escapes."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
 
 
 class SessionWriter:
@@ -61,7 +44,7 @@ class SessionWriter:
             raise SessionError(f"cannot write the session file {self.path}: {exc.strerror}.") from exc
 
     def write(self, record: dict[str, Any]) -> None:
-        data = encode_record(record)
+        data = records.encode(record)
         try:
             os.write(self._fd, data)
         except OSError as exc:
@@ -100,7 +83,7 @@ class LoadReport:
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _iter_records(path: Path, report: LoadReport) -> Iterator[dict[str, Any]]:
+def _iter_records(path: Path, report: LoadReport) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -108,18 +91,11 @@ def _iter_records(path: Path, report: LoadReport) -> Iterator[dict[str, Any]]:
     except OSError as exc:
         raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
     with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, UnicodeDecodeError):
-                report.bad_lines.append((lineno, "not valid JSON"))
-                continue
-            if not isinstance(rec, dict) or "type" not in rec:
-                report.bad_lines.append((lineno, "not a session record"))
-                continue
-            yield lineno, rec
+        for lineno, rec in records.read(fh):
+            if isinstance(rec, records.BadRecord):
+                report.bad_lines.append((lineno, rec.why))
+            else:
+                yield lineno, rec
 
 
 def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
@@ -203,31 +179,6 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
         _decode_keysets(hits, key_table)
     session.hits = hits
     return session
-
-
-FILL_NAME_FIELDS = ("function", "short", "layer", "dispatch_key")
-
-
-def fill_frame(frame: Any, values: dict[str, Any]) -> None:
-    """Give a frame (a ``Frame`` or its dict) the name and file:line it lacks from a fill entry."""
-    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
-    put = frame.__setitem__ if isinstance(frame, dict) else frame.__setattr__
-    if get("function") is None and values.get("function"):
-        for name in FILL_NAME_FIELDS:
-            if name in values:
-                put(name, values[name])
-    if get("file") is None and values.get("file"):
-        put("file", values["file"])
-        put("line", values.get("line"))
-
-
-def fill_key(frame: Any, innermost: bool) -> tuple | None:
-    """The key of a frame in ``fill`` records, or None if it needs none."""
-    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
-    offset = get("offset")
-    if offset is None or get("kind") != "native" or (get("function") is not None and get("file") is not None):
-        return None
-    return (get("library"), int(offset), not innermost)
 
 
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:

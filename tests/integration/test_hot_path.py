@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_pttrace
-from tracer import storage
+from tracer import records
 
 ADD = "at::_ops::add_Tensor::call"
 EVAL = "_PyEval_EvalFrameDefault"
@@ -52,21 +52,8 @@ def _hits(directory: Path) -> list[dict]:
     frames are named by pttrace's index, not by gdb: the CFI path)."""
     files = list(directory.glob("*.jsonl"))
     assert len(files) == 1, files
-    out = []
-    fills = {}
-    for line in files[0].read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        if rec.get("type") == "hit":
-            out.append(rec)
-        elif rec.get("type") == "fill":
-            fills.update(((lib, off, caller), values) for lib, off, caller, values in rec["frames"])
-    for rec in out:
-        frames = rec["frames"]
-        for i, f in enumerate(frames):
-            key = storage.fill_key(f, i == len(frames) - 1)
-            if key in fills:
-                storage.fill_frame(f, fills[key])
-    return out
+    with open(files[0], "rb") as fh:
+        return records.hits_and_end(fh)[0]
 
 
 def _python_sources(hit: dict) -> list[str]:

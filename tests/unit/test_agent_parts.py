@@ -1,0 +1,108 @@
+"""The agent's modules that do not need gdb, imported outside it: Python frame records from code
+objects, whole-stack reuse, the DispatchKeySet read, and the caches' one invalidation."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tracer.gdb.agent import keyset, pycode, reuse
+from tracer.gdb.agent.state import Caches, State
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the 3.11 location table format")
+def test_code_info_gives_co_lines_line_for_every_instruction():
+    code = compile("a = 1\nif a:\n    b = [a,\n         a]\nc = b\n", "/tmp/m.py", "exec")
+    start = 0x1000
+    info = pycode.CodeInfo.read("/tmp/m.py", "<module>", code.co_firstlineno, start, code.co_linetable)
+    for lo, hi, line in code.co_lines():
+        for byte in range(lo, hi, 2):
+            assert info.line(start + byte) == line
+    assert info.line(start - 2) == code.co_firstlineno  # before the first instruction
+
+
+def test_frame_record_reads_its_source_line_once(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text("import torch\n  y = torch.add(x, x)   \n")
+    info = pycode.CodeInfo("x.py", "f", 1, 0, [(0, 4, 2)])
+    sources = pycode.SourceLines()
+    rec = pycode.frame_record(info, 2, sources)
+    assert (rec["file"], rec["line"], rec["source"], rec["layer"]) == ("x.py", 2, None, "python")
+    info.file = str(src)
+    rec = pycode.frame_record(info, 2, sources)
+    assert rec["source"] == "y = torch.add(x, x)"
+    src.write_text("changed\nchanged\n")
+    assert pycode.frame_record(info, 2, sources)["source"] == "y = torch.add(x, x)"  # read once
+    assert pycode.SourceLines().line(str(tmp_path / "gone.py"), 1) is None
+
+
+@pytest.mark.parametrize("name, exec_", [("<string>", True), ("<eval_with_key>.3", True),
+                                         ("<frozen runpy>", False), ("/x.py", False), (None, False)])
+def test_exec_code_is_code_compiled_from_a_string(name, exec_):
+    assert pycode.exec_code(name) is exec_
+
+
+def _slot(addr: int, pc: int):
+    return addr, pc.to_bytes(8, sys.byteorder)
+
+
+def test_walk_reuse_checks_every_return_address_and_fills_python_groups():
+    a, b, c = {"function": "a"}, {"function": "b"}, {"function": "c"}
+    entries = [(a, None), (reuse.EVAL, _slot(0x7000, 0x11)), (b, _slot(0x7010, 0x22)), (reuse.EVAL, None),
+               (c, _slot(0x7100, 0x33))]
+    walk = reuse.make_walk(entries)
+    assert (walk.lo, walk.size, walk.n_eval) == (0x7000, 0x108, 2)
+    mem = bytearray(walk.size)
+    for addr, want in (e[1] for e in entries if e[1]):
+        mem[addr - walk.lo:addr - walk.lo + 8] = want
+    assert reuse.stack_matches(walk, bytes(mem))
+    assert reuse.assemble(walk, [["p1", "p2"], ["p3"]]) == [a, "p1", "p2", b, "p3", c]
+    mem[0x10] ^= 1  # b's caller returned: another stack
+    assert not reuse.stack_matches(walk, bytes(mem))
+
+
+def test_walk_without_slots_or_spread_too_far_is_not_kept():
+    assert reuse.make_walk([({"function": "a"}, None)]) is None
+    assert reuse.make_walk([("a", _slot(0, 1)), ("b", _slot(reuse.MAX_STACK_READ, 2))]) is None
+
+
+class _Frame:
+    def __init__(self, **regs):
+        self.regs = regs
+
+    def read_register(self, name):
+        if name not in self.regs:
+            raise ValueError(f"Bad register {name}")
+        return self.regs[name]
+
+
+def test_keyset_comes_in_rdi_or_after_a_return_slot_in_rsi():
+    name = "at::_ops::add_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&)"
+    assert keyset.entry_keyset(_Frame(rdi=0x8021, rsp=0x7FFF0000, rsi=1), name) == 0x8021
+    assert keyset.entry_keyset(_Frame(rdi=0x7FFF0040, rsp=0x7FFF0000, rsi=0x8021), name) == 0x8021
+    assert keyset.entry_keyset(_Frame(rdi=-1, rsp=0x7FFF0000, rsi=0), name) == 0xFFFFFFFFFFFFFFFF
+    assert keyset.entry_keyset(_Frame(rsp=1), name) is None  # a register gdb cannot read
+    assert keyset.entry_keyset(_Frame(rdi=1, rsp=0), "at::add(at::Tensor const&)") is None
+
+
+def test_invalidate_forgets_frames_and_on_exit_code_objects():
+    caches = Caches()
+    for d in (caches.native, caches.lib_bases, caches.suffix, caches.walks, caches.tstates, caches.frame_var,
+              caches.code, caches.py_frames):
+        d[1] = {"library": "x"}
+    caches.runtime = {"ts_lo": 0}
+    caches.invalidate()
+    assert not (caches.native or caches.lib_bases or caches.suffix or caches.walks or caches.tstates
+                or caches.frame_var) and caches.runtime is None
+    assert caches.code and caches.py_frames  # the same target: its code objects stay
+    caches.invalidate(target_exited=True)
+    assert not (caches.code or caches.py_frames)
+
+
+def test_state_stops_at_max_hits_or_in_stop_mode():
+    state = State()
+    assert not state.wants_stop()
+    state.max_hits, state.hits = 3, 3
+    assert state.wants_stop()
+    state.max_hits, state.mode = 0, "stop"
+    assert state.wants_stop()

@@ -1,0 +1,197 @@
+"""pttrace's breakpoints in gdb: named ones gdb resolves, and address ones pttrace's index resolved
+(``--op``, and ``--break`` names it knows exactly), placed as their library maps."""
+from __future__ import annotations
+
+import gdb  # type: ignore[import-not-found]
+
+from tracer import records
+from tracer.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
+from tracer.gdb.agent import native
+from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.hits import record_hit
+from tracer.gdb.agent.keyset import entry_keyset
+from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.state import STATE
+
+
+class Registry:
+    """Every breakpoint the agent set, by the spec pttrace knows it by."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, TraceBreakpoint] = {}  # spec -> the breakpoint gdb resolves by name
+        self.unplaced: list[dict] = []  # address breakpoints whose library is not mapped yet
+        self.by_address: dict[str, list[TraceBreakpoint]] = {}  # label -> its address breakpoints
+        self.stubs: dict[str, list[dict]] = {}  # label -> [location] of the @plt stubs listed, not broken on
+
+
+BREAKPOINTS = Registry()
+
+
+def _called_by_adapter(frame, info: dict) -> bool:
+    """Whether the stopped frame is a kernel known by its caller (see hits.kernels_by_caller)."""
+    if frame is None or info.get("layer") != "runtime":
+        return False
+    try:
+        caller = frame.older()
+        return caller is not None and kernel_below_adapter("runtime", native.describe(caller, 0)["function"])
+    except READ_ERRORS:
+        return False
+
+
+class TraceBreakpoint(gdb.Breakpoint):
+    """Records the call path at each hit and lets the target run on (or stops, in stop mode)."""
+
+    pt_layer = None  # an --op adapter with its kernel inlined: the kernel's layer, for --layer
+    pt_library = None  # an address breakpoint's library, as pttrace's index named it
+
+    def __init__(self, spec: str, label: str | None = None, function: str | None = None):
+        super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
+        self.pt_spec = label or spec
+        self.pt_function = function  # for address breakpoints: the symbol our index resolved
+
+    def stop(self) -> bool:
+        try:
+            return self._stop()
+        except OSError as exc:
+            STATE.write_error = f"{exc.strerror or exc}"
+            return True  # stop so pttrace notices and reports it
+        except Exception as exc:  # the edge of a gdb callback: never let a bad read kill the run
+            LOG.exception("recording a hit of %s", self.pt_spec)
+            OUT.warn(f"could not record a hit: {exc.__class__.__name__}: {exc}")
+            return False
+
+    def _stop(self) -> bool:
+        try:
+            newest = gdb.newest_frame()
+            innermost = native.describe(newest, 0)
+        except READ_ERRORS:
+            newest, innermost = None, {"function": None, "layer": None}
+        name = innermost["function"]
+        if name is None and self.pt_function:
+            # An address breakpoint in a library gdb has no names for (a CFI-only copy): the function
+            # our index resolved, for --layer and the DispatchKeySet read below.
+            name = self.pt_function
+            innermost = dict(innermost, function=name, layer=classify(name, innermost.get("library")))
+        if is_plt(name):
+            return False  # a stub in another library, not the function itself
+        if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
+                and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
+            return False  # --layer: only hits whose innermost frame is in these layers
+        keyset = entry_keyset(newest, name)
+        STATE.need_libs = []
+        if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest):
+            STATE.stop_requested = STATE.wants_stop()
+            return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
+        STATE.stop_requested = STATE.wants_stop()
+        return STATE.stop_requested
+
+
+def _locations(bp) -> list[dict]:
+    out = []
+    for loc in bp.locations:
+        fn = native.demangle(loc.function)
+        addr = int(loc.address) if loc.address is not None else None
+        file = line = None
+        if loc.source:
+            file, line = loc.source[0], loc.source[1]
+        if loc.fullname:
+            file = loc.fullname
+        note = None
+        if is_plt(fn):
+            note = "plt stub: not stopped at"
+        elif is_cold_clone(fn):
+            note = "cold clone (a split-off part of the function)"
+        out.append({"function": fn, "library": native.library(addr) if addr else None, "address": addr,
+                    "file": file, "line": line, "enabled": bool(loc.enabled), "note": note})
+    return out
+
+
+def _fix_plt(bp) -> None:
+    """A name also matches its @plt stubs in the libraries calling it: gdb stops there too otherwise."""
+    try:
+        for loc in bp.locations:
+            if loc.enabled and is_plt(loc.function):
+                loc.enabled = False
+    except READ_ERRORS as exc:  # a breakpoint deleted meanwhile
+        LOG.info("could not disable the @plt locations of %s: %s", bp, exc)
+
+
+def on_modified(bp) -> None:
+    if isinstance(bp, TraceBreakpoint):
+        _fix_plt(bp)
+
+
+def place_address_breakpoints() -> None:
+    """Set the breakpoints our index resolved in every library that is mapped now."""
+    remaining = []
+    bases: dict = {}  # one read of /proc/PID/maps per library, not per breakpoint (3,100 x 40 loads: 23 s)
+    for item in BREAKPOINTS.unplaced:
+        if item["library"] not in bases:
+            bases[item["library"]] = native.mapped_base(item["library"])
+        base = bases[item["library"]]
+        if base is None:
+            remaining.append(item)
+            continue
+        if item.get("plt"):
+            # A stub calling the function from another library: listed, never stopped at (as gdb's
+            # named breakpoints do with their @plt locations).
+            BREAKPOINTS.stubs.setdefault(item["label"], []).append({
+                "function": (item.get("function") or "") + "@plt", "library": item["library"],
+                "address": base + int(item["offset"]), "file": None, "line": None, "enabled": False,
+                "note": "plt stub: not stopped at"})
+            continue
+        try:
+            bp = TraceBreakpoint(f"*{base + int(item['offset']):#x}", label=item["label"],
+                                 function=item.get("function"))
+        except gdb.error as exc:
+            OUT.warn(f"could not set a breakpoint on {item.get('function')}: {exc}")
+            continue
+        bp.pt_library = item["library"]
+        bp.pt_layer = item.get("layer")
+        BREAKPOINTS.by_address.setdefault(item["label"], []).append(bp)
+    BREAKPOINTS.unplaced = remaining
+
+
+def dump_breakpoints() -> None:
+    """A ``breakpoint`` record for each, with its resolved locations."""
+    labels = list(BREAKPOINTS.by_address)
+    labels += [lb for lb in dict.fromkeys(i["label"] for i in BREAKPOINTS.unplaced) if lb not in labels]
+    for label in labels:
+        locs = []
+        for bp in BREAKPOINTS.by_address.get(label, []):
+            if not bp.is_valid():
+                continue
+            for loc in _locations(bp):
+                loc["function"] = bp.pt_function or loc["function"]
+                loc["library"] = bp.pt_library or loc["library"]
+                locs.append(loc)
+        locs += BREAKPOINTS.stubs.get(label, [])
+        pending = [i for i in BREAKPOINTS.unplaced if i["label"] == label and not i.get("plt")]
+        OUT.write(records.breakpoint(label, None, locs, pending=bool(pending), enabled=True))
+    for spec, bp in list(BREAKPOINTS.named.items()):
+        valid = bp.is_valid()
+        OUT.write(records.breakpoint(spec, bp.number if valid else None, _locations(bp) if valid else [],
+                                     pending=bp.pending if valid else True, enabled=bp.enabled if valid else False))
+
+
+def add_breakpoint(spec: str) -> None:
+    spec = spec.strip()
+    if not spec:
+        raise gdb.GdbError("pttrace-break needs a location")
+    if spec in BREAKPOINTS.named:
+        return
+    bp = TraceBreakpoint(spec)
+    BREAKPOINTS.named[spec] = bp
+    _fix_plt(bp)
+
+
+def delete_breakpoint(spec: str) -> None:
+    bp = BREAKPOINTS.named.pop(spec, None)
+    if bp is not None and bp.is_valid():
+        bp.delete()
+    for bp in BREAKPOINTS.by_address.pop(spec, []):  # a --break resolved by address, or an --op
+        if bp.is_valid():
+            bp.delete()
+    BREAKPOINTS.stubs.pop(spec, None)
+    BREAKPOINTS.unplaced = [i for i in BREAKPOINTS.unplaced if i["label"] != spec]

@@ -1,0 +1,148 @@
+"""The gdb commands pttrace drives the agent with (over MI), and the gdb events the agent follows.
+
+  pttrace-setup CONFIG.json     read the configuration (below), open the session file, set breakpoints
+  pttrace-break SPEC            add a breakpoint (pending if its library is not loaded yet)
+  pttrace-delete SPEC           delete a breakpoint
+  pttrace-mode record|stop      record and continue, or stop at the next hit
+  pttrace-dump                  append the breakpoints (with resolved locations) to the session
+  pttrace-record-stop REASON    record the current stack as a stop (a crash signal, say)
+  pttrace-status                print {hits, mode, need_libs, stop, write_error, stack_reuse} as JSON
+  pttrace-snapshot              print the selected thread's call path as JSON (stepping in stop mode)
+  pttrace-rerecord              record the deferred hit, now that the libraries it needed have symbols
+  pttrace-cfi-add {"library": L, "copy": C}   give gdb L's CFI-only copy instead of L's symbols
+  pttrace-cfi-drop LIBRARY      take that copy away (L's full symbols are loaded next)
+
+The configuration of pttrace-setup: ``session`` (the file to append to), ``mode``, ``max_hits``,
+``max_depth``, ``first_seq`` (the seq of the last hit already in the file), ``layers``, ``breakpoints``
+(specs gdb resolves), ``address_breakpoints`` ({label, library, offset, function, layer, plt}: resolved
+by pttrace's index), ``log`` (a file for the agent's log; none if absent).
+A command's error reaches pttrace as the MI command's error.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import gdb  # type: ignore[import-not-found]
+
+from tracer.gdb.agent import breakpoints, native
+from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
+from tracer.gdb.agent.hits import record_hit, thread_info
+from tracer.gdb.agent.log import LOG, open_log
+from tracer.gdb.agent.reuse import STATS
+from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.stack import call_path
+from tracer.gdb.agent.state import CACHES, STATE
+
+
+def _setup(arg: str) -> None:
+    with open(arg.strip(), "r", encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    if cfg.get("log"):
+        open_log(cfg["log"])
+    OUT.open(cfg["session"])
+    STATE.mode = cfg.get("mode", "record")
+    STATE.max_hits = int(cfg.get("max_hits") or 0)
+    STATE.max_depth = int(cfg.get("max_depth") or 256)
+    STATE.hits = int(cfg.get("first_seq") or 0)
+    STATE.layers = set(cfg.get("layers") or [])
+    BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
+    for spec in cfg.get("breakpoints", []):
+        add_breakpoint(spec)
+    breakpoints.place_address_breakpoints()
+    LOG.info("set up: session %s, mode %s, %d address breakpoints", OUT.path, STATE.mode, len(BREAKPOINTS.unplaced))
+
+
+def _mode(arg: str) -> None:
+    arg = arg.strip()
+    if arg not in ("record", "stop"):
+        raise gdb.GdbError("pttrace-mode takes record or stop")
+    STATE.mode = arg
+
+
+def _gdb_path_arg(path: str) -> str:
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"' if any(c in path for c in ' \t"\'\\') else path
+
+
+def _cfi_add(arg: str) -> None:
+    """Give gdb L's CFI-only copy at L's load base instead of L's symbols: its frames are unwound by
+    gdb and named by pttrace (fill records)."""
+    req = json.loads(arg)
+    lib, copy = req["library"], req["copy"]
+    base = native.mapped_base(lib)
+    if base is None:
+        raise gdb.GdbError(f"{lib} is not mapped in the target")
+    gdb.execute(f"add-symbol-file {_gdb_path_arg(copy)} -o {base:#x}", to_string=True)
+    STATE.cfi_libs[lib] = (copy, base)
+    real = os.path.realpath(lib)
+    if real != lib:
+        STATE.cfi_libs[real] = (copy, base)
+    CACHES.invalidate()
+    gdb.write(json.dumps({"base": base}) + "\n")
+
+
+def _cfi_drop(arg: str) -> None:
+    lib = arg.strip()
+    entry = None
+    for name in (lib, os.path.realpath(lib)):
+        entry = STATE.cfi_libs.pop(name, None) or entry
+    if entry is not None:
+        try:
+            gdb.execute(f"remove-symbol-file {_gdb_path_arg(entry[0])}", to_string=True)
+        except gdb.error as exc:
+            LOG.info("remove-symbol-file %s: %s", entry[0], exc)
+    CACHES.invalidate()
+
+
+def _snapshot(arg: str) -> None:
+    frames, truncated = call_path()
+    gdb.write(json.dumps({"thread": thread_info(), "frames": frames, "truncated": truncated}) + "\n")
+
+
+def _status(arg: str) -> None:
+    gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
+                          "stop": STATE.stop_requested, "write_error": STATE.write_error,
+                          "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
+
+
+def _rerecord(arg: str) -> None:
+    if STATE.pending_spec is None and not STATE.need_libs:
+        return
+    spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
+    CACHES.invalidate()
+    record_hit(spec)
+    STATE.stop_requested = STATE.wants_stop()
+
+
+class _Command(gdb.Command):
+    def __init__(self, name: str, fn):
+        super().__init__(name, gdb.COMMAND_USER)
+        self._fn = fn
+
+    def invoke(self, arg, from_tty):
+        self._fn(arg)
+
+
+def _on_new_objfile(event) -> None:
+    if BREAKPOINTS.unplaced:
+        breakpoints.place_address_breakpoints()
+
+
+def install() -> None:
+    _Command("pttrace-setup", _setup)
+    _Command("pttrace-break", add_breakpoint)
+    _Command("pttrace-delete", lambda arg: breakpoints.delete_breakpoint(arg.strip()))
+    _Command("pttrace-mode", _mode)
+    _Command("pttrace-dump", lambda arg: breakpoints.dump_breakpoints())
+    _Command("pttrace-record-stop", lambda arg: record_hit(None, signal=arg.strip() or None))
+    _Command("pttrace-status", _status)
+    _Command("pttrace-snapshot", _snapshot)
+    _Command("pttrace-rerecord", _rerecord)
+    _Command("pttrace-cfi-add", _cfi_add)
+    _Command("pttrace-cfi-drop", _cfi_drop)
+    gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
+    gdb.events.new_objfile.connect(_on_new_objfile)
+    for event in ("new_objfile", "free_objfile", "clear_objfiles"):
+        if getattr(gdb.events, event, None) is not None:
+            getattr(gdb.events, event).connect(lambda *_args: CACHES.invalidate())
+    gdb.events.exited.connect(lambda *_args: CACHES.invalidate(target_exited=True))

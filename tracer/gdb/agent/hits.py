@@ -1,0 +1,63 @@
+"""Recording one hit: the call path of the stopped thread, as a ``hit`` record in the session."""
+from __future__ import annotations
+
+import time
+
+import gdb  # type: ignore[import-not-found]
+
+from tracer import records
+from tracer.classify import kernel_below_adapter
+from tracer.gdb.agent import native
+from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.reuse import STATS
+from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.stack import call_path
+from tracer.gdb.agent.state import CACHES, STATE
+
+
+def thread_info() -> dict:
+    try:
+        th = gdb.selected_thread()
+        return {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None}
+    except (AttributeError, *READ_ERRORS):  # no thread selected: None
+        return {"id": None, "name": None, "lwp": None}
+
+
+def _missing_symbols(frames: list[dict]) -> list[str]:
+    libs = []
+    for f in frames:
+        if f["kind"] == "native" and not f.get("function") and f.get("library") and f["library"] not in libs:
+            if f["library"] in STATE.cfi_libs:
+                continue  # unwound from its CFI-only copy; pttrace names its frames (a fill record)
+            if not native.symbols_loaded(f["library"]):
+                libs.append(f["library"])
+    return libs
+
+
+def kernels_by_caller(frames: list) -> None:
+    """A frame the classifier left as runtime but that a boxing adapter calls is the kernel it wraps
+    (a TORCH_LIBRARY kernel has a name of its own): relabel it, in a copy (cached frames are shared)."""
+    for i in range(1, len(frames)):
+        f = frames[i]
+        if f["layer"] == "runtime" and f["kind"] == "native" and kernel_below_adapter("runtime", frames[i - 1]["function"]):
+            frames[i] = dict(f, layer="kernel")
+
+
+def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
+               keyset: int | None = None, newest=None) -> bool:
+    """Record the current stack; returns False if deferred until missing symbols are loaded."""
+    frames, truncated = call_path(newest)
+    kernels_by_caller(frames)
+    if keyset is not None and frames:
+        frames[-1] = dict(frames[-1], keyset=keyset)
+    if allow_defer:
+        missing = _missing_symbols(frames)
+        if missing:
+            STATE.need_libs = missing
+            STATE.pending_spec = spec
+            CACHES.forget_library_frames(missing)
+            return False
+    STATE.hits += 1
+    OUT.write_hit(records.hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal))
+    STATS.write()
+    return True

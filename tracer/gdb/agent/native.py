@@ -1,0 +1,151 @@
+"""Native frames as recorded: name, library, file:line, layer, each described once per pc.
+
+A frame gdb cannot name (a library given to it as unwind tables only) or place (no line table) is
+recorded with its library and file-relative ``offset``: pttrace names it from its own index
+(``fill`` records, tracer/records.py).
+"""
+from __future__ import annotations
+
+import os
+
+import gdb  # type: ignore[import-not-found]
+
+from tracer.classify import classify, dispatch_key, short_name
+from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.state import CACHES, STATE
+from tracer.records import CachedFrame
+
+
+class _Names:
+    """What does not change in a run: the executable's name and demangled linkage names."""
+
+    exe: str | None = None  # None: not asked yet
+    demangled: dict[str, str] = {}
+
+
+def library(pc: int) -> str | None:
+    try:
+        lib = gdb.solib_name(pc)
+    except READ_ERRORS:
+        lib = None
+    if lib:
+        return lib
+    if _Names.exe is None:
+        try:
+            _Names.exe = gdb.current_progspace().filename or ""
+        except READ_ERRORS:
+            _Names.exe = ""
+    return _Names.exe or None
+
+
+def symbols_loaded(lib: str | None) -> bool:
+    """Whether gdb has read this library's symbols (with auto-solib-add off, maybe not)."""
+    if not lib:
+        return True
+    names = {o.filename for o in gdb.objfiles()}
+    return lib in names or os.path.realpath(lib) in names
+
+
+def demangle(name: str | None) -> str | None:
+    """gdb reports minimal-symbol locations by their linkage name; show what a C++ reader expects."""
+    if not name or not name.startswith("_Z"):
+        return name
+    out = _Names.demangled.get(name)
+    if out is None:
+        try:
+            out = gdb.execute("demangle -l c++ -- " + name, to_string=True).strip() or name
+        except gdb.error:
+            out = name
+        _Names.demangled[name] = out
+    return out
+
+
+def _full_name(frame, name: str | None) -> str | None:
+    """The full demangled name, with parameters, as gdb gives it for a minimal symbol: a function with
+    DWARF is named by gdb without its parameters (``ns::f``); its linkage name, demangled, has them."""
+    if not name:
+        return name
+    try:
+        sym = frame.function()
+        linkage = sym.linkage_name if sym is not None else None
+    except READ_ERRORS:
+        return name
+    if linkage and linkage.startswith("_Z"):
+        full = demangle(linkage)
+        if full and full != linkage:
+            return full
+    return name
+
+
+def mapped_base(lib: str) -> int | None:
+    """Where a shared library is mapped in the target (the mapping of its file offset 0)."""
+    try:
+        pid = gdb.selected_inferior().pid
+    except READ_ERRORS:
+        return None
+    if not pid:
+        return None
+    real = os.path.realpath(lib)
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and int(parts[2], 16) == 0 and parts[5].strip() in (lib, real):
+                    return int(parts[0].split("-")[0], 16)
+    except OSError:
+        return None
+    return None
+
+
+def _lib_base(lib: str) -> int | None:
+    cfi = STATE.cfi_libs.get(lib)
+    if cfi is not None:
+        return cfi[1]
+    if lib not in CACHES.lib_bases:
+        CACHES.lib_bases[lib] = mapped_base(lib)
+    return CACHES.lib_bases[lib]
+
+
+def describe(frame, inline_index: int) -> CachedFrame:
+    """The record of a native frame (shared by every hit through the same pc: never change it)."""
+    pc = frame.pc()
+    key = (pc, inline_index)
+    cached = CACHES.native.get(key)
+    if cached is not None:
+        return cached
+    try:
+        name = _full_name(frame, frame.name())
+    except READ_ERRORS:
+        name = None
+    file = line = None
+    try:
+        sal = frame.find_sal()
+        if sal is not None and sal.symtab is not None and sal.line:
+            file = sal.symtab.fullname()
+            line = int(sal.line)
+    except READ_ERRORS:
+        pass
+    lib = library(pc)
+    info = CachedFrame({
+        "kind": "native",
+        "function": name,
+        "short": short_name(name),
+        "library": lib,
+        "address": pc,
+        "file": file,
+        "line": line,
+        "layer": classify(name, lib),
+        "dispatch_key": dispatch_key(name),
+    })
+    if (name is None or file is None) and lib and lib != _Names.exe:
+        # pttrace names it from its own index (a ``fill`` record): keep where it is in its library.
+        base = _lib_base(lib)
+        if base is not None and pc >= base:
+            info["offset"] = pc - base
+    try:
+        if frame.type() == gdb.INLINE_FRAME:
+            info["inlined"] = True
+    except READ_ERRORS:
+        pass
+    CACHES.native[key] = info
+    return info

@@ -1,0 +1,88 @@
+"""Whole-stack reuse: a hot breakpoint stops on the same stack again and again (no gdb: tested outside it).
+
+A hit whose innermost frame has the pc and sp of a hit walked before, and whose every native frame's
+return address is still in its stack slot (one read of the stack), has the native frames of that walk:
+gdb would unwind the same pcs at the same stack addresses. Its Python frames are read afresh from the
+thread's state (``python_frames.FRAMES.thread_groups``), one group per eval frame of the walk.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import NamedTuple
+
+EVAL = object()  # a walk's place for the Python frames of one eval frame
+SLOT = 8  # bytes of a return address on the stack (x86-64 and aarch64)
+MAX_STACK_READ = 256 << 10
+MAX_WALKS = 4096
+
+
+class Walk(NamedTuple):
+    items: list  # the frames, innermost first, EVAL for each eval frame's Python frames
+    lo: int  # lowest return-address slot
+    size: int  # bytes from there to past the highest
+    checks: tuple  # (offset from lo, return address bytes) that must be unchanged
+    n_eval: int  # how many EVAL items
+
+
+def make_walk(entries: list) -> Walk | None:
+    """A complete walk, from its (frame or EVAL, (slot address, return address bytes) or None) entries;
+    None if no slot is known or they spread too far."""
+    items = [e[0] for e in entries]
+    slots = [e[1] for e in entries if e[1] is not None]
+    if not slots:
+        return None
+    lo = min(a for a, _ in slots)
+    hi = max(a for a, _ in slots) + SLOT
+    if hi - lo > MAX_STACK_READ:
+        return None
+    checks = tuple(sorted({(a - lo, want) for a, want in slots}))
+    return Walk(items, lo, hi - lo, checks, sum(1 for i in items if i is EVAL))
+
+
+def stack_matches(walk: Walk, mem: bytes) -> bool:
+    """``mem``: the stack from ``walk.lo``, ``walk.size`` bytes."""
+    for off, want in walk.checks:
+        if mem[off:off + SLOT] != want:
+            return False
+    return True
+
+
+def assemble(walk: Walk, groups) -> list:
+    """The hit's frames, innermost first: the walk's, each EVAL replaced by its group of Python frames."""
+    if not walk.n_eval:
+        return list(walk.items)
+    out: list = []
+    it = iter(groups)
+    for item in walk.items:
+        if item is EVAL:
+            out.extend(next(it))
+        else:
+            out.append(item)
+    return out
+
+
+class ReuseStats:
+    """How often walks were reused; ``PTTRACE_NO_STACK_REUSE=1`` turns reuse off (the reference for
+    tests), ``PTTRACE_STACK_REUSE_STATS=FILE`` writes the counters after each hit (tests)."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("PTTRACE_NO_STACK_REUSE") != "1"
+        self.path = os.environ.get("PTTRACE_STACK_REUSE_STATS") or None
+        self.reused = 0  # hits recorded from a cached walk
+        self.walked = 0  # hits walked with gdb (the first of a stack, or a failed check)
+        self.rejected = 0  # cached walks found stale at a hit
+
+    def as_dict(self) -> dict:
+        return {"reused": self.reused, "walked": self.walked, "rejected": self.rejected}
+
+    def write(self) -> None:
+        if self.path:
+            try:
+                with open(self.path, "w", encoding="utf-8") as fh:
+                    json.dump(self.as_dict(), fh)
+            except OSError:
+                pass
+
+
+STATS = ReuseStats()

@@ -1,0 +1,77 @@
+"""What the agent holds between hits: its settings and counters (``STATE``) and its caches (``CACHES``).
+
+One instance of each per gdb: gdb runs one agent, for one target at a time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class State:
+    """The settings ``pttrace-setup`` gave and what the run has done so far."""
+
+    def __init__(self) -> None:
+        self.mode = "record"  # "record": record and continue; "stop": stop at the next hit
+        self.max_hits = 0  # 0: no limit
+        self.max_depth = 256  # frames kept per hit, innermost first
+        self.layers: set[str] = set()  # --layer: record only hits whose innermost frame is in one of these
+        self.hits = 0  # the last hit's seq
+        self.need_libs: list[str] = []  # libraries without symbols that the last stack passed through
+        self.pending_spec: str | None = None  # the breakpoint whose hit waits to be recorded again after loading them
+        self.stop_requested = False  # what the last hit decided, for pttrace-status
+        self.write_error: str | None = None  # the session file cannot be written (disk full, directory gone)
+        # library -> (its CFI-only copy, load base): gdb unwinds it, pttrace names its frames.
+        self.cfi_libs: dict[str, tuple[str, int]] = {}
+
+    def wants_stop(self) -> bool:
+        if self.max_hits and self.hits >= self.max_hits:
+            return True
+        return self.mode == "stop"
+
+
+class Caches:
+    """Every cache of the agent that depends on the target, and when each is forgotten (``invalidate``).
+
+    A hot breakpoint stops on the same stack again and again: its native frames are described once per
+    pc, its Python frames once per instruction, and its whole walk is reused while the stack holds it
+    (``reuse.py``). What depends on files or on the interpreter's build (source lines, demangled names,
+    gdb types, field offsets) is kept by the modules that read it and never goes stale in a run.
+    """
+
+    def __init__(self) -> None:
+        self.native: dict[tuple[int, int], Any] = {}  # (pc, inline index) -> CachedFrame
+        self.lib_bases: dict[str, int | None] = {}  # library -> its load base (file offset 0), or None
+        # The frames older than the outermost PyEval_EvalCode (run_mod, Py_RunMain, main, _start...):
+        # (thread, pc, sp of that frame) -> (frames, return-address slots).
+        self.suffix: dict[tuple, tuple] = {}
+        self.walks: dict[tuple, tuple] = {}  # (thread, innermost pc, sp) -> a reusable walk (reuse.py)
+        self.tstates: dict[int, int] = {}  # thread's global number -> the address of its PyThreadState
+        self.frame_var: dict[int, str] = {}  # eval frame pc -> "frame" or "cframe": where its frame pointer is
+        self.runtime: Any = None  # where a thread's current Python frame is found; False: not readable
+        self.code: dict[int, dict] = {}  # code object address -> what was read of it
+        self.py_frames: dict[tuple[int, int], Any] = {}  # (code address, instruction) -> CachedFrame
+
+    def invalidate(self, target_exited: bool = False) -> None:
+        """New or dropped symbols can rename any frame: forget every frame. When the target exited, its
+        code objects go too (the next run's are not these)."""
+        self.native.clear()
+        self.lib_bases.clear()
+        self.suffix.clear()
+        self.walks.clear()
+        self.tstates.clear()
+        self.frame_var.clear()
+        self.runtime = None
+        if target_exited:
+            self.code.clear()
+            self.py_frames.clear()
+
+    def forget_library_frames(self, libraries: list[str]) -> None:
+        """These libraries' symbols are about to be read: their frames, and every walk, change names."""
+        for key in [k for k, v in self.native.items() if v.get("library") in libraries]:
+            del self.native[key]
+        self.suffix.clear()
+        self.walks.clear()
+
+
+STATE = State()
+CACHES = Caches()
