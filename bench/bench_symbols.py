@@ -149,7 +149,7 @@ def case_batch(runs: int, rows: list, notes: list, big: Path) -> None:
     from tracer.symbols.elf_index import LibraryIndex
 
     index = LibraryIndex.open(str(big))
-    values, sizes, _ = index._ensure_addresses()
+    values, sizes, _ = index.addresses()
     rng = random.Random(1000)
     funcs = [(v, s) for v, s in zip(values, sizes) if s > 0]
     addresses = sorted({v + rng.randrange(s) for v, s in rng.sample(funcs, 1000)})

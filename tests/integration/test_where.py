@@ -271,6 +271,43 @@ def test_where_an_address_names_function_and_line(debug_ext, capsys):
         [lines[0], lines[1].split(" (discriminator")[0]]
 
 
+def test_mangled_names_are_those_addr2line_prints_without_demangling(debug_ext):
+    ranges = function_ranges(debug_ext)
+    addresses = sorted({a for start, size in ranges for a in (start, start + size // 2)})
+    ours = symbols.lines_for_addresses(str(debug_ext), addresses)
+    out = subprocess.run(["addr2line", "-f", "-i", "-a", "-e", str(debug_ext), *map(hex, addresses)],
+                         capture_output=True, text=True, check=True).stdout
+    theirs: dict[int, list[str]] = {}
+    for line in out.splitlines():
+        if re.fullmatch(r"0x[0-9a-f]{16}", line):
+            current = theirs[int(line, 16)] = []
+        else:
+            current.append(line)
+    named = [a for a in addresses if ours[a] is not None and ours[a].mangled is not None]
+    assert len(named) > len(addresses) * 0.99
+    for a in named:
+        assert ours[a].mangled == theirs[a][0], hex(a)
+        for k, step in enumerate(ours[a].inlined):
+            if step.mangled is not None:
+                assert step.mangled == theirs[a][2 * (k + 1)], (hex(a), k)
+    assert any(step.mangled for a in named for step in ours[a].inlined)
+
+
+def test_where_mangled_prints_the_names_gdb_break_and_nm_take(debug_ext, capsys):
+    boxed = symbols.find_symbol("c10::impl::make_boxed_from_unboxed_functor::call", [str(debug_ext)])
+    nm = subprocess.run(["nm", "--defined-only", str(debug_ext)], capture_output=True, text=True).stdout
+    listed = {(int(line.split()[0], 16), line.split()[2]) for line in nm.splitlines() if len(line.split()) == 3}
+    assert main(["where", "c10::impl::make_boxed_from_unboxed_functor::call", "--lib", str(debug_ext),
+                 "--mangled"]) == 0
+    out = capsys.readouterr().out
+    for m in boxed:
+        assert (m.address, m.mangled) in listed
+        assert f"  {m.mangled}  ({m.name})  {m.address:#x}" in out
+    assert main(["where", hex(boxed[0].address + 4), "--lib", str(debug_ext), "--mangled"]) == 0
+    assert capsys.readouterr().out.startswith(f"{boxed[0].address + 4:#x} in {debug_ext.name}: {boxed[0].mangled}"
+                                              f"+0x4  ({boxed[0].name})")
+
+
 def test_skipping_type_bodies_loses_no_function_of_the_debug_ext(debug_ext):
     # The extension has classes local to functions (std::string's _M_construct::_Guard), whose
     # member functions' code DIEs live inside the class: those must still be found.

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tracer.symbols.dwarf import DwarfFormatError, _file_name, decode_line_program
+from tracer.symbols.dwarf import DwarfFormatError
+from tracer.symbols.dwarf.lines import decode_line_program, file_name
 
 STD_LENGTHS = bytes([0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1])
 LINE_BASE, LINE_RANGE, OPCODE_BASE = -5, 14, 13
@@ -137,10 +138,10 @@ def test_the_file_register_starts_at_one_as_the_standard_says():
 def test_file_name_rules_of_concat_filename():
     names = [("abs.c", 0), ("/x/abs.h", 1), ("rel.h", 2)]
     dirs = ["/root", "sub"]
-    assert _file_name(names, dirs, "/comp", 2, v5=False) == "/x/abs.h"
-    assert _file_name(names, dirs, "/comp", 3, v5=False) == "/comp/sub/rel.h"
-    assert _file_name(names, dirs, "/comp", 9, v5=False) == "<unknown>"
-    assert _file_name(names, dirs, None, 3, v5=False) == "sub/rel.h"
+    assert file_name(names, dirs, "/comp", 2, v5=False) == "/x/abs.h"
+    assert file_name(names, dirs, "/comp", 3, v5=False) == "/comp/sub/rel.h"
+    assert file_name(names, dirs, "/comp", 9, v5=False) == "<unknown>"
+    assert file_name(names, dirs, None, 3, v5=False) == "sub/rel.h"
 
 
 def test_a_program_longer_than_its_section_is_a_format_error():

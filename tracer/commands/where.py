@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--python", default=sys.executable, metavar="PATH",
                    help="whose torch to search (default: the interpreter running pttrace)")
     p.add_argument("--json", action="store_true", help="print one JSON object, for scripts")
+    p.add_argument("--mangled", action="store_true",
+                   help="print linkage (mangled) names, as gdb's `break` and `nm` need them for some "
+                        "templates; the demangled name follows, dimmed")
     from tracer.commands._sources import add_source_dir
 
     add_source_dir(p)
@@ -59,12 +62,13 @@ def run(args: argparse.Namespace) -> int:
     if address is not None:
         if len(args.lib) != 1:
             raise UsageError("an address belongs to one library: give it with --lib PATH")
-        return _where_address(address, args.lib[0], args.json)
+        return _where_address(address, args.lib[0], args.json, args.mangled)
     from tracer.commands._sources import finder_for
 
     finder = finder_for(args)
     defined = finder.where(name) if finder.source_dir else []
-    return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=finder.notes)
+    return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=finder.notes,
+                       mangled=args.mangled)
 
 
 # -- by name ----------------------------------------------------------------------------------
@@ -88,7 +92,8 @@ def _definitions_json(defined) -> list[dict]:
     return [{"function": d.qualified, "signature": d.signature, "file": d.file, "line": d.line} for d in defined]
 
 
-def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, defined=(), notes=()) -> int:
+def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, defined=(), notes=(),
+                mangled: bool = False) -> int:
     from tracer import symbols
     from tracer.symbols.elf_index import LibraryIndex
 
@@ -116,7 +121,7 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
                      "line_info": with_lines, "suggestions": [], "definitions": _definitions_json(defined),
                      "warnings": list(notes)})
         return 0
-    _print_matches(name, libraries, matches, with_lines)
+    _print_matches(name, libraries, matches, with_lines, mangled)
     _print_definitions(defined, notes)
     return 0
 
@@ -136,7 +141,21 @@ def _label(m) -> str:
     return " ".join(parts)
 
 
-def _print_matches(name, libraries, matches, with_lines) -> None:
+def _named(text, mangled_name: str | None, demangled: str | None, style: str, mangled: bool,
+           suffix: str = "") -> None:
+    """Append a function's name (and ``suffix``, an offset) to ``text``: the demangled name, or with
+    ``--mangled`` the linkage name followed by the demangled one, dimmed (when they differ)."""
+    if mangled and mangled_name:
+        text.append(mangled_name, style=style)
+        text.append(suffix)
+        if demangled and demangled != mangled_name:
+            text.append(f"  ({demangled})", style="dim")
+    else:
+        text.append(demangled or mangled_name or "??", style=style)
+        text.append(suffix)
+
+
+def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) -> None:
     from rich.text import Text
 
     from tracer.symbols.elf_index import LibraryIndex
@@ -173,7 +192,7 @@ def _print_matches(name, libraries, matches, with_lines) -> None:
         console.print(title)
         for m in ms:
             line = Text("  ")
-            line.append(m.name, style="yellow" if m.plt or m.cold else "bold")
+            _named(line, m.mangled, m.name, "yellow" if m.plt or m.cold else "bold", mangled)
             line.append(f"  {m.address:#x}", style="green")
             line.append(f"  {m.size} bytes  {_label(m)}", style="dim")
             console.print(line)
@@ -224,7 +243,7 @@ def _print_no_match(name, libraries, suggestions) -> None:
 
 
 # -- by address -------------------------------------------------------------------------------
-def _where_address(address: int, library: str, as_json: bool) -> int:
+def _where_address(address: int, library: str, as_json: bool, mangled: bool = False) -> int:
     from rich.text import Text
 
     from tracer import symbols
@@ -245,11 +264,10 @@ def _where_address(address: int, library: str, as_json: bool) -> int:
     head.append(f" in {os.path.basename(library)}: ")
     if found:
         sym, offset = found
-        head.append(sym.name, style="bold")
-        head.append(f"+{offset:#x}" if offset else "")
+        _named(head, sym.mangled, sym.name, "bold", mangled, f"+{offset:#x}" if offset else "")
         head.append(f"  ({_label(sym)} at {sym.address:#x}, {sym.size} bytes)", style="dim")
     elif source and source.function:
-        head.append(source.function, style="bold")
+        _named(head, source.mangled, source.function, "bold", mangled)
     else:
         head.append("no symbol covers this address", style="yellow")
     console.print(head)
@@ -258,11 +276,11 @@ def _where_address(address: int, library: str, as_json: bool) -> int:
         code.append(source.location, style="cyan")
         if source.discriminator:
             code.append(f" (discriminator {source.discriminator})", style="dim")
-        code.append(f"  in {source.function or '??'}", style="dim")
+        code.append(f"  in {(mangled and source.mangled) or source.function or '??'}", style="dim")
         console.print(code)
         for step in source.inlined:
             inl = Text("    inlined into  ")
-            inl.append(step.function or "??", style="bold")
+            _named(inl, step.mangled, step.function, "bold", mangled)
             inl.append(f"  at {step.file or '??'}:{step.line or '?'}", style="cyan")
             console.print(inl)
         if source.decl_file:
@@ -282,10 +300,10 @@ def _source_dict(source) -> dict | None:
     if source is None:
         return None
     return {
-        "file": source.file, "line": source.line, "function": source.function,
+        "file": source.file, "line": source.line, "function": source.function, "mangled": source.mangled,
         "discriminator": source.discriminator,
-        "inlined": [{"function": s.function, "file": s.file, "line": s.line, "decl_file": s.decl_file,
-                     "decl_line": s.decl_line} for s in source.inlined],
+        "inlined": [{"function": s.function, "mangled": s.mangled, "file": s.file, "line": s.line,
+                     "decl_file": s.decl_file, "decl_line": s.decl_line} for s in source.inlined],
         "decl_file": source.decl_file, "decl_line": source.decl_line,
     }
 

@@ -34,7 +34,8 @@ from functools import lru_cache
 
 from tracer.errors import SymbolError, UsageError
 
-from .dwarf import DwarfFormatError, DwarfReader, InlineStep, SourceLine, find_debug_file
+from .debugfile import find_debug_file
+from .dwarf import DECODE_ERRORS, DwarfReader, InlineStep, SourceLine
 from .elf_index import LibraryIndex, RawSymbol
 
 __all__ = [
@@ -141,7 +142,7 @@ def _dwarf(index: LibraryIndex) -> DwarfReader | None:
         dbg = find_debug_file(index.elf)
         try:
             _readers[ident] = DwarfReader(dbg, index.path) if dbg is not None else None
-        except DwarfFormatError:
+        except DECODE_ERRORS:
             _readers[ident] = None
     return _readers[ident]
 
@@ -153,7 +154,7 @@ def _lookup(reader: DwarfReader, index: LibraryIndex, address: int) -> SourceLin
 
     try:
         return reader.lookup(address, symbol_name)
-    except (DwarfFormatError, IndexError, ValueError, struct.error, OverflowError) as exc:
+    except DECODE_ERRORS as exc:
         raise SymbolError(f"{index.elf.display}: corrupt DWARF ({exc})") from None
 
 
@@ -221,58 +222,10 @@ def search_symbols(substrings: list[str], libraries: list[str], pattern: str | N
     the regex before any demangling; only survivors are demangled. Undefined symbols (PLT imports)
     are skipped; ``[clone .cold]`` parts are included and labelled ``cold``. No file:line here.
     """
-    import re
-
-    from . import names as _names
-    from .elf_index import _BINDINGS, _FUNCTION_TYPES, _OBJECT_TYPES, _SPECIAL_PREFIXES, demangle
-
-    wanted = set()
-    if "function" in kinds:
-        wanted.update(_FUNCTION_TYPES)
-    if "object" in kinds:
-        wanted.update(_OBJECT_TYPES)
-    rx = re.compile(pattern) if pattern else None
-    needles = sorted({s.encode() for s in substrings if s})
     out: list[SymbolMatch] = []
     for lib in libraries:
         shown = os.path.abspath(lib)
-        index = _index(lib)
-        t = index.search_table
-        if t is None:
-            continue
-        index._ensure_names()
-        mm = t.mm
-        so, end = t.str_offset, t.str_offset + t.str_size
-        candidates: set[int] = set()
-        for needle in needles:
-            pos = mm.find(needle, so, end)
-            while pos >= 0:
-                s = mm.rfind(b"\0", so, pos) + 1
-                # Names may share a tail in the string table: any symbol starting in [s, pos] holds the match.
-                candidates.update(index._symbols_starting_in(t, s - so, pos - so))
-                e = mm.find(b"\0", pos, end)
-                if e < 0:
-                    break
-                pos = mm.find(needle, e, end)
-        seen: set[tuple[str, int]] = set()
-        for i in sorted(candidates):
-            st_name, info, shndx, value, size = index._entry(t, i)
-            if shndx == 0 or (info & 0xF) not in wanted:
-                continue
-            mangled = index._name_at(t, st_name)
-            if "@" in mangled:
-                mangled = mangled.partition("@")[0]
-            if rx is not None and not rx.search(mangled):
-                continue
-            if (mangled, value) in seen:
-                continue
-            seen.add((mangled, value))
-            dem = demangle(mangled)
-            if dem.startswith(_SPECIAL_PREFIXES):
-                continue
-            kind = "function" if (info & 0xF) in _FUNCTION_TYPES else "object"
-            out.append(SymbolMatch(dem, mangled, shown, value, size, _BINDINGS.get(info >> 4, str(info >> 4)),
-                                   kind, cold=_names.parse(dem).cold))
+        out += [_match(raw, shown) for raw in _index(lib).search(substrings, pattern, kinds)]
     out.sort(key=lambda m: (m.library, m.address, m.name))
     return out
 
@@ -289,7 +242,7 @@ def read_pointer(library: str, address: int) -> int | None:
         return None
     value = None
     for sec in elf.section_list:
-        if sec.addr and sec.addr <= address < sec.addr + sec.size and sec.type != 8:  # not NOBITS
+        if sec.addr and sec.addr <= address and address + 8 <= sec.addr + sec.size and sec.type != 8:  # not NOBITS
             value = struct.unpack_from("<Q", elf.mm, sec.offset + address - sec.addr)[0]
             break
     if value:

@@ -134,7 +134,7 @@ def cfi_copy(library: str) -> str:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 write_cfi_only(data, str(out))
             return str(out)
-        except (struct.error, IndexError, ValueError) as exc:
+        except (struct.error, IndexError, ValueError, OverflowError) as exc:
             raise SymbolError(f"{library}: malformed ELF ({exc})") from None
         finally:
             data.close()

@@ -24,6 +24,7 @@ SHF_COMPRESSED = 0x800
 ELFCOMPRESS_ZLIB = 1
 ELFCOMPRESS_ZSTD = 2
 NT_GNU_BUILD_ID = 3
+MAX_INFLATED = 1 << 36  # 64 GiB: far more than any debug section, far less than "the header is garbage"
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,9 @@ class ElfFile:
 
     def _parse_sections(self, shown: str) -> list[Section]:
         """Section headers through pyelftools' header structures (not its section objects, which
-        would parse whole hash tables of a 400 MB library just to list it)."""
+        would parse whole hash tables of a 400 MB library just to list it). Every offset and size is
+        checked against the file before it is used: a damaged header is one sentence, never a read
+        outside the file."""
         from elftools.common.exceptions import ELFError
         from elftools.common.utils import struct_parse
         from elftools.elf.elffile import ELFFile
@@ -103,12 +106,18 @@ class ElfFile:
             shnum = elf.num_sections()
             if shnum == 0 or shoff == 0:
                 return []
+            minimum = 64 if self.elfclass == 64 else 40
+            if shentsize < minimum:
+                raise SymbolError(f"{shown}: corrupt ELF file (section headers of {shentsize} bytes, "
+                                  f"they take {minimum})")
             if shoff + shnum * shentsize > self.size:
                 raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; its section table "
                                   f"ends at byte {shoff + shnum * shentsize})")
             headers = [struct_parse(elf.structs.Elf_Shdr, self._fh, shoff + i * shentsize) for i in range(shnum)]
             shstrndx = elf.get_shstrndx()
             names = headers[shstrndx] if 0 <= shstrndx < shnum else None
+            if names is not None:
+                self._check_bounds(shown, ".shstrtab", names["sh_offset"], names["sh_size"])
             listed = []
             for h in headers:
                 name = ""
@@ -118,15 +127,22 @@ class ElfFile:
                     name = self.mm[start : stop if stop >= 0 else start].decode("utf-8", "replace")
                 sec = Section(name, _sh_type(h["sh_type"]), h["sh_flags"], h["sh_addr"], h["sh_offset"],
                               h["sh_size"], h["sh_link"], h["sh_entsize"])
-                if sec.type != SHT_NOBITS and sec.size and sec.offset + sec.size > self.size:
-                    raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; section {sec.name} "
-                                      f"ends at byte {sec.offset + sec.size})")
+                if sec.type != SHT_NOBITS and sec.size:
+                    self._check_bounds(shown, sec.name, sec.offset, sec.size)
+                elif sec.size >= 1 << 48:  # NOBITS: no bytes in the file, but no more than an address space
+                    raise SymbolError(f"{shown}: corrupt ELF file (section {sec.name or '?'} claims "
+                                      f"{sec.size:#x} bytes)")
                 listed.append(sec)
             return listed
         except SymbolError:
             raise
-        except (ELFError, struct.error, ValueError, KeyError, IndexError, OSError) as exc:
+        except (ELFError, struct.error, ValueError, KeyError, IndexError, OSError, OverflowError) as exc:
             raise SymbolError(f"{shown}: corrupt or truncated ELF file ({exc})") from None
+
+    def _check_bounds(self, shown: str, name: str, offset: int, size: int) -> None:
+        if offset + size > self.size:
+            raise SymbolError(f"{shown}: truncated ELF file ({self.size} bytes; section {name or '?'} "
+                              f"ends at byte {offset + size})")
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -199,27 +215,25 @@ class ElfFile:
         return out
 
     def _inflate(self, raw: memoryview, name: str) -> bytes:
+        header = 24 if self.elfclass == 64 else 12
+        if len(raw) < header:
+            raise SymbolError(f"{self.display}: section {name} has a bad compression header")
         if self.elfclass == 64:
             ch_type, _, ch_size, _ = struct.unpack_from("<IIQQ", raw)
-            body = raw[24:]
         else:
             ch_type, ch_size, _ = struct.unpack_from("<III", raw)
-            body = raw[12:]
-        try:
-            if ch_type == ELFCOMPRESS_ZLIB:
-                out = zlib.decompress(body)
-            elif ch_type == ELFCOMPRESS_ZSTD:
-                import zstandard
+        body = raw[header:]
+        if ch_type == ELFCOMPRESS_ZLIB:
+            out = _inflate_zlib(body, ch_size, self.display, name)
+        elif ch_type == ELFCOMPRESS_ZSTD:
+            import zstandard
 
+            try:
                 out = zstandard.ZstdDecompressor().decompress(bytes(body), max_output_size=ch_size)
-            else:
-                raise SymbolError(f"{self.display}: section {name} uses an unknown compression ({ch_type})")
-        except (zlib.error, ValueError) as exc:
-            raise SymbolError(f"{self.display}: section {name} does not decompress ({exc})") from None
-        except Exception as exc:  # zstandard.ZstdError is not importable without the package
-            if type(exc).__name__ == "ZstdError":
+            except zstandard.ZstdError as exc:
                 raise SymbolError(f"{self.display}: section {name} does not decompress ({exc})") from None
-            raise
+        else:
+            raise SymbolError(f"{self.display}: section {name} uses an unknown compression ({ch_type})")
         if len(out) != ch_size:
             raise SymbolError(f"{self.display}: section {name} decompresses to {len(out)} bytes, "
                               f"its header says {ch_size}")
@@ -237,13 +251,21 @@ def _inflate_zdebug(raw: memoryview, shown: str, name: str) -> bytes:
     if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
         raise SymbolError(f"{shown}: section {name} has a bad compression header")
     size = struct.unpack_from(">Q", raw, 4)[0]
-    try:
-        out = zlib.decompress(raw[12:])
-    except zlib.error as exc:
-        raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
+    out = _inflate_zlib(raw[12:], size, shown, name)
     if len(out) != size:
         raise SymbolError(f"{shown}: section {name} decompresses to {len(out)} bytes, not {size}")
     return out
+
+
+def _inflate_zlib(body, size: int, shown: str, name: str) -> bytes:
+    """Inflate at most ``size`` + 1 bytes: a header that lies cannot make us allocate more than it says,
+    and a size no machine holds is refused before anything is allocated."""
+    if size > MAX_INFLATED:
+        raise SymbolError(f"{shown}: section {name} claims to inflate to {size} bytes")
+    try:
+        return zlib.decompressobj().decompress(body, size + 1)
+    except zlib.error as exc:
+        raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
 
 
 _SH_TYPES = {"SHT_NULL": 0, "SHT_PROGBITS": 1, "SHT_SYMTAB": 2, "SHT_STRTAB": 3, "SHT_RELA": 4, "SHT_HASH": 5,

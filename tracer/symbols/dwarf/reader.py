@@ -1,0 +1,220 @@
+"""The DWARF of one file: which unit holds an address (``.debug_aranges``), that unit's tables
+(decoded once, then read from the cache), and the answer for the address."""
+from __future__ import annotations
+
+import bisect
+from typing import Callable
+
+from .. import cache
+from ..demangle import demangle
+from ..elffile import ElfFile
+from .abbrev import Abbrev, parse_abbrev_table
+from .answers import InlineStep, SourceLine
+from .forms import TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT, DwarfFormatError, initial_length
+from .functions import FunctionTable, OriginNames
+from .lines import LineTable
+from .unit import CompUnit
+
+
+class DwarfReader:
+    """The DWARF of one file (the library itself or its separate debug file)."""
+
+    def __init__(self, elf: ElfFile, library_path: str):
+        self.elf = elf
+        self.library_path = library_path
+        self.key = elf.key()
+        self.info = elf.data(".debug_info")
+        self.line = elf.data(".debug_line")
+        if self.info is None or self.line is None:
+            raise DwarfFormatError("no .debug_info/.debug_line")
+        self.abbrev = elf.data(".debug_abbrev")
+        self.str = elf.data(".debug_str")
+        self.line_str = elf.data(".debug_line_str")
+        self.str_offsets = elf.data(".debug_str_offsets")
+        self.addr = elf.data(".debug_addr")
+        self.rnglists = elf.data(".debug_rnglists")
+        self.ranges_v4 = elf.data(".debug_ranges")
+        self.origins = OriginNames(self)
+        self._abbrev_tables: dict[tuple, dict[int, Abbrev]] = {}
+        self._units: dict[int, CompUnit] = {}
+        self._unit_offsets: list[int] | None = None
+        self._aranges: tuple | None = None
+        self._tables: dict[int, tuple[LineTable | None, FunctionTable]] = {}
+
+    # -- structure ------------------------------------------------------------------------------
+    def abbrev_table(self, offset: int, addr_size: int, offset_size: int) -> dict[int, Abbrev]:
+        key = (offset, addr_size, offset_size)
+        table = self._abbrev_tables.get(key)
+        if table is None:
+            if self.abbrev is None:
+                raise DwarfFormatError("no .debug_abbrev")
+            table = self._abbrev_tables[key] = parse_abbrev_table(self.abbrev, offset, addr_size, offset_size)
+        return table
+
+    def unit(self, offset: int) -> CompUnit:
+        u = self._units.get(offset)
+        if u is None:
+            u = self._units[offset] = CompUnit(self, offset)
+        return u
+
+    def unit_offsets(self) -> list[int]:
+        if self._unit_offsets is None:
+            offs = []
+            pos = 0
+            info = self.info
+            while pos + 4 <= len(info):
+                offs.append(pos)
+                length, after, _ = initial_length(info, pos)
+                pos = after + length
+            self._unit_offsets = offs
+        return self._unit_offsets
+
+    def unit_containing(self, info_offset: int) -> CompUnit:
+        offs = self.unit_offsets()
+        k = bisect.bisect_right(offs, info_offset) - 1
+        if k < 0:
+            raise DwarfFormatError(f"no unit holds .debug_info offset {info_offset:#x}")
+        return self.unit(offs[k])
+
+    # -- address -> unit --------------------------------------------------------------------------
+    def aranges(self) -> tuple:
+        """(lows, highs, unit offsets, longest span): sorted ranges from .debug_aranges, completed from
+        the units' own DW_AT_ranges / low_pc for units that .debug_aranges leaves out."""
+        if self._aranges is not None:
+            return self._aranges
+        stored = cache.read(self.key, "aranges")
+        if stored is not None:
+            self._aranges = stored
+            return stored
+        spans: list[tuple[int, int, int]] = []
+        covered = self._read_aranges(spans)
+        for off in self.unit_offsets():
+            if off in covered:
+                continue
+            try:
+                u = self.unit(off)
+            except DwarfFormatError:
+                continue
+            if u.top_tag not in (TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT):
+                continue
+            for lo, hi in u.pc_ranges(u.top_attrs):
+                spans.append((lo, hi, off))
+        spans.sort()
+        result = ([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans],
+                  max((s[1] - s[0] for s in spans), default=0))
+        cache.write(self.key, "aranges", result)
+        self._aranges = result
+        return result
+
+    def _read_aranges(self, spans: list) -> set[int]:
+        """Append .debug_aranges' (low, high, unit offset) to ``spans``; the offsets of the units it covers."""
+        covered: set[int] = set()
+        data = self.elf.data(".debug_aranges")
+        if data is None:
+            return covered
+        pos = 0
+        while pos + 4 <= len(data):
+            start = pos
+            length, pos, osz = initial_length(data, pos)
+            end = pos + length
+            pos += 2  # version
+            cu = int.from_bytes(data[pos : pos + osz], "little")
+            pos += osz
+            asz, ssz = data[pos], data[pos + 1]
+            pos += 2
+            tuple_size = 2 * asz + ssz
+            header = pos - start
+            pos = start + ((header + tuple_size - 1) // tuple_size) * tuple_size if tuple_size else pos
+            while pos + tuple_size <= end:
+                lo = int.from_bytes(data[pos + ssz : pos + ssz + asz], "little")
+                n = int.from_bytes(data[pos + ssz + asz : pos + tuple_size], "little")
+                pos += tuple_size
+                if lo == 0 and n == 0:
+                    break
+                if n:
+                    spans.append((lo, lo + n, cu))
+            covered.add(cu)
+            pos = end
+        return covered
+
+    def units_for(self, address: int) -> list[int]:
+        """Offsets of the units whose ranges hold the address (normally one), in section order."""
+        lows, highs, units, max_span = self.aranges()
+        out = []
+        i = bisect.bisect_right(lows, address) - 1
+        while i >= 0 and lows[i] + max_span > address:
+            if highs[i] > address and units[i] not in out:
+                out.append(units[i])
+            i -= 1
+        return sorted(out)
+
+    # -- tables per unit (cached on disk) --------------------------------------------------------------
+    def tables(self, unit_offset: int) -> tuple[LineTable | None, FunctionTable]:
+        got = self._tables.get(unit_offset)
+        if got is not None:
+            return got
+        stored = cache.read(self.key, "cu", extra=f"-{unit_offset:x}")
+        if stored is not None:
+            lt = LineTable.from_payload(stored[0]) if stored[0] is not None else None
+            got = (lt, FunctionTable.from_payload(stored[1]))
+        else:
+            u = self.unit(unit_offset)
+            lt = u.line_table()
+            ft = u.function_table()
+            got = (lt, ft)
+            self._units.pop(unit_offset, None)  # its bytes are no longer needed; keep memory flat
+            cache.write(self.key, "cu", (lt.to_payload() if lt else None, ft.to_payload()), extra=f"-{unit_offset:x}")
+        self._tables[unit_offset] = got
+        return got
+
+    # -- answers ---------------------------------------------------------------------------------
+    def lookup(self, address: int, symbol_name: Callable[[int], str | None]) -> SourceLine | None:
+        """The answer for one address; ``symbol_name(address)`` gives the ELF symbol's (mangled) name
+        for the cases where bfd prefers it."""
+        for off in self.units_for(address):
+            lt, ft = self.tables(off)
+            row = lt.lookup(address) if lt is not None else None
+            f = ft.best(address)
+            if row is None and f < 0:
+                continue
+            return _answer(address, row, lt, ft, f, symbol_name)
+        return None
+
+
+def _answer(address: int, row, lt: LineTable | None, ft: FunctionTable, f: int, symbol_name) -> SourceLine:
+    file, line, disc = row if row is not None else (None, 0, 0)
+    files = lt.files if lt is not None else []
+
+    def file_name(index: int) -> str | None:
+        if index < 0:
+            return None
+        return files[index] if index < len(files) else "<unknown>"
+
+    steps = []
+    decl_file = decl_line = None
+    if f >= 0:
+        name = a2l_name = ft.name(f)
+        if not ft.linkage[f]:
+            # No linkage name in DWARF: bfd prints the ELF symbol at the address instead, even
+            # for inlined code; we take it only for the function that owns the code.
+            sym = symbol_name(address)
+            if sym:
+                a2l_name = sym
+                if ft.callers[f] < 0:
+                    name = sym
+        decl_file, decl_line = file_name(ft.decl_file[f]), ft.decl_line[f] or None
+        cur = f
+        while ft.callers[cur] >= 0:
+            caller = ft.callers[cur]
+            caller_name = ft.name(caller)
+            steps.append(InlineStep(demangle(caller_name) if caller_name else None,
+                                    file_name(ft.call_file[cur]), ft.call_line[cur] or None,
+                                    file_name(ft.decl_file[caller]), ft.decl_line[caller] or None,
+                                    mangled=caller_name if ft.linkage[caller] else None))
+            cur = caller
+        mangled = name if (ft.linkage[f] or name != ft.name(f)) else None
+    else:
+        name = a2l_name = mangled = symbol_name(address)
+    function = demangle(name) if name else None
+    return SourceLine(file, line or None, function, disc, steps, decl_file, decl_line,
+                      demangle(a2l_name) if a2l_name else None, mangled=mangled)
