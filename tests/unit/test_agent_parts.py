@@ -75,14 +75,27 @@ class _Frame:
             raise ValueError(f"Bad register {name}")
         return self.regs[name]
 
+    def block(self):  # a release library: no debug information
+        raise RuntimeError("Cannot locate block for frame.")
 
-def test_keyset_comes_in_rdi_or_after_a_return_slot_in_rsi():
-    name = "at::_ops::add_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&)"
-    assert keyset.entry_keyset(_Frame(rdi=0x8021, rsp=0x7FFF0000, rsi=1), name) == 0x8021
-    assert keyset.entry_keyset(_Frame(rdi=0x7FFF0040, rsp=0x7FFF0000, rsi=0x8021), name) == 0x8021
-    assert keyset.entry_keyset(_Frame(rdi=-1, rsp=0x7FFF0000, rsi=0), name) == 0xFFFFFFFFFFFFFFFF
-    assert keyset.entry_keyset(_Frame(rsp=1), name) is None  # a register gdb cannot read
-    assert keyset.entry_keyset(_Frame(rdi=1, rsp=0), "at::add(at::Tensor const&)") is None
+    def function(self):
+        return None
+
+
+def test_keyset_comes_from_the_register_its_signature_gives():
+    import os
+
+    import torch
+
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")  # native_functions.yaml beside it
+    name = "at::_ops::add_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&, c10::Scalar const&)"
+    # add.Tensor returns an at::Tensor: the address of its slot comes first, the key set second
+    assert keyset.entry_keyset(_Frame(rdi=0x7FFF0040, rsi=0x8021), name, lib) == (0x8021, None)
+    inplace = "at::_ops::add__Tensor::redispatch(c10::DispatchKeySet, at::Tensor&, at::Tensor const&, c10::Scalar const&)"
+    assert keyset.entry_keyset(_Frame(rdi=-1, rsi=0), inplace, lib) == (0xFFFFFFFFFFFFFFFF, None)  # Tensor&: rdi
+    value, why = keyset.entry_keyset(_Frame(rdi=1), name, lib)
+    assert value is None and "could not read" in why  # a register gdb cannot read
+    assert keyset.entry_keyset(_Frame(rdi=1), "at::add(at::Tensor const&)") == (None, None)
 
 
 def test_invalidate_forgets_frames_and_on_exit_code_objects():

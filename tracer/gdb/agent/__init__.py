@@ -6,7 +6,7 @@ than an MI round trip per hit (DESIGN.md section 2). Each hit is appended to the
 moment it happens, so nothing recorded is lost if gdb or the target dies.
 
 It imports nothing but the standard library, gdb and pttrace's own gdb-free modules (``tracer.records``,
-``tracer.classify``, ``tracer.gdb.linetable``). Every read of the target's memory is untrusted: a frame
+``tracer.classify``, ``tracer.gdb.linetable``, ``tracer.keyset_abi``, ``tracer.native_functions``). Every read of the target's memory is untrusted: a frame
 that cannot be read is recorded with what is known, never guessed.
 
   state.py          settings and counters (STATE) and every cache with its one ``invalidate`` (CACHES)

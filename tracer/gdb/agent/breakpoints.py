@@ -78,13 +78,18 @@ class TraceBreakpoint(gdb.Breakpoint):
         if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
-        keyset = entry_keyset(newest, name)
+        keyset, why = entry_keyset(newest, name, innermost.get("library"), _read_memory)
         STATE.need_libs = []
-        if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest):
+        if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest, keyset_note=why):
+            STATE.pending_keyset = (keyset, why)  # the stop's registers, for the hit recorded later
             STATE.stop_requested = STATE.wants_stop()
             return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         STATE.stop_requested = STATE.wants_stop()
         return STATE.stop_requested
+
+
+def _read_memory(address: int, length: int):
+    return gdb.selected_inferior().read_memory(address, length)
 
 
 def _locations(bp) -> list[dict]:

@@ -110,7 +110,9 @@ def _rerecord(arg: str) -> None:
         return
     spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
     CACHES.invalidate()
-    record_hit(spec)
+    keyset, why = STATE.pending_keyset
+    STATE.pending_keyset = (None, None)
+    record_hit(spec, keyset=keyset, keyset_note=why)
     STATE.stop_requested = STATE.wants_stop()
 
 

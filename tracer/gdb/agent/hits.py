@@ -44,12 +44,14 @@ def kernels_by_caller(frames: list) -> None:
 
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
-               keyset: int | None = None, newest=None) -> bool:
+               keyset: int | None = None, newest=None, keyset_note: str | None = None) -> bool:
     """Record the current stack; returns False if deferred until missing symbols are loaded."""
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
+    elif keyset_note and frames:  # it takes one, which could not be read: why, never a guess
+        frames[-1] = dict(frames[-1], keyset_note=keyset_note)
     if allow_defer:
         missing = _missing_symbols(frames)
         if missing:

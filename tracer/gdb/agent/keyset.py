@@ -1,28 +1,123 @@
-"""The DispatchKeySet a dispatcher hop was called with, read from the stopped frame's registers.
+"""The DispatchKeySet a dispatcher hop was called with, read at its entry from the register or stack slot
+its signature puts it in (``tracer.keyset_abi``), or why it was not read.
 
-No gdb import: it reads through the frame object it is given, so it is tested outside gdb.
+No gdb import: it reads through the frame and memory reader it is given, so it is tested outside gdb.
+Where the key set is depends only on the function (and its library's debug information), so it is
+worked out once per function; a hit costs one register read.
 """
 from __future__ import annotations
 
+import re
+
+from tracer import keyset_abi, native_functions
+
 _U64 = 0xFFFFFFFFFFFFFFFF
-_NEAR = 1 << 24  # an address this close to the stack pointer is on the caller's stack
+_where_cache: dict[tuple[str, str | None], keyset_abi.KeysetArg | None] = {}
+_returns_cache: dict[str | None, object] = {}
 
 
-def entry_keyset(frame, name: str | None) -> int | None:
-    """The key set a function taking ``c10::DispatchKeySet`` first was called with, read at its entry.
+def entry_keyset(frame, name: str | None, library: str | None = None,
+                 read_memory=None) -> tuple[int | None, str | None]:
+    """(raw key set, None); (None, why it was not read); or (None, None) if the function takes none.
 
-    It is the first argument (a 64-bit value in rdi on x86-64) of ``redispatch`` and of the kernels
-    that take one; only valid at the function's first instructions, so only for the stopped frame.
-    A function returning a class by value (at::Tensor) gets the address of the return slot, on the
-    caller's stack, as a hidden first argument: the key set then comes in rsi.
-    """
-    if frame is None or not name or "(c10::DispatchKeySet" not in name:
-        return None
+    Only valid at the function's first instruction (a breakpoint on its address), before its prologue
+    moves the arguments: so only for the frame a breakpoint stopped in."""
+    if frame is None or not name or keyset_abi.KEYSET not in name:
+        return None, None
+    debug = _debug_argument(frame)
+    if debug is not None:
+        return debug
+    key = (name, library)
+    if key in _where_cache:
+        arg = _where_cache[key]
+    else:
+        arg = _where_cache[key] = _where(frame, name, library)
+    if arg is None:
+        return None, None
     try:
-        rdi = int(frame.read_register("rdi")) & _U64
-        rsp = int(frame.read_register("rsp")) & _U64
-        if abs(rdi - rsp) < _NEAR:
-            return int(frame.read_register("rsi")) & _U64
-        return rdi
-    except (RuntimeError, ValueError):  # gdb.error is a RuntimeError: a register gdb cannot read here
+        if arg.register:
+            return int(frame.read_register(arg.register)) & _U64, None
+        if arg.stack and read_memory is not None:
+            rsp = int(frame.read_register("rsp")) & _U64
+            return int.from_bytes(bytes(read_memory(rsp + arg.stack, 8)), "little"), None
+    except (RuntimeError, ValueError, OSError) as exc:  # gdb.error and gdb.MemoryError are RuntimeErrors
+        return None, f"gdb could not read it: {exc}"
+    return None, arg.why or "it is passed on the stack, which was not read"
+
+
+def _where(frame, name: str, library: str | None) -> keyset_abi.KeysetArg | None:
+    sig = keyset_abi.signature_from_name(name, _op_returns(library))
+    if sig is None:
         return None
+    arg = keyset_abi.locate(sig)
+    if arg is not None and arg.register is None and arg.stack is None:
+        # The name does not tell: the library's debug information may (this, the return type).
+        debug = _debug_signature(frame)
+        if debug is not None:
+            arg = keyset_abi.locate(debug) or arg
+    return arg
+
+
+def _debug_argument(frame) -> tuple[int | None, str | None] | None:
+    """Past the prologue of a function with debug information (gdb's ``break NAME`` stops there), the
+    argument is where DWARF says, not in its entry register: gdb reads it by name. None elsewhere."""
+    try:
+        block = frame.block()
+    except RuntimeError:  # no debug information for this pc
+        return None
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None or frame.pc() == block.start:
+        return None  # at the first instruction: the entry registers are right, DWARF's slots not yet
+    for symbol in block:
+        if not symbol.is_argument or _type_name(symbol.type) != keyset_abi.KEYSET:
+            continue
+        try:
+            return int(frame.read_var(symbol)["repr_"]) & _U64, None
+        except (RuntimeError, ValueError) as exc:
+            return None, f"gdb could not read {symbol.name}: {exc}"
+    return None
+
+
+def _debug_signature(frame) -> keyset_abi.Signature | None:
+    """The signature gdb knows from DWARF (a debug build: the user's extension, say); None without it."""
+    try:
+        symbol = frame.function()
+        if symbol is None:
+            return None
+        ftype = symbol.type
+        fields = ftype.fields()
+        target = ftype.target()
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+    has_this = bool(fields) and bool(getattr(fields[0], "artificial", False))
+    params = tuple(_type_name(f.type) for f in fields[1 if has_this else 0:])
+    returns = _type_name(target) if target is not None else "void"
+    return keyset_abi.Signature(params, has_this, returns)
+
+
+def _type_name(gtype) -> str:
+    """gdb spells ``const at::Tensor &``; the ABI rules read ``at::Tensor const&``-style names."""
+    try:
+        text = str(gtype.strip_typedefs())
+    except (RuntimeError, AttributeError):
+        text = str(gtype)
+    text = re.sub(r"\b(?:class|struct|union|enum) ", "", text).replace(" &", "&").replace(" *", "*")
+    if text.startswith("const "):
+        text = text[len("const "):]
+        if text.endswith(("&", "*")):
+            text = text[:-1] + " const" + text[-1]
+    return text
+
+
+def _op_returns(library: str | None):
+    """The C++ return types of the operators of the torch ``library`` belongs to, by the names its generated
+    code gives them (``native_functions.yaml`` beside that torch); None if there is no such file."""
+    if library not in _returns_cache:
+        path = native_functions.yaml_path([library]) if library else None
+        try:
+            table = native_functions.return_types(native_functions.load(str(path))) if path else None
+        except OSError:
+            table = None
+        _returns_cache[library] = table.get if table else None
+    return _returns_cache[library]
