@@ -65,6 +65,8 @@ class TraceConfig:
     # Or the same table still being computed (a concurrent.futures.Future: asking the target's torch
     # takes ~1.3 s the first time): written into the session when it comes, before the end at the latest.
     dispatch_keys_later: Any = None
+    # What was found before gdb starts that the session must say (--op: what it does not follow).
+    notes: list[str] = field(default_factory=list)
 
 
 def gdb_path() -> str:
@@ -326,6 +328,8 @@ class Engine:
             cfg.dispatch_keys_later.add_done_callback(self._write_key_table)
         if not helper:
             self._warn(f"no python-gdb helper beside {cfg.python}; Python frames are read by pttrace's own reader")
+        for note in cfg.notes:
+            self._warn(note)
 
         env = dict(os.environ)
         env["SHELL"] = "/bin/sh"

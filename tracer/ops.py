@@ -417,6 +417,19 @@ class OpResolution:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
+    def composite_notes(self) -> list[str]:
+        """What ``--op`` does not follow: a CompositeImplicitAutograd kernel runs other operators inside it
+        (conv2d runs convolution), whose functions are not this operator's."""
+        notes = []
+        for r in self.ops:
+            composite = [f for f in self.functions if f.op == r.aten and f.role == "native function"
+                         and f.dispatch_key == "CompositeImplicitAutograd"]
+            if composite:
+                notes.append(f"aten::{r.aten} has a CompositeImplicitAutograd kernel ({composite[0].short}): the "
+                             f"operators it calls are not broken on by --op {self.request}; give them an --op "
+                             "of their own")
+        return notes
+
     def address_breakpoints(self) -> list[dict]:
         return [{"label": f.label, "library": f.library, "offset": f.address, "function": f.function,
                  "layer": _inlined_layer(f)} for f in self.functions]

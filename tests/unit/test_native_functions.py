@@ -162,3 +162,22 @@ def test_table_entry_says_what_is_inlined_and_what_it_calls(libraries, facts):
     lazy = ops.table_entry(["Lazy"], "RegisterCompositeExplicitAutograd_0.cpp:3073", res.functions, "convolution")
     assert lazy.inlined == ["at::wrapper_CompositeExplicitAutograd__convolution"]
     assert [f.short for f in lazy.calls] == ["at::native::convolution"]
+
+
+def test_a_composite_kernel_is_said_not_to_be_followed(libraries, facts):
+    notes = ops.resolve_op("conv2d", libraries, facts, backward=False).composite_notes()
+    assert len(notes) == 2 and "aten::conv2d has a CompositeImplicitAutograd kernel (at::native::conv2d_symint)" \
+        in notes[0] and "--op conv2d" in notes[0]
+    assert ops.resolve_op("relu", libraries, facts, backward=False).composite_notes() == []
+
+
+def test_run_puts_the_note_in_the_session_config():
+    import argparse
+
+    from tracer.commands.ops import apply_trace_options
+    from tracer.engine import TraceConfig
+
+    config = TraceConfig(breakpoints=[], python=PY)
+    apply_trace_options(config, argparse.Namespace(ops=["dropout"], layers=[], variants=False, backward=False),
+                        quiet=True)
+    assert [n.split(" has ")[0] for n in config.notes] == ["aten::dropout"]

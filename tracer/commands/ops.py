@@ -92,6 +92,7 @@ def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -
                              ", ".join("aten::" + r.aten for r in res.ops) + " in torch's libraries.",
                              hint=f"`pttrace ops {res.request}` shows what is registered for it.")
         config.address_breakpoints.extend(res.address_breakpoints())
+        config.notes.extend(res.composite_notes())
     config.dispatch_keys = facts.key_table if facts is not None else None
     if not quiet:
         took = time.perf_counter() - t0
