@@ -92,3 +92,18 @@ def test_an_op_breakpoint_is_one_row_with_its_functions_folded():
     assert bp_row[0] == "`op:add_`" and bp_row[2] == "4"
     assert bp_row[1].startswith("4 functions of `aten::add_` in `libtorch_cpu.so`<details><summary>")
     assert "<code>at::_ops::add__Tensor::redispatch</code>" in bp_row[1] and "(c10::DispatchKeySet" not in bp_row[1]
+
+
+def test_a_worker_thread_path_says_its_launcher_is_not_recorded():
+    from tracer.export import paths as P
+
+    # A hit in an OpenMP worker (torch.set_num_threads(2); recorded breaking on at::internal::set_thread_num).
+    gomp = "/x/site-packages/torch/lib/libgomp.so.1"
+    worker = [native("clone3", "/lib/x86_64-linux-gnu/libc.so.6"), native("start_thread", "/lib/x86_64-linux-gnu/libc.so.6"),
+              native("gomp_thread_start", gomp), native("at::internal::set_thread_num(int)")]
+    assert P.in_parallel_worker(worker)
+    assert not P.in_parallel_worker([USER, BINDING, ENTRY])
+    session = load_sigmoid()
+    session.hits = [Hit(seq=1, breakpoint="at::internal::set_thread_num", thread=Thread(id=3), time=0.0,
+                        frames=worker)]
+    assert P.WORKER_NOTE in markdown.render(session)

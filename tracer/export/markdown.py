@@ -292,6 +292,8 @@ class MarkdownRenderer:
             facts.append("stopped by signal " + ", ".join(code(s) for s in path.signals))
         if path.hidden:
             facts.append(f"{plural(path.hidden, 'frame')} folded")
+        if P.in_parallel_worker(path.frames):
+            facts.append(text(P.WORKER_NOTE))
         lines += [" · ".join(facts), ""]
         if path.truncated:
             lines += ["The recorded stack was truncated: the outermost frames are missing.", ""]

@@ -111,6 +111,16 @@ def innermost_python(frames: list[Frame]) -> Frame | None:
     return fallback
 
 
+def in_parallel_worker(frames: list[Frame]) -> bool:
+    """A stack of an intra-op worker thread: parallel machinery at its root and no Python frame above it
+    (the thread that launched the region, and its Python line, are another thread's)."""
+    natives = [f for f in frames if f.kind != "python"]
+    return len(natives) == len(frames) and any(layer_of(f) == "parallel" for f in natives[:6])
+
+
+WORKER_NOTE = "an intra-op parallel worker thread: which call and Python line launched its region is not recorded"
+
+
 # --- folding
 
 def is_interpreter(frame: Frame) -> bool:

@@ -87,6 +87,8 @@ def path_label(n: int | str, path: P.CallPath, cwd: str | None = None, counts: s
         t.append("  breakpoint " + ", ".join(path.breakpoints), style="grey62")
     if path.signals:
         t.append("  signal " + ", ".join(path.signals), style="bold red")
+    if P.in_parallel_worker(path.frames):
+        t.append(f"  ({P.WORKER_NOTE})", style="magenta")
     return t
 
 
