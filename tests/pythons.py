@@ -143,3 +143,20 @@ def py_spy_threads(pid: int) -> dict[int, tuple[str | None, list[tuple[str, int,
     if not threads:
         raise RuntimeError(f"py-spy read nothing: {out.stderr[-2000:]}")
     return threads
+
+
+def debian_torch_python() -> Path | None:
+    """Debian's python3.11 (no DWARF) in a venv that sees the test venv's torch (a cp311 wheel runs on
+    any CPython 3.11): ``python3 -m venv`` as a Debian user makes it, without a second torch install."""
+    if not DEBIAN.exists() or sys.version_info[:2] != (3, 11):
+        return None
+    home = CACHE.parent / "debian-torch-venv"
+    python = home / "bin" / "python"
+    site = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)]
+    if not python.exists():
+        shutil.rmtree(home, ignore_errors=True)
+        subprocess.run([str(DEBIAN), "-m", "venv", "--without-pip", str(home)], check=True)
+    if not site:
+        return None
+    (home / "lib" / "python3.11" / "site-packages" / "pttrace-torch.pth").write_text(site[0] + "\n")
+    return python

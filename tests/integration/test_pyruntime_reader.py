@@ -53,7 +53,7 @@ def test_the_stack_the_target_built(reading):
     assert target[302:] == ["numbers", "inner", "outer", "main", "<module>"]
     exec_frames = [(f.function, f.line) for f in main.frames if f.file == "<known-exec>"]
     assert exec_frames == [("in_exec", 3), ("<module>", 5)]
-    assert main.frames[0].line == 26 and main.frames[1].line == 37 and main.frames[2].line == 38
+    assert main.frames[0].line == 27 and main.frames[1].line == 38 and main.frames[2].line == 39
     assert "waiter" in [f.function for f in worker.frames]
     assert [f.function.rsplit(".", 1)[-1] for f in worker.frames][-1] == "_bootstrap"
 

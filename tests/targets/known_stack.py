@@ -2,10 +2,11 @@
 
 Main thread, innermost first: bottom, recurse x301, numbers (a generator), in_exec and <module> of
 exec'd code "<known-exec>", inner and outer (asyncio coroutines), the event loop, main, <module>.
-A named thread "known-worker" waits in Event.wait. At the bottom the main thread says "ready" on
-stdout, then: ``stop`` (default) stops the process with SIGSTOP; ``call`` calls bin() once (break on
-PyNumber_ToBase, which every CPython exports and nothing else calls at start-up, LTO builds too);
-``wait`` calls bin() every 50 ms until killed (attach, then break on it).
+A named thread "known-worker" waits in Event.wait (``wait``: calls bin() every 50 ms first). At the
+bottom the main thread says "ready" on stdout, then: ``stop`` (default) stops the process with
+SIGSTOP; ``call`` calls bin() once (break on PyNumber_ToBase, which every CPython exports and nothing
+else calls at start-up, LTO builds too); ``wait`` calls bin() every 50 ms until killed (attach, then
+break on it).
 """
 import asyncio
 import os
@@ -60,6 +61,9 @@ async def outer():
 
 def waiter():
     started.set()
+    while MODE == "wait":
+        bin(1)
+        time.sleep(0.05)
     release.wait()
 
 

@@ -1,5 +1,5 @@
-"""The agent's modules that do not need gdb, imported outside it: Python frame records from code
-objects, whole-stack reuse, the DispatchKeySet read, and the caches' one invalidation."""
+"""The agent's modules that do not need gdb, imported outside it: Python frame records, whole-stack
+reuse, the DispatchKeySet read, and the caches' one invalidation."""
 from __future__ import annotations
 
 import sys
@@ -8,38 +8,20 @@ import pytest
 
 from tracer.gdb.agent import keyset, pycode, reuse
 from tracer.gdb.agent.state import Caches, State
-
-
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="the 3.11 location table format")
-def test_code_info_gives_co_lines_line_for_every_instruction():
-    code = compile("a = 1\nif a:\n    b = [a,\n         a]\nc = b\n", "/tmp/m.py", "exec")
-    start = 0x1000
-    info = pycode.CodeInfo.read("/tmp/m.py", "<module>", code.co_firstlineno, start, code.co_linetable)
-    for lo, hi, line in code.co_lines():
-        for byte in range(lo, hi, 2):
-            assert info.line(start + byte) == line
-    assert info.line(start - 2) == code.co_firstlineno  # before the first instruction
+from tracer.pyruntime import PyFrame
 
 
 def test_frame_record_reads_its_source_line_once(tmp_path):
     src = tmp_path / "x.py"
     src.write_text("import torch\n  y = torch.add(x, x)   \n")
-    info = pycode.CodeInfo("x.py", "f", 1, 0, [(0, 4, 2)])
     sources = pycode.SourceLines()
-    rec = pycode.frame_record(info, 2, sources)
-    assert (rec["file"], rec["line"], rec["source"], rec["layer"]) == ("x.py", 2, None, "python")
-    info.file = str(src)
-    rec = pycode.frame_record(info, 2, sources)
-    assert rec["source"] == "y = torch.add(x, x)"
+    rec = pycode.frame_record(PyFrame("x.py", 2, "f", 0x1000), sources)
+    assert (rec["file"], rec["line"], rec["function"], rec["source"], rec["layer"]) == ("x.py", 2, "f", None, "python")
+    frame = PyFrame(str(src), 2, "f", 0x1000)
+    assert pycode.frame_record(frame, sources)["source"] == "y = torch.add(x, x)"
     src.write_text("changed\nchanged\n")
-    assert pycode.frame_record(info, 2, sources)["source"] == "y = torch.add(x, x)"  # read once
+    assert pycode.frame_record(frame, sources)["source"] == "y = torch.add(x, x)"  # read once
     assert pycode.SourceLines().line(str(tmp_path / "gone.py"), 1) is None
-
-
-@pytest.mark.parametrize("name, exec_", [("<string>", True), ("<eval_with_key>.3", True),
-                                         ("<frozen runpy>", False), ("/x.py", False), (None, False)])
-def test_exec_code_is_code_compiled_from_a_string(name, exec_):
-    assert pycode.exec_code(name) is exec_
 
 
 def _slot(addr: int, pc: int):
@@ -100,16 +82,16 @@ def test_keyset_comes_from_the_register_its_signature_gives():
 
 def test_invalidate_forgets_frames_and_on_exit_code_objects():
     caches = Caches()
-    for d in (caches.native, caches.lib_bases, caches.suffix, caches.walks, caches.tstates, caches.frame_var,
-              caches.code, caches.py_frames):
+    for d in (caches.native, caches.lib_bases, caches.suffix, caches.walks, caches.tstates, caches.py_frames):
         d[1] = {"library": "x"}
-    caches.runtime = {"ts_lo": 0}
+    caches.runtime = True
+    caches.py_runtime = object()
     caches.invalidate()
-    assert not (caches.native or caches.lib_bases or caches.suffix or caches.walks or caches.tstates
-                or caches.frame_var) and caches.runtime is None
-    assert caches.code and caches.py_frames  # the same target: its code objects stay
+    assert not (caches.native or caches.lib_bases or caches.suffix or caches.walks or caches.tstates)
+    assert caches.runtime is None  # checked again at the next hit
+    assert caches.py_runtime and caches.py_frames  # the same target: its code objects stay
     caches.invalidate(target_exited=True)
-    assert not (caches.code or caches.py_frames)
+    assert caches.py_runtime is None and not caches.py_frames
 
 
 def test_state_stops_at_max_hits_or_in_stop_mode():

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from tracer.gdb.linetable import line_at, line_ranges
+from tracer.pyruntime.linetable import line_at, line_ranges
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="the 3.11 location table format")
 

@@ -1,13 +1,13 @@
 """Which source line a code object's instruction belongs to, from its ``co_linetable``, per version.
 
 Ranges are (start, end, line) in code units (2 bytes); line None means no location. 3.11+ tables are
-decoded by ``tracer.gdb.linetable``; 3.10's are pairs of bytes (offset delta in bytes, signed line
+decoded by ``linetable.py``; 3.10's are pairs of bytes (offset delta in bytes, signed line
 delta; -128: no line), described in 3.10's Objects/lnotab_notes.txt. Both are checked against
 CPython's own ``code.co_lines()`` in tests/unit/test_pyruntime_lines.py.
 """
 from __future__ import annotations
 
-from tracer.gdb.linetable import line_at, line_ranges
+from .linetable import line_at, line_ranges
 
 __all__ = ["line_at", "ranges_for"]
 

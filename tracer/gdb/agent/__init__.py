@@ -6,13 +6,14 @@ than an MI round trip per hit (DESIGN.md section 2). Each hit is appended to the
 moment it happens, so nothing recorded is lost if gdb or the target dies.
 
 It imports nothing but the standard library, gdb and pttrace's own gdb-free modules (``tracer.records``,
-``tracer.classify``, ``tracer.gdb.linetable``, ``tracer.keyset_abi``, ``tracer.native_functions``). Every read of the target's memory is untrusted: a frame
-that cannot be read is recorded with what is known, never guessed.
+``tracer.classify``, ``tracer.pyruntime``, ``tracer.keyset_abi``, ``tracer.native_functions``). Every
+read of the target's memory is untrusted: a frame that cannot be read is recorded with what is known,
+never guessed.
 
   state.py          settings and counters (STATE) and every cache with its one ``invalidate`` (CACHES)
   session.py        the agent's writes to the session file (records encoded by tracer/records.py)
   native.py         native frames: names, libraries, offsets
-  python_frames.py  the one reader of CPython's frame chain; pycode.py: code objects to frame records
+  python_frames.py  CPython's frames through tracer.pyruntime's reader; pycode.py: their records
   stack.py          the call path of a hit: gdb's unwind and its reuse caches; reuse.py: whole-stack reuse
   keyset.py         the DispatchKeySet a dispatcher hop was called with
   hits.py           recording one hit; breakpoints.py: the breakpoints and what a hit does

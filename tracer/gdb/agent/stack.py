@@ -65,7 +65,7 @@ def _reuse_walk(walk: reuse.Walk, thread) -> list | None:
         return None
     groups = ()
     if walk.n_eval:
-        groups = FRAMES.thread_groups(thread.ptid[1], thread.global_num, (walk.lo, mem), walk.n_eval)
+        groups = FRAMES.thread_groups(thread, walk.n_eval)
         if groups is None:
             return None
     return reuse.assemble(walk, groups)
@@ -139,6 +139,7 @@ def _walk(f, py: bool, collect: bool):
     complete = False
     entries: list | None = [] if collect else None
     prev_inline = True  # frame 0's return address is not on the stack (nor that of frames inlined in it)
+    groups = FRAMES.walk_groups(gdb.selected_thread()) if py else None
     while f is not None:
         if len(frames) >= max_depth:
             truncated = True
@@ -160,7 +161,7 @@ def _walk(f, py: bool, collect: bool):
             if not keep:
                 entries = None
         if name == EVAL_FRAME and py and not info.get("inlined"):
-            pyframes = FRAMES.eval_frame(f)
+            pyframes = groups.next()
             if pyframes:
                 if entries is not None:
                     entries.append((EVAL, slot))
@@ -219,4 +220,6 @@ def _walk(f, py: bool, collect: bool):
                 slots = _suffix_slots(suffix_gdb)
                 if slots is not None:
                     CACHES.suffix[key] = (frames[start:], slots)
+    if groups is not None and complete and not truncated:
+        groups.finish()
     return frames, truncated, (entries if complete and not truncated else None)

@@ -35,8 +35,7 @@ class Caches:
 
     A hot breakpoint stops on the same stack again and again: its native frames are described once per
     pc, its Python frames once per instruction, and its whole walk is reused while the stack holds it
-    (``reuse.py``). What depends on files or on the interpreter's build (source lines, demangled names,
-    gdb types, field offsets) is kept by the modules that read it and never goes stale in a run.
+    (``reuse.py``). What depends on files only (source lines, demangled names) is kept by the modules that read it and never goes stale in a run.
     """
 
     def __init__(self) -> None:
@@ -47,10 +46,11 @@ class Caches:
         self.suffix: dict[tuple, tuple] = {}
         self.walks: dict[tuple, tuple] = {}  # (thread, innermost pc, sp) -> a reusable walk (reuse.py)
         self.tstates: dict[int, int] = {}  # thread's global number -> the address of its PyThreadState
-        self.frame_var: dict[int, str] = {}  # eval frame pc -> "frame" or "cframe": where its frame pointer is
-        self.runtime: Any = None  # where a thread's current Python frame is found; False: not readable
-        self.code: dict[int, dict] = {}  # code object address -> what was read of it
-        self.py_frames: dict[tuple[int, int], Any] = {}  # (code address, instruction) -> CachedFrame
+        self.runtime: bool | None = None  # Python frames readable; None: not checked since the last change
+        # The target's CPython runtime (tracer.pyruntime.PythonRuntime, with its code objects read so far)
+        # and the record of each Python frame it gave (PyFrame -> CachedFrame): kept while the target runs.
+        self.py_runtime: Any = None
+        self.py_frames: dict[Any, Any] = {}
 
     def invalidate(self, target_exited: bool = False) -> None:
         """New or dropped symbols can rename any frame: forget every frame. When the target exited, its
@@ -60,10 +60,9 @@ class Caches:
         self.suffix.clear()
         self.walks.clear()
         self.tstates.clear()
-        self.frame_var.clear()
         self.runtime = None
         if target_exited:
-            self.code.clear()
+            self.py_runtime = None
             self.py_frames.clear()
 
     def forget_library_frames(self, libraries: list[str]) -> None:
