@@ -18,10 +18,11 @@ SIZE = (160, 48)
 
 
 async def settled(pilot) -> None:
-    """Everything has arrived and the source pane has its colours."""
+    """Everything has arrived and the source pane has its colours (and the sources it looks for)."""
     app = pilot.app
     await wait_until(pilot, lambda: app.state.finished or app.state.gdb == "ready")
     await wait_until(pilot, lambda: not app.query_one(SourcePane).colouring)
+    await wait_until(pilot, lambda: not app.query_one(SourcePane).finding, timeout=30)
     await pilot.pause(0.1)
 
 

@@ -109,6 +109,8 @@ class SourcePane(Static):
         self.session_info = None
         self.colouring = False
         """True while the file is shown plain because a worker is still lexing it."""
+        self.finding = False
+        """True while a worker looks for the sources of a frame without DWARF (tracer.sources)."""
         self.shown = None
         """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
@@ -138,7 +140,7 @@ class SourcePane(Static):
         self._render_frame()
 
     def _render_frame(self) -> None:
-        self.colouring = False
+        self.colouring = self.finding = False
         frame = self.frame
         if frame is None:
             self.border_title = "source"
@@ -159,6 +161,7 @@ class SourcePane(Static):
         if frame.kind != "python" and not frame.file and frame.function:
             refs = self.finder().known(frame.function, frame.library)
             if refs is None:
+                self.finding = True
                 self._find_sources(frame)
             elif refs:
                 self._show(self._found(frame, refs))
