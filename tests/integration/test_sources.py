@@ -230,3 +230,31 @@ def test_a_checkout_maps_paths_from_another_machine_and_says_when_its_commit_dif
     text = markdown.render(moved, finder=finder)
     assert f"> 50  {_line(mapped, 50).rstrip()}" in text
     assert "0123456789ab" in text  # the commit warning, in the notes' metadata
+
+
+def test_a_definition_in_a_generated_header_is_shown_from_the_wheel_without_a_link():
+    """ATen/ops/*.h and TensorBody.h exist only in a build directory: no GitHub page to link to."""
+    from tracer.export.source import github_url
+    from tracer.sources.finder import installed_torch_dir, wheel_commit
+
+    torch_dir = installed_torch_dir()
+    commit = wheel_commit(torch_dir)
+    finder = SourceFinder(None, commit)
+    (ops_header,) = finder.refs("at::sigmoid(at::Tensor const&)")
+    assert ops_header.label == "definition" and ops_header.file.endswith("torch/include/ATen/ops/sigmoid.h")
+    assert "sigmoid(const at::Tensor & self)" in _line(ops_header.file, ops_header.line)
+    assert github_url(ops_header.file, ops_header.line, commit) is None
+    (method,) = finder.refs("at::Tensor::sigmoid() const")
+    assert method.file.endswith("ATen/core/TensorBody.h") and github_url(method.file, method.line, commit) is None
+    (handwritten,) = finder.refs("c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reset_()")
+    assert github_url(handwritten.file, handwritten.line, commit) == \
+        f"https://github.com/pytorch/pytorch/blob/{commit}/c10/util/intrusive_ptr.h#L{handwritten.line}"
+
+
+def test_sources_from_another_torch_build_are_said_to_be_so():
+    """A session recorded elsewhere, read here with another torch: its lines may not match, once said."""
+    finder = SourceFinder(None, "0123456789abcdef0123456789abcdef01234567")
+    refs = finder.refs("at::sigmoid(at::Tensor const&)", "/elsewhere/site-packages/torch/lib/libtorch_cpu.so")
+    assert refs and refs[0].file.endswith("ATen/ops/sigmoid.h")  # from the torch beside pttrace
+    finder.refs("at::Tensor::sigmoid() const", "/elsewhere/site-packages/torch/lib/libtorch_cpu.so")
+    assert len(finder.notes) == 1 and "not from the traced torch (commit 0123456789ab)" in finder.notes[0]

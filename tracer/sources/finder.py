@@ -45,6 +45,10 @@ def _torch_dir_of_library(library: str | None) -> str | None:
     return None
 
 
+def _looks_like_torch(library: str | None) -> bool:
+    return bool(library) and os.path.basename(library).startswith(("libtorch", "libc10"))
+
+
 def installed_torch_dir() -> str | None:
     """The torch package of the interpreter running pttrace, found without importing it."""
     try:
@@ -167,7 +171,19 @@ class SourceFinder:
 
     # -- trees
     def torch_dir(self, library: str | None) -> str | None:
-        return _torch_dir_of_library(library) or self.default_torch or installed_torch_dir()
+        """The installed torch whose headers and yaml stand for the frame's: its library's own, else the
+        one given or the one beside pttrace (a session from another machine), said when it is another build."""
+        found = _torch_dir_of_library(library) or self.default_torch or installed_torch_dir()
+        if found is None:
+            if _looks_like_torch(library):
+                self._note("no torch installation found here: frames without DWARF get no sources "
+                           "(install the traced torch, or give --source-dir)")
+            return None
+        commit = wheel_commit(found)
+        if self.session_commit and commit and not commit.startswith(self.session_commit[:12]):
+            self._note(f"sources are read from the torch at {found} (commit {commit[:12]}), not from the traced "
+                       f"torch (commit {self.session_commit[:12]}): their lines may differ")
+        return found
 
     def _headers(self, torch_dir: str) -> tags.DefinitionIndex | None:
         if torch_dir not in self._header_indexes:
