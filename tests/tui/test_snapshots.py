@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")  # provides snap_compare; installed by the test extra
 
+from textual.widgets import DataTable
+
 from tests.tui.support import fake_from, relocated, wait_until
 from tracer.tui.app import make_app
 from tracer.tui.sources import SessionSource
@@ -23,7 +25,19 @@ async def settled(pilot) -> None:
     await wait_until(pilot, lambda: app.state.finished or app.state.gdb == "ready")
     await wait_until(pilot, lambda: not app.query_one(SourcePane).colouring)
     await wait_until(pilot, lambda: not app.query_one(SourcePane).finding, timeout=30)
+    # A DataTable measures its new rows when it is idle: a modal pushed before that freezes the widths.
+    await wait_until(pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable)))
+    for table in app.query(DataTable):
+        # Textual 8.2 caches painted lines by an update count that measuring the new rows (on
+        # idle) does not bump: a row painted before that keeps its old widths until the next change.
+        table._clear_caches()
+        table.refresh()
     await pilot.pause(0.1)
+    # The call path centres its cursor row after a refresh; on a busy machine a resize may come
+    # between: centre it once more so that the picture does not depend on the order.
+    path = app.call_path
+    path.scroll_to_center_row(path.cursor_row)
+    await pilot.pause(0.05)
 
 
 def viewer(fixture_session):
@@ -98,4 +112,43 @@ def test_live_stopped_then_quit_asks(snap_compare, fixture_session):
         await pilot.pause(0.1)
 
     assert snap_compare(make_app(source), terminal_size=SIZE, run_before=stopped)
+    source.request_stop()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (250, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_view_sizes(snap_compare, fixture_session, size):
+    """From 80x24 to 250x60: at 80 columns the call path and source take the full width over a row
+    of breakpoints, hits and output (top borders only); wider, the left column grows with its rows."""
+
+    async def select(pilot):
+        await settled(pilot)
+        await pilot.press("down", "down")
+        await wait_until(pilot, lambda: pilot.app.call_path.hit.seq == 3)
+        await settled(pilot)
+
+    assert snap_compare(viewer(fixture_session), terminal_size=size, run_before=select)
+
+
+def test_live_stopped_at_80x24(snap_compare, fixture_session):
+    """A live (fake) run stopped at the kernel on an 80x24 terminal: the footer keeps the control
+    keys (quit, continue, step, next, finish, break, search, help) and the status keeps the session."""
+    session = relocated(fixture_session)
+    source = fake_from(session)
+    sigmoid = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+
+    async def stopped(pilot):
+        app = pilot.app
+        await settled(pilot)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: app.state.mode == "stop")
+        source.push("hit", sigmoid)
+        source.push("stopped", {"reason": "breakpoint-hit", "bkptno": "1",
+                                "frame": {"func": "at::(anonymous namespace)::wrapper_CPU_sigmoid"}})
+        await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None)
+        await settled(pilot)
+        app.clear_notifications()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.3)  # the call path centres its cursor row after a refresh
+
+    assert snap_compare(make_app(source), terminal_size=(80, 24), run_before=stopped)
     source.request_stop()

@@ -23,10 +23,9 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
 
 from tracer.errors import PttraceError
-from tracer.model import Hit, Session
+from tracer.model import Hit
 from tracer.tui.messages import (
     BreakpointRemovalRequested,
     ControlFinished,
@@ -35,13 +34,16 @@ from tracer.tui.messages import (
     HitSelected,
     SourceEventsArrived,
 )
-from tracer.tui.screens import AddBreakpoint, ConfirmQuit
+from tracer.tui.keys import KEYS
+from tracer.tui.screens import AddBreakpoint, Confirm, ConfirmQuit, HelpScreen, PathsScreen
 from tracer.tui.sources import CONTROL_ACTIONS, EventSource, LiveSource, SessionSource, SourceEvent
-from tracer.tui.state import TraceState
+from tracer.tui.state import TraceState, describe_stop
 from tracer.tui.stylesheet import APP_CSS
 from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
+from tracer.tui.widgets.keybar import KeyBar
+from tracer.tui.widgets.search import SearchBar
 from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.source import SourcePane
 from tracer.tui.widgets.status import StatusLine
@@ -77,14 +79,11 @@ class Inbox:
         return events
 
 
-def export_path(session: Session) -> Path:
+def export_path(session_path: Path | None, session_id: str | None) -> Path:
     """Where the markdown notes go: beside the session file, else in the current directory."""
-    name = f"{session.info.id}.md"
-    if session.path:
-        folder = Path(session.path).parent
-        if os.access(folder, os.W_OK):
-            return folder / (Path(session.path).stem + ".md")
-    return Path.cwd() / name
+    if session_path is not None and os.access(session_path.parent, os.W_OK):
+        return session_path.with_suffix(".md")
+    return Path.cwd() / f"{session_id or 'pttrace-session'}.md"
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -100,25 +99,7 @@ def write_atomically(path: Path, text: str) -> None:
 class PttraceApp(App[int]):
     CSS = APP_CSS
     TITLE = "pttrace"
-    BINDINGS = [
-        Binding("q", "quit_app", "quit"),
-        Binding("m", "toggle_mode", "mode"),
-        Binding("c", "resume", "continue"),
-        Binding("s", "control('step')", "step"),
-        Binding("n", "control('next')", "next"),
-        Binding("f", "control('finish')", "finish"),
-        Binding("i", "interrupt", "interrupt"),
-        Binding("b", "add_breakpoint", "add bp"),
-        Binding("u", "unfold", "unfold"),
-        Binding("d", "full_names", "full names"),
-        Binding("e", "export", "export md"),
-        Binding("question_mark", "toggle_keys", "keys", key_display="?"),
-        Binding("G", "newest_hit", "newest hit", show=False),
-        Binding("1", "focus('breakpoints')", "focus breakpoints", show=False),
-        Binding("2", "focus('hits')", "focus hits", show=False),
-        Binding("3", "focus('callpath')", "focus call path", show=False),
-        Binding("4", "focus('output')", "focus output", show=False),
-    ]
+    BINDINGS = [Binding(k.keys, k.action, k.label, show=False) for k in KEYS if k.bind]
 
     def __init__(self, source: EventSource):
         super().__init__()
@@ -136,6 +117,7 @@ class PttraceApp(App[int]):
         self._pinned = False  # the call path shows where a step/finish/interrupt stopped
         self._quitting = False
         self.cwd: str | None = None
+        self._left_width: int | None = None
 
     # --- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -147,8 +129,9 @@ class PttraceApp(App[int]):
             with Vertical(id="right"):
                 yield CallPathTable(id="callpath", classes="pane")
                 yield SourcePane(id="source", classes="pane")
+        yield SearchBar(id="search")
         yield StatusLine(id="status")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     @property
     def hits_table(self) -> HitsTable:
@@ -168,6 +151,31 @@ class PttraceApp(App[int]):
         self._redraw_status()
         self.hits_table.focus()
         self._run_source()
+
+    NARROW = 140
+    """Under this many columns the call path and source take the full width (see the stylesheet)."""
+    SHORT = 36
+    """Under this many rows the panes keep only their top border."""
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < self.NARROW, "-narrow")
+        self.set_class(event.size.height < self.SHORT, "-short")
+        self.call_after_refresh(self._fit_left)
+
+    def _fit_left(self) -> None:
+        """Wide terminals: the left column takes 40% of the width; from 200 columns on, as much as
+        its tables' rows want (breakpoint locations, where hits came from) up to half of it."""
+        left = self.query_one("#left")
+        if self.has_class("-narrow"):
+            width = None
+        else:
+            total = self.size.width
+            wanted = max(t.virtual_size.width for t in (self.query_one(BreakpointsTable), self.hits_table)) + 4
+            least = int(total * 0.4)
+            width = max(least, min(wanted, total // 2 if total >= 200 else least))
+        if width != self._left_width:  # a new width lays the whole screen out again: only when it changes
+            self._left_width = width
+            left.styles.width = width
 
     # --- the event source -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="source", exit_on_error=False)
@@ -206,6 +214,10 @@ class PttraceApp(App[int]):
             elif ev.kind == "session":
                 self._session_opened(ev.data)
             elif ev.kind == "stopped":
+                log = self.query_one(OutputLog)
+                log.write_output(output)
+                output = []
+                log.note(describe_stop(ev.data or {}), style="cyan")
                 if self.state.mode == "stop" and (ev.data or {}).get("reason") == "breakpoint-hit":
                     # The hit is read from the session file by another thread: it may come a little
                     # before or after the stop itself.
@@ -225,6 +237,7 @@ class PttraceApp(App[int]):
             self._feed_table()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)
+            self.call_after_refresh(self._fit_left)
         log = self.query_one(OutputLog)
         if output:
             log.write_output(output)
@@ -232,7 +245,7 @@ class PttraceApp(App[int]):
             self._failed()
         if "finished" in changed:
             self._finished()
-        if changed & {"status", "hits", "title"}:
+        if changed & {"status", "hits", "title", "stop"}:
             self._redraw_status()
         if "bindings" in changed:
             self.refresh_bindings()
@@ -247,7 +260,7 @@ class PttraceApp(App[int]):
             self.set_timer(0.01, self._feed_table)  # let keys and repaints in between steps
         elif time.monotonic() < self._jump_until:
             table = self.hits_table
-            if table.hits and table.cursor_row != len(table.hits) - 1:
+            if table.shown and table.cursor_row != len(table.shown) - 1:
                 self._pinned = False
                 table.select_newest()
 
@@ -295,11 +308,43 @@ class PttraceApp(App[int]):
     def action_full_names(self) -> None:
         self.call_path.toggle_full_names()
 
-    def action_toggle_keys(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(KEYS, live=self.source.live))
+
+    def action_zoom(self) -> None:
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif self.focused is not None:
+            self.screen.maximize(self.focused, container=False)
+
+    def action_search(self) -> None:
+        self.query_one(SearchBar).open()
+
+    @on(SearchBar.Changed)
+    def _search_changed(self, message: SearchBar.Changed) -> None:
+        self.hits_table.filter(message.text)
+        self.call_path.mark(message.text)
+
+    def action_paths(self) -> None:
+        if not self.state.hits:
+            self.notify("no hits yet", timeout=3)
+            return
+
+        def picked(seq: int | None) -> None:
+            if seq is not None:
+                self.hits_table.select_seq(seq)
+                self.hits_table.focus()
+
+        self.push_screen(PathsScreen(list(self.state.hits), self.cwd), picked)
+
+    def action_help_quit(self) -> None:
+        """Ctrl-C: what gdb users expect of it, interrupting the running target; quitting is q."""
+        if self.check_action("interrupt", ()) is True:
+            self.action_interrupt()
+        elif self.source.live and not self.state.finished and self.state.target == "running":
+            self.notify("gdb is busy; try again in a moment (q quits)", timeout=3)
         else:
-            self.action_show_help_panel()
+            self.notify("the target is not running: nothing to interrupt (q quits)", timeout=3)
 
     def action_newest_hit(self) -> None:
         self.hits_table.select_newest()
@@ -371,7 +416,7 @@ class PttraceApp(App[int]):
             self.state.target = "stopped"
             self._pinned = True
             self.call_path.show(hit, f"where {action} stopped · thread {hit.thread.id} (not a recorded hit)",
-                                self.cwd)
+                                self.cwd, stopped=True)
         elif action in CONTROL_ACTIONS or action == "interrupt":
             self.notify(f"{action}: the target did not stop again", severity="warning", timeout=5)
 
@@ -408,11 +453,29 @@ class PttraceApp(App[int]):
 
     # --- export ---------------------------------------------------------------------------------
     def action_export(self) -> None:
+        if self.source.session_path is None:
+            self.notify("there is no session to export yet", severity="warning", timeout=4)
+            return
+        path = export_path(self.source.session_path, getattr(self.state.info, "id", None))
+        if not path.exists():
+            self._start_export(path)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start_export(path)
+            else:
+                self.notify(f"{path.name} kept as it was", title="export", timeout=4)
+
+        self.push_screen(Confirm(f"{path} exists. Overwrite it with notes of this session?",
+                                 "Overwrite", "Keep it"), answered)
+
+    def _start_export(self, path: Path) -> None:
         self.notify("writing markdown notes…", timeout=2)
-        self._export_worker()
+        self._export_worker(path)
 
     @work(thread=True, group="export", exit_on_error=False)
-    def _export_worker(self) -> None:
+    def _export_worker(self, path: Path) -> None:
         try:
             from tracer.export.markdown import render
         except ImportError:
@@ -420,7 +483,6 @@ class PttraceApp(App[int]):
             return
         try:
             session = self.source.load_session()
-            path = export_path(session)
             write_atomically(path, render(session))
         except PttraceError as exc:
             self.post_message(ExportWritten(None, error=exc.message))

@@ -4,9 +4,10 @@ Two kinds of run are folded unless the user unfolds them:
   start-up     every frame above the outermost Python frame (``_start``, ``Py_RunMain``, ...):
                one row that says so, and opens on Enter;
   interpreter  CPython's own C frames between Python and native code (``cfunction_call``, ...):
-               no row at all (there is one such run under nearly every Python frame), as in
-               ``pttrace show``; but a run that ends the path (a step or an interrupt stopped in the
-               interpreter) gets its row, so that the innermost row says where the target is.
+               no row of its own (there is one such run under nearly every Python frame), as in
+               ``pttrace show``, but the frame below it counts them (``hidden``); a run that ends
+               the path (a step or an interrupt stopped in the interpreter) gets its row, so that
+               the innermost row says where the target is.
 One key unfolds everything.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ class PathRow:
     start: int  # index of the (first) frame in the hit's frames
     end: int  # one past the last frame: a frame row has end == start + 1
     fold: str | None = None  # "start-up" | "interpreter" for a fold row
+    hidden: int = 0  # a frame row: how many interpreter frames just above it are folded without a row
 
     @property
     def key(self) -> str:
@@ -57,16 +59,31 @@ def path_rows(frames: list[Frame], unfold_all: bool = False, opened: frozenset[i
     rows: list[PathRow] = []
     runs = {start: (end, kind) for start, end, kind in fold_runs(frames)}
     i = 0
+    hidden = 0
     while i < len(frames):
         if i in runs and i not in opened:
             end, kind = runs[i]
             if kind != "interpreter" or end == len(frames):
                 rows.append(PathRow("fold", i, end, kind))
+            else:
+                hidden = end - i
             i = end
             continue
-        rows.append(PathRow("frame", i, i + 1))
+        rows.append(PathRow("frame", i, i + 1, hidden=hidden))
+        hidden = 0
         i += 1
     return rows
+
+
+def folded_counts(rows: list[PathRow]) -> dict[str, int]:
+    """How many frames each kind of fold hides, for the pane's title: every hidden frame counted."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.kind == "fold":
+            counts[row.fold or "?"] = counts.get(row.fold or "?", 0) + row.end - row.start
+        elif row.hidden:
+            counts["interpreter"] = counts.get("interpreter", 0) + row.hidden
+    return counts
 
 
 def default_frame(frames: list[Frame]) -> int | None:

@@ -1,34 +1,40 @@
-"""Modal dialogs: confirm quitting (which kills a launched target) and add a breakpoint."""
+"""Modal screens: yes/no questions (quitting kills a launched target), add a breakpoint, the help,
+the distinct call paths."""
 from __future__ import annotations
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from rich.text import Text
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.content import Content
-from textual.widgets import Button, Input, Label, OptionList
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tracer.export import paths as P
 from tracer.tui.messages import CompletionsFound
 
 COMPLETION_DELAY = 0.3  # seconds of no typing before the symbol index is asked
 
 
-class ConfirmQuit(ModalScreen[bool]):
+class Confirm(ModalScreen[bool]):
+    """A yes/no question: y or the first button says yes, n, esc or the second no (the default)."""
+
     BINDINGS = [Binding("y", "answer(True)", "yes"), Binding("n,escape", "answer(False)", "no")]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
         super().__init__()
         self.question = question
+        self.labels = (yes, no)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(Content(self.question), id="question")
             with Horizontal(id="buttons"):
                 # Content, not a str: a str label is markup, and "[y]" would vanish as a tag.
-                yield Button(Content("Quit [y]"), variant="error", id="yes")
-                yield Button(Content("Stay [n]"), variant="primary", id="no")
+                yield Button(Content(f"{self.labels[0]} [y]"), variant="error", id="yes")
+                yield Button(Content(f"{self.labels[1]} [n]"), variant="primary", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -39,6 +45,86 @@ class ConfirmQuit(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+
+class ConfirmQuit(Confirm):
+    """Quitting kills a launched target: asked first."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question, "Quit", "Stay")
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key with what it does, grouped; the footer only has room for a word each."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "close")]
+    GROUPS = (("run", "the target (live runs)"), ("breakpoints", "breakpoints"), ("view", "looking around"),
+              ("panes", "panes"))
+
+    def __init__(self, keys, live: bool) -> None:
+        super().__init__()
+        self.keys = keys
+        self.live = live
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Label(Content("Keys (? or esc closes)"), id="question")
+            yield Static(self._table(), id="help")
+
+    def _table(self) -> Text:
+        t = Text()
+        for group, title in self.GROUPS:
+            keys = [k for k in self.keys if k.group == group]
+            if not keys:
+                continue
+            if t:
+                t.append("\n")
+            t.append(title + (" — a recorded session has no target" if group == "run" and not self.live
+                              else "") + "\n", style="bold underline")
+            for k in keys:
+                t.append(f"  {k.shown:>8}  ", style="bold cyan")
+                t.append(k.help + "\n")
+        return t
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PathsScreen(ModalScreen[int | None]):
+    """The distinct call paths of the hits (as ``pttrace show`` groups them), the most taken first;
+    enter selects the first hit of one."""
+
+    BINDINGS = [Binding("escape,p,q", "close", "close")]
+
+    def __init__(self, hits, cwd: str | None) -> None:
+        super().__init__()
+        self.paths = sorted(P.group(hits), key=lambda p: -p.count)
+        self.cwd = cwd
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="wide"):
+            n = sum(p.count for p in self.paths)
+            yield Label(Content(f"{len(self.paths)} distinct call paths of {n:,} hits "
+                                "(enter shows the first hit of one, esc closes)"), id="question")
+            yield DataTable(id="paths", cursor_type="row")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("hits", "breakpoint", "innermost frame", "called from", "layers")
+        for i, path in enumerate(self.paths):
+            origin = P.innermost_python(path.frames)
+            table.add_row(Text(f"{path.count:,}", justify="right"), Text(", ".join(path.breakpoints), style="cyan"),
+                          Text(path.title), Text(P.frame_location(origin, self.cwd) or "" if origin else "",
+                                                 style="green"),
+                          Text(" › ".join(path.layers), style="grey62"), key=str(i))
+        table.focus()
+
+    @on(DataTable.RowSelected)
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(self.paths[event.cursor_row].first.seq)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 class AddBreakpoint(ModalScreen[str | None]):

@@ -29,6 +29,8 @@ class TraceState:
     gdb_view: dict[str, Breakpoint] = field(default_factory=dict)
     """gdb's own view of each breakpoint, for those the recorder has not described yet."""
     last_stop: dict | None = None
+    stop_reason: str | None = None
+    """Why the target stopped last, in gdb's words (``describe_stop``); None while it runs."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -73,11 +75,14 @@ class TraceState:
         if kind == "state":
             if isinstance(data, str) and data != "starting":
                 self.target = data
+                if data != "stopped":
+                    self.stop_reason = None
             return {"status", "bindings"}
         if kind == "stopped":
             self.target = "stopped"
             self.last_stop = data if isinstance(data, dict) else {}
-            return {"status", "bindings"}
+            self.stop_reason = short_stop(self.last_stop)
+            return {"status", "bindings", "stop"}
         if kind == "pid":
             self.pid = data  # type: ignore[assignment]
             return {"status"}
@@ -113,3 +118,46 @@ def _merged(recorded: Breakpoint, gdb: Breakpoint | None) -> Breakpoint:
     merged.pending = False
     merged.enabled = gdb.enabled
     return merged
+
+
+def _where(frame: dict) -> str:
+    func = frame.get("func") or frame.get("addr") or "??"
+    if frame.get("file") and frame.get("line"):
+        return f"{func} at {frame['file']}:{frame['line']}"
+    if frame.get("from"):
+        return f"{func} from {frame['from']}"
+    return func
+
+
+def describe_stop(payload: dict) -> str:
+    """A stop as gdb's console tells it (``Breakpoint 1, f () at x.c:3``), from MI's ``*stopped``."""
+    reason = payload.get("reason")
+    frame = payload.get("frame") if isinstance(payload.get("frame"), dict) else {}
+    where = _where(frame) if frame else ""
+    if reason == "breakpoint-hit":
+        return f"Breakpoint {payload.get('bkptno', '?')}, {where}"
+    if reason == "signal-received":
+        name = payload.get("signal-name") or "a signal"
+        meaning = payload.get("signal-meaning")
+        return f"Program received signal {name}{', ' + meaning if meaning else ''}. {where}".strip()
+    if reason == "function-finished":
+        text = f"Run till exit; now in {where}" if where else "Run till exit"
+        if payload.get("return-value") is not None:
+            text += f". Value returned is {payload.get('gdb-result-var', '$')} = {payload['return-value']}"
+        return text
+    if reason == "end-stepping-range":
+        return f"Stepped to {where}" if where else "Stepped"
+    if reason == "location-reached":
+        return f"Reached {where}" if where else "Reached the location"
+    return f"Stopped in {where}" if where else "Stopped"
+
+
+def short_stop(payload: dict) -> str:
+    """The status line's few words for a stop."""
+    reason = payload.get("reason")
+    if reason == "breakpoint-hit":
+        return f"breakpoint {payload.get('bkptno', '?')}"
+    if reason == "signal-received":
+        return payload.get("signal-name") or "signal"
+    return {"function-finished": "finish", "end-stepping-range": "step", "location-reached": "location"}.get(
+        reason or "", "stopped")

@@ -13,12 +13,72 @@ Screen {
 }
 
 #left {
-    width: 36%;
+    width: 40%;
     min-width: 40;
 }
 
 #right {
     width: 1fr;
+}
+
+/* Narrow terminals (under 140 columns): the call path and the source take the full width, the
+   breakpoints, hits and output share a row at the bottom. Short ones (under 36 rows): panes keep
+   only their top border (the title), two rows more for the content of each. */
+.-narrow #main {
+    layout: vertical;
+}
+
+.-narrow #left {
+    dock: bottom;
+    layout: horizontal;
+    width: 100%;
+    height: 12;
+    min-width: 0;
+}
+
+.-narrow #source {
+    height: 12;
+}
+
+.-narrow #left > .pane {
+    height: 100%;
+    max-height: 100%;
+    width: 1fr;
+}
+
+.-narrow #left > #hits {
+    width: 2fr;
+}
+
+.-narrow #right {
+    width: 100%;
+    height: 1fr;
+}
+
+.-short .pane {
+    border: none;
+    border-top: round $panel-lighten-2;
+}
+
+.-short .pane:focus, .-short .pane:focus-within {
+    border: none;
+    border-top: round $accent;
+}
+
+.-short.-narrow #left {
+    height: 7;
+}
+
+.-short DataTable {
+    scrollbar-size-horizontal: 0;
+}
+
+.-short #source {
+    height: 7;
+}
+
+.-short #output {
+    height: 6;
 }
 
 .pane {
@@ -65,13 +125,14 @@ Screen {
     background: $panel;
 }
 
-ConfirmQuit, AddBreakpoint {
+Confirm, AddBreakpoint, HelpScreen, PathsScreen {
     align: center middle;
     background: $background 60%;
 }
 
 #dialog {
     width: 90;
+    max-width: 100%;
     height: auto;
     max-height: 24;
     border: thick $accent;
@@ -79,8 +140,37 @@ ConfirmQuit, AddBreakpoint {
     padding: 1 2;
 }
 
-ConfirmQuit #dialog {
+Confirm #dialog {
     width: 64;
+    max-width: 100%;
+}
+
+HelpScreen #dialog {
+    width: 100;
+    max-width: 100%;
+    max-height: 100%;
+}
+
+PathsScreen #dialog {
+    width: 100%;
+    height: 100%;
+    max-height: 100%;
+}
+
+#paths {
+    height: 1fr;
+}
+
+#search {
+    height: 1;
+    border: none;
+    padding: 0 1;
+}
+
+#keys {
+    height: 1;
+    padding: 0 1;
+    background: $panel;
 }
 
 #question {

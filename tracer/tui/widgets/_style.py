@@ -42,13 +42,13 @@ def fit(name: str, width: int) -> str:
     return name[: width - 1 - tail] + "…" + name[len(name) - tail:]
 
 
-def frame_name(frame: Frame, full: bool = False) -> Text:
+def frame_name(frame: Frame, full: bool = False, width: int = SHORT_NAME_WIDTH) -> Text:
     """A frame's name as a Text (never markup: ``<…>`` and ``[clone .cold]`` are not tags)."""
     layer = P.layer_of(frame)
     if full and frame.kind == "native" and frame.function:
         name = frame.function
     else:
-        name = fit(P.short_of(frame), SHORT_NAME_WIDTH)
+        name = fit(P.short_of(frame), width)
     return Text(name, style=layer_style(layer), no_wrap=True)
 
 

@@ -7,20 +7,26 @@ from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.model import Frame, Hit
-from tracer.tui.folding import PathRow, default_frame, path_rows
+from tracer.tui.folding import PathRow, default_frame, folded_counts, path_rows
 from tracer.tui.messages import FrameSelected
-from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, frame_where, layer_style
+from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,
+                                      layer_style)
+
+
+def _place(frame: Frame) -> tuple:
+    """Everything a row shows of a frame: two hits with equal places draw the same rows.
+    (``Frame.key()`` groups paths by function: a step inside one function keeps its key.)"""
+    return (frame.kind, frame.library, frame.function, frame.short, frame.address, frame.file, frame.line,
+            frame.source, frame.layer, frame.dispatch_key, frame.keyset, frame.keyset_note)
 
 
 def _path_key(hit: Hit) -> tuple:
-    # The innermost frame's key set is shown too: a hit with another one is another row to draw.
-    inner = hit.frames[-1] if hit.frames else None
-    keys = (inner.keyset, inner.keyset_note) if inner is not None else None
-    return (hit.truncated, tuple(f.key() for f in hit.frames), keys)
+    return (hit.truncated, tuple(_place(f) for f in hit.frames))
 
 
 class CallPathTable(RowJumps, DataTable):
-    """Folded start-up and interpreter runs show as one row; Enter on it opens that fold."""
+    """Folded start-up frames show as one row; a run of interpreter frames between two shown frames
+    is counted in the "+" column of the frame below it. Enter on either opens that fold."""
 
     BINDINGS = [Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS]
 
@@ -33,23 +39,30 @@ class CallPathTable(RowJumps, DataTable):
         """Show every frame, interpreter and start-up ones included."""
         self.full_names = False
         """Show full demangled names instead of short ones."""
+        self.needle = ""
+        """The search text: frames that contain it are marked."""
+        self.name_width = SHORT_NAME_WIDTH
+        """Short names are cut in the middle to this width, less in a narrow pane."""
         self._opened: set[int] = set()
         self._rows: list[PathRow] = []
         self.border_title = "call path · no hit yet"
 
     def on_mount(self) -> None:
-        self.add_column("layer", key="layer")
-        self.add_column("frame", key="frame")
-        self.add_column("key", key="key")
-        self.add_column("where", key="where")
-        self.add_column("code", key="code")
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        # "+N": N frames folded just above this row (interpreter runs get no row of their own).
+        for label, key in (("+", "hidden"), ("layer", "layer"), ("frame", "frame"), ("key", "key"),
+                           ("where", "where"), ("code", "code")):
+            self.add_column(label, key=key)
 
     @property
     def frames(self) -> list[Frame]:
         return self.hit.frames if self.hit else []
 
-    def show(self, hit: Hit | None, caption: str, cwd: str | None) -> None:
-        """Show a hit's path with the most readable frame selected.
+    def show(self, hit: Hit | None, caption: str, cwd: str | None, stopped: bool = False) -> None:
+        """Show a hit's path with the most readable frame selected; ``stopped``: the target is
+        stopped here (a step, finish or interrupt): frame #0, the innermost, is selected, as gdb does.
 
         A hit that took the same path as the one shown (the common case while following a hot
         breakpoint) keeps the rows and the cursor; only the caption changes.
@@ -61,7 +74,33 @@ class CallPathTable(RowJumps, DataTable):
             self._retitle()
             return
         self._opened = set()
-        self._rebuild(select_frame=default_frame(self.frames))
+        frames = self.frames
+        self._rebuild(select_frame=(len(frames) - 1 if frames else None) if stopped else default_frame(frames))
+
+    def on_resize(self) -> None:
+        # The other columns before "where" take about 36 cells: the name comes before the place.
+        width = max(24, min(SHORT_NAME_WIDTH, self.size.width - 36))
+        if width != self.name_width:
+            self.name_width = width
+            if self.hit is not None:
+                self._rebuild(select_frame=self._anchor())
+        elif self._rows:
+            self.call_after_refresh(self.scroll_to_center_row, self.cursor_row)  # the height changed
+
+    def mark(self, text: str) -> None:
+        """Mark the frames that contain ``text`` and put the cursor on the innermost of them."""
+        needle = text.lower()
+        if needle == self.needle:
+            return
+        self.needle = needle
+        hits = [i for i, f in enumerate(self.frames) if self._matches(f)]
+        self._rebuild(select_frame=hits[-1] if hits else self._anchor())
+
+    def _matches(self, frame: Frame) -> bool:
+        if not self.needle:
+            return False
+        return any(self.needle in (text or "").lower() for text in (frame.function, frame.short, frame.file,
+                                                                      frame.library))
 
     def selected_frame_index(self) -> int | None:
         if not self._rows or not 0 <= self.cursor_row < len(self._rows):
@@ -85,7 +124,8 @@ class CallPathTable(RowJumps, DataTable):
     def _rebuild(self, select_frame: int | None) -> None:
         frames = self.frames
         self._rows = path_rows(frames, self.unfold_all, self._opened)
-        self.clear()
+        self.clear(columns=True)  # columns too: their widths only ever grow (d twice hid columns)
+        self._add_columns()
         for row in self._rows:
             self.add_row(*self._cells(row, frames), key=row.key)
         self._retitle()
@@ -98,14 +138,19 @@ class CallPathTable(RowJumps, DataTable):
 
     def _retitle(self) -> None:
         frames = self.frames
-        shown = sum(1 for r in self._rows if r.kind == "frame")
         title = "call path"
         if self.hit is not None:
             title += f" · {self.caption} · {len(frames)} frames"
-            if shown < len(frames):
-                title += f", {len(frames) - shown} folded (u)"
+            folded = folded_counts(self._rows)
+            if folded:
+                parts = ", ".join(f"{n} {kind}" for kind, n in folded.items())
+                title += f", {sum(folded.values())} folded ({parts}; u shows them)"
             if self.hit.truncated:
                 title += " · truncated"
+            if self.needle:
+                matched = [i for i, f in enumerate(frames) if self._matches(f)]
+                hidden = sum(1 for i in matched if not any(r.kind == "frame" and r.start == i for r in self._rows))
+                title += f" · {len(matched)} contain “{self.needle}”" + (f" ({hidden} folded)" if hidden else "")
         self.border_title = title
 
     def scroll_to_center_row(self, row: int) -> None:
@@ -116,9 +161,10 @@ class CallPathTable(RowJumps, DataTable):
     def _cells(self, row: PathRow, frames: list[Frame]) -> tuple:
         if row.kind == "fold":
             n = row.end - row.start
-            return (Text(row.fold or "", style="grey50"),
+            return ("", Text(row.fold or "", style="grey50"),
                     Text(f"⋯ {n} {row.fold} frame{'s' if n != 1 else ''} (enter opens)", style="grey50 italic"),
                     "", "", "")
+        hidden = Text(f"+{row.hidden}", style="grey50") if row.hidden else ""
         f = frames[row.start]
         layer = P.layer_of(f)
         key = P.dispatch_key_of(f)
@@ -127,7 +173,10 @@ class CallPathTable(RowJumps, DataTable):
             code = Text("called with " + (", ".join(f.keys) or "(empty)"), style="green", no_wrap=True)
         elif f.keyset_note:
             code = Text("key set not read: " + f.keyset_note, style="grey50 italic", no_wrap=True)
-        return (Text(layer, style=layer_style(layer)), frame_name(f, self.full_names),
+        name = frame_name(f, self.full_names, self.name_width)
+        if self._matches(f):
+            name.stylize("reverse")
+        return (hidden, Text(layer, style=layer_style(layer)), name,
                 Text(key, style="bold cyan") if key else "", frame_where(f, self.cwd, short=True), code)
 
     def _announce(self) -> None:
@@ -146,4 +195,7 @@ class CallPathTable(RowJumps, DataTable):
         row = self._rows[event.cursor_row]
         if row.kind == "fold":
             self._opened.add(row.start)
+            self._rebuild(select_frame=row.start)
+        elif row.hidden:  # the interpreter frames folded just above this one
+            self._opened.add(row.start - row.hidden)
             self._rebuild(select_frame=row.start)

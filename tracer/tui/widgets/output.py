@@ -1,19 +1,27 @@
 """The target's own stdout and stderr, kept apart from the screen (gdb gives the target a pty)."""
 from __future__ import annotations
 
+from collections import deque
+
 from rich.text import Text
 from textual.widgets import RichLog
 
 PARTIAL_LINE_WAIT = 0.3  # seconds a line without its end waits for the rest before it is shown
+MAX_LINES = 5000
 
 
 class OutputLog(RichLog):
-    """Lines are written whole; a partial line (a prompt, a progress bar) is shown after a short wait."""
+    """Lines are written whole; a partial line (a prompt, a progress bar) is shown after a short wait.
+
+    RichLog wraps a line once, at the width it had when written: the lines are kept, and wrapped
+    again when the width changes (a line wrapped at 160 columns lost its middle at 80)."""
 
     def __init__(self, **kwargs) -> None:
         # min_width: RichLog renders at least 78 columns wide by default, wider than this pane, so
         # long lines would run off its edge instead of wrapping.
-        super().__init__(max_lines=5000, min_width=20, wrap=True, markup=False, highlight=False, **kwargs)
+        super().__init__(max_lines=MAX_LINES, min_width=20, wrap=True, markup=False, highlight=False, **kwargs)
+        self._lines: deque[Text] = deque(maxlen=MAX_LINES)
+        self._wrapped_at = 0
         self._partial = ""
         self._timer = None
         self.border_title = "target output"
@@ -23,7 +31,7 @@ class OutputLog(RichLog):
         lines = data.split("\n")
         self._partial = lines.pop()
         for line in lines:
-            self.write(Text(line))
+            self._add(Text(line))
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
@@ -33,10 +41,25 @@ class OutputLog(RichLog):
     def _flush_partial(self) -> None:
         self._timer = None
         if self._partial:
-            self.write(Text(self._partial))
+            self._add(Text(self._partial))
             self._partial = ""
 
     def note(self, message: str, style: str = "yellow") -> None:
         """pttrace's own remarks (warnings), told apart from the target's output by their colour."""
         self._flush_partial()
-        self.write(Text(f"pttrace: {message}", style=style))
+        self._add(Text(f"pttrace: {message}", style=style))
+
+    def _add(self, line: Text) -> None:
+        self._lines.append(line)
+        self.write(line)
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        width = self.scrollable_content_region.width
+        if width and width != self._wrapped_at:
+            first = not self._wrapped_at
+            self._wrapped_at = width
+            if not first:
+                self.clear()
+                for line in self._lines:
+                    self.write(line)

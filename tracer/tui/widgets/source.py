@@ -98,8 +98,9 @@ def _github_link(frame: Frame, session_info) -> str | None:
         return None
 
 
-class SourcePane(Static):
-    """Shows a window of the file fitted to the pane, the frame's line in the middle."""
+class SourcePane(Static, can_focus=True):
+    """Shows a window of the file fitted to the pane, the frame's line in the middle (focusable, so
+    that z can maximize it)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(Text("the source of the frame selected in the call path shows here",

@@ -11,29 +11,45 @@ _TARGET_STYLE = {"running": "bold green", "stopped": "bold yellow", "starting": 
 
 
 class StatusLine(Static):
+    """Labelled parts (``target running  │  pid 42``) when the width holds them, else the bare
+    values: the session's name must stay on screen at 80 columns."""
+
     def render_state(self, state: TraceState, session_name: str | None) -> None:
-        t = Text(no_wrap=True, overflow="ellipsis")
-
-        def part(label: str, value: str, style: str = "bold") -> None:
-            if t:
-                t.append("  │  ", style="grey42")
-            t.append(f"{label} ", style="grey62")
-            t.append(value, style=style)
-
+        self._last = (state, session_name)
+        parts: list[tuple[str, str, str]] = []
         target = state.target
         if state.status and state.live:
             target = f"{target} ({state.status})"
         elif state.status:
             target = f"recorded, {state.status}"
-        part("target", target, _TARGET_STYLE.get(state.target, "bold"))
-        part("pid", str(state.pid) if state.pid else "–")
-        part("hits", f"{len(state.hits):,}")
+        if state.target == "stopped" and state.stop_reason and not state.status:
+            target = f"stopped: {state.stop_reason}"
+        parts.append(("target", target, _TARGET_STYLE.get(state.target, "bold")))
+        if state.pid:
+            parts.append(("pid", str(state.pid), "bold"))
+        parts.append(("hits", f"{len(state.hits):,}", "bold"))
         if state.live:
-            part("gdb", state.gdb, "bold red" if state.error else ("yellow" if state.gdb.startswith("busy")
-                                                                    else "bold"))
-            part("mode", state.mode, "bold magenta" if state.mode == "stop" else "bold")
+            parts.append(("gdb", state.gdb, "bold red" if state.error else ("yellow" if state.gdb.startswith("busy")
+                                                                            else "bold")))
+            parts.append(("mode", state.mode, "bold magenta" if state.mode == "stop" else "bold"))
         if session_name:
-            part("session", session_name, "")
+            parts.append(("session", session_name, ""))
         if state.error:
-            part("error", state.error, "bold red")
+            parts.append(("error", state.error, "bold red"))
+        width = self.size.width - 2 if self.size.width else 200
+        labelled = sum(len(label) + 1 + len(value) for label, value, _ in parts) + 5 * (len(parts) - 1)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for label, value, style in parts:
+            if t:
+                t.append("  │  " if labelled <= width else " · ", style="grey42")
+            if labelled <= width or label in ("pid", "gdb"):
+                t.append(f"{label} ", style="grey62")
+            if label == "hits" and labelled > width:
+                value += " hit" if value == "1" else " hits"
+            t.append(value, style=style)
         self.update(t)
+
+    def on_resize(self) -> None:
+        last = getattr(self, "_last", None)
+        if last is not None:
+            self.render_state(*last)
