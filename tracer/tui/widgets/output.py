@@ -19,7 +19,7 @@ class OutputLog(RichLog):
     def __init__(self, **kwargs) -> None:
         # min_width: RichLog renders at least 78 columns wide by default, wider than this pane, so
         # long lines would run off its edge instead of wrapping.
-        super().__init__(max_lines=MAX_LINES, min_width=20, wrap=True, markup=False, highlight=False, **kwargs)
+        super().__init__(max_lines=MAX_LINES, min_width=8, wrap=True, markup=False, highlight=False, **kwargs)
         self._lines: deque[Text] = deque(maxlen=MAX_LINES)
         self._wrapped_at = 0
         self._partial = ""
