@@ -140,7 +140,7 @@ def set_round(tmp: Path, items: dict) -> dict:
 
 def run_round(tmp: Path, items: dict) -> dict:
     from tracer import storage
-    from tracer.engine import Engine, TraceConfig
+    from tracer.recorder import Recorder, TraceConfig
 
     target = tmp / "import_torch.py"
     target.write_text("import torch\n")
@@ -155,7 +155,7 @@ def run_round(tmp: Path, items: dict) -> dict:
         config = TraceConfig(python=PY, script=str(target), session_dir=sessions, forward_output=False,
                              max_depth=8, dispatch_keys=items["key_table"], **kw)
         t = time.perf_counter()
-        engine = Engine(config)
+        engine = Recorder(config)
         engine.start()
         status = engine.run()
         out[name] = time.perf_counter() - t

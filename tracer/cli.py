@@ -9,8 +9,8 @@ from tracer import __version__
 from tracer.errors import PttraceError
 
 # Each subcommand lives in tracer/commands/<module>.py with ``add_parser(subparsers)`` that sets
-# ``func=run`` on its parser, and ``run(args) -> int``. Modules are imported only when needed? No:
-# argparse needs every parser up front, so each module keeps its imports light (heavy ones inside run).
+# ``func=run`` on its parser, and ``run(args) -> int``. argparse needs every parser up front, so each
+# module keeps its imports light (heavy ones inside run).
 COMMANDS = ["run", "attach", "where", "ops", "sessions", "show", "export", "diff", "view"]
 
 
@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pttrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tracer.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"tracer.commands.{name}":
-                continue  # not written yet
-            raise
-        module.add_parser(sub)
+        importlib.import_module(f"tracer.commands.{name}").add_parser(sub)
     return parser
 
 

@@ -14,8 +14,6 @@ from tracer.records import SCHEMA
 LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")
 
-STATUSES = ("running", "completed", "interrupted", "target-crashed", "gdb-died", "detached")
-
 
 @lru_cache(maxsize=None)
 def _field_names(cls) -> frozenset[str]:

@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tracer import native_functions
+from tracer import native_functions, settings
 from tracer.classify import classify, short_name, target_of
 from tracer.errors import UsageError
 from tracer.storage import decode_keyset
@@ -48,22 +48,6 @@ ROLES = (
     "kernel wrapper", "direct call", "meta function", "structured kernel", "native function", "native kernel",
     "backward node",
 )
-ROLE_NOTES = {
-    "entry": "dispatcher entry: computes the key set from the arguments, then calls the first kernel",
-    "redispatch": "dispatcher re-entry with a given DispatchKeySet (called by the kernel of a higher key)",
-    "autograd": "autograd kernel (VariableType): records the graph, then redispatches below autograd",
-    "ADInplaceOrView": "ADInplaceOrView kernel: version counters and views",
-    "functionalization": "functionalization kernel",
-    "tracer": "TorchScript tracer kernel (only while tracing)",
-    "adapter": "boxing/unboxing adapter around a kernel that exists only inlined",
-    "kernel wrapper": "kernel registered for a dispatch key",
-    "direct call": "static-dispatch entry (at::cpu::, at::meta::...), called directly by other kernels",
-    "meta function": "structured meta function: shape and dtype of the result",
-    "structured kernel": "structured kernel implementation",
-    "native function": "the at::native function a kernel wrapper calls (native_functions.yaml's dispatch entry)",
-    "native kernel": "at::native kernel",
-    "backward node": "autograd Node that runs this op's backward",
-}
 # Static-dispatch namespaces (at::cpu::sigmoid...) and the key their functions belong to.
 _STATIC_NAMESPACES = {
     "cpu": "CPU", "meta": "Meta", "compositeexplicitautograd": "CompositeExplicitAutograd",
@@ -163,8 +147,7 @@ class TorchFacts:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pttrace" / "ops"
+    return settings.cache_dir() / "ops"
 
 
 def _facts_key(python: str, libraries: list[str], pythonpath: str | None = None) -> str:

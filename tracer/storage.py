@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from tracer import records
+from tracer import records, settings
 from tracer.errors import SessionError
 from tracer.model import SCHEMA, Breakpoint, Hit, Session, SessionInfo
 from tracer.records import fill_frame, fill_key
@@ -238,7 +238,7 @@ def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
 
 
 def default_dir() -> Path:
-    return Path(os.environ.get("PTTRACE_SESSION_DIR", "sessions"))
+    return settings.current().session_dir
 
 
 def list_sessions(directory: Path) -> list[Path]:

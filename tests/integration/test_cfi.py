@@ -164,31 +164,32 @@ def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
     import sys
     import threading
 
-    from tracer.engine import Engine, TraceConfig
+    from tracer.recorder import Recorder, TraceConfig
+    from tracer.recorder.events import TargetStopped
 
-    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
+    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(HELLO),
                          session_dir=tmp_path, mode="stop", forward_output=False)
     stops = []
     stopped = threading.Event()
 
     def listener(ev):
-        if ev.kind == "stopped":
-            stops.append(ev.data)
+        if isinstance(ev, TargetStopped):
+            stops.append(ev)
             stopped.set()
 
-    engine = Engine(config, listener)
+    engine = Recorder(config, listener)
     engine.start()
     runner = threading.Thread(target=engine.run, daemon=True)
     runner.start()
     try:
         assert stopped.wait(120), "no stop at wrapper_CPU_sigmoid"
-        assert engine._cfi_libs, "libtorch_cpu.so was not given to gdb as unwind tables"
-        snap = engine.snapshot()
+        assert engine.policy.cfi_libs, "libtorch_cpu.so was not given to gdb as unwind tables"
+        snap = engine.control.snapshot()
         assert snap.frames[-1].short == "at::wrapper_CPU_sigmoid" and snap.frames[-1].layer == "kernel"
-        engine.add_breakpoint("sigmoid_backward")  # gdb resolves it: our index does not, exactly (global names)
-        assert not engine._cfi_libs
-        engine.set_mode("record")
-        engine.resume()
+        engine.control.add_breakpoint("sigmoid_backward")  # gdb resolves it: our index does not, exactly
+        assert not engine.policy.cfi_libs
+        engine.control.set_mode("record")
+        engine.control.resume()
         runner.join(180)
     finally:
         if runner.is_alive():

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import HELLO, ROOT, alive
 from tests.tui.support import run_pilot, wait_until
-from tracer.engine import TraceConfig
+from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.screens import ConfirmQuit
 from tracer.tui.sources import LiveSource

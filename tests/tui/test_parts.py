@@ -7,7 +7,7 @@ from tracer.model import Breakpoint, Frame, Location
 from tracer.tui import source_files as SF
 from tracer.tui.app import Inbox
 from tracer.tui.folding import default_frame, fold_runs, path_rows
-from tracer.engine import TraceConfig
+from tracer.recorder import TraceConfig
 from tracer.tui.sources import LiveSource, SourceEvent, breakpoint_from_mi, breakpoint_names
 from tracer.tui.state import TraceState
 
@@ -135,7 +135,7 @@ def test_a_mode_chosen_before_gdb_is_up_is_the_one_the_run_starts_in(tmp_path):
     config = TraceConfig(breakpoints=["initModule"], script="x.py", session_dir=tmp_path)
     source = LiveSource(config, engine_factory=lambda *a: None)
     source.set_mode("stop")  # no engine yet: nothing to ask, nothing raised
-    assert config.mode == "stop" and source._early_mode == "stop"
+    assert source.config.mode == "stop" and source._early_mode == "stop"
 
 
 def test_a_long_short_name_is_cut_in_its_middle():

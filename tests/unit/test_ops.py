@@ -352,24 +352,22 @@ def test_run_and_attach_take_op_and_layer():
     assert args.ops == ["mm"] and not args.backward
 
 
-def test_apply_trace_options(libraries):
-    from tracer.commands.ops import apply_trace_options
-    from tracer.engine import TraceConfig
+def test_trace_options(libraries):
+    from tracer.commands.ops import trace_options
+    from tracer.recorder import TraceConfig
 
-    config = TraceConfig(breakpoints=["initModule"], python=PY)
-    apply_trace_options(config, argparse.Namespace(ops=["sigmoid"], layers=["kernel", "kernel"], variants=False,
-                                                   backward=True), quiet=True)
-    assert config.layers == ["kernel"]
-    assert config.breakpoints == ["initModule"]  # --op adds to --break
+    fields = trace_options(argparse.Namespace(ops=["sigmoid"], layers=["kernel", "kernel"], variants=False,
+                                              backward=True), PY, None, quiet=True)
+    config = TraceConfig(breakpoints=("initModule",), python=PY, **fields)
+    assert config.layers == ("kernel",)
+    assert config.breakpoints == ("initModule",)  # --op adds to --break
     labels = {b["label"] for b in config.address_breakpoints}
     assert "op:sigmoid" in labels
     assert config.dispatch_keys and config.dispatch_keys["keys"]
     with pytest.raises(UsageError, match="not a layer"):
-        apply_trace_options(TraceConfig(breakpoints=[], python=PY),
-                            argparse.Namespace(ops=[], layers=["kernels"], variants=False, backward=True))
+        trace_options(argparse.Namespace(ops=[], layers=["kernels"], variants=False, backward=True), PY, None)
     with pytest.raises(UsageError, match="go with --op"):
-        apply_trace_options(TraceConfig(breakpoints=["f"], python=PY),
-                            argparse.Namespace(ops=[], layers=[], variants=True, backward=True))
+        trace_options(argparse.Namespace(ops=[], layers=[], variants=True, backward=True), PY, None)
 
 
 def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(tmp_path):
@@ -377,8 +375,7 @@ def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(
     import os
     import subprocess
 
-    from tracer.commands.ops import apply_trace_options
-    from tracer.engine import TraceConfig
+    from tracer.commands.ops import trace_options
 
     target = subprocess.Popen([PY, "-c", "import torch, sys; print('ready', flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -390,12 +387,11 @@ def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(
         assert any(lib.endswith("/torch/lib/libtorch_cpu.so") for lib in libs)
         assert os.path.isdir(os.path.join(site, "torch"))
         exe = os.path.realpath(f"/proc/{target.pid}/exe")
-        config = TraceConfig(breakpoints=[], python=exe, pid=target.pid)
-        apply_trace_options(config, argparse.Namespace(ops=["sigmoid"], layers=[], variants=False, backward=True),
-                            quiet=True)
+        fields = trace_options(argparse.Namespace(ops=["sigmoid"], layers=[], variants=False, backward=True),
+                               exe, target.pid, quiet=True)
         assert any(b["function"].startswith("at::(anonymous namespace)::wrapper_CPU_sigmoid(")
-                   for b in config.address_breakpoints)
-        assert config.dispatch_keys and config.dispatch_keys["torch_version"].startswith("2.13.0")
+                   for b in fields["address_breakpoints"])
+        assert fields["dispatch_keys"] and fields["dispatch_keys"]["torch_version"].startswith("2.13.0")
     finally:
         target.stdin.close()
         target.wait(timeout=30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tracer.engine import python_gdb_helper
+from tracer.recorder.launch import python_gdb_helper
 
 
 def test_distribution_helper_under_gdbs_auto_load_directory(tmp_path):

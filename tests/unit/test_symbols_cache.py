@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tracer.settings import cache_dir
 from tracer.symbols import cache
 from tracer.symbols.cache import FileKey
 
@@ -19,7 +20,7 @@ KEY = FileKey("/lib/libx.so", 1234, 99, "ab12cd")
 
 
 def test_cache_lives_under_xdg_cache_home(xdg):
-    assert cache.cache_root() == xdg / "pttrace"
+    assert cache_dir() == xdg / "pttrace"
     cache.write(KEY, "names", {"a": 1})
     assert list((xdg / "pttrace" / "index").iterdir())
 
@@ -27,7 +28,7 @@ def test_cache_lives_under_xdg_cache_home(xdg):
 def test_cache_defaults_to_home_dot_cache(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert cache.cache_root() == tmp_path / ".cache" / "pttrace"
+    assert cache_dir() == tmp_path / ".cache" / "pttrace"
 
 
 def test_round_trip(xdg):

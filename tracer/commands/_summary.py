@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracer.errors import PttraceError
 from tracer.export.paths import frame_location, visible_frames
 from tracer.model import Breakpoint, Session
 
@@ -25,14 +26,12 @@ LAYER_STYLE = {
 
 
 def _suggest(spec: str, session: Session) -> list[str]:
-    try:
-        from tracer.symbols import suggest, torch_libraries
-    except ImportError:
-        return []
+    from tracer.symbols import suggest, torch_libraries
+
     try:
         libs = torch_libraries(session.info.argv[0]) if session.info.argv else []
         return suggest(spec, libs, limit=5)
-    except Exception:
+    except (PttraceError, OSError):
         return []
 
 

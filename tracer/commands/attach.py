@@ -90,8 +90,9 @@ def _looks_like_python(pid: int, exe: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.commands.run import trace
-    from tracer.engine import TraceConfig
+    from tracer.commands.ops import trace_options
+    from tracer.commands.run import settings_from, trace, trace_mode
+    from tracer.recorder import TraceConfig
 
     try:
         pid = int(args.pid)
@@ -103,17 +104,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--duration must be a positive number of seconds.")
     exe = check_target(pid, force=args.force)
     python = exe if exe and os.path.exists(exe) else args.python
+    settings = settings_from(args)
     config = TraceConfig(
-        breakpoints=args.breakpoints,
+        breakpoints=tuple(args.breakpoints),
         python=python,
         pid=pid,
-        session_dir=args.session_dir,
+        session_dir=settings.session_dir,
         max_hits=args.max_hits,
         timeout=args.duration,
         max_depth=args.max_depth,
-        force=args.force,
+        mode=trace_mode(args),
+        settings=settings,
+        **trace_options(args, python, pid, quiet=args.quiet),
     )
-    from tracer.commands.ops import apply_trace_options
-
-    apply_trace_options(config, args, quiet=args.quiet)
     return trace(config, args)

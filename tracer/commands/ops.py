@@ -4,7 +4,7 @@ The functions come from the libraries' symbol tables (``tracer.ops``), grouped b
 key; the dispatch table is what the target interpreter's torch says (``torch._C._dispatch_dump_table``),
 so a reader sees both what is registered for each key and which symbols exist for it.
 
-Also here: the ``--op``/``--layer`` options of ``run`` and ``attach`` (``apply_trace_options``) and the
+Also here: the ``--op``/``--layer`` options of ``run`` and ``attach`` (``trace_options``) and the
 operator-hop table printed after a batch run (``print_op_hops``).
 """
 from __future__ import annotations
@@ -55,29 +55,29 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------------------------------------------
 # run / attach
 # ---------------------------------------------------------------------------------------------------
-def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -> None:
-    """Fill ``config.layers``, ``config.address_breakpoints`` (``--op``) and ``config.dispatch_keys``."""
+def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet: bool = False) -> dict:
+    """The ``TraceConfig`` fields these options give: ``layers``, ``address_breakpoints`` (``--op``),
+    ``dispatch_keys`` or ``dispatch_keys_later``."""
     from tracer.model import LAYERS
 
     layers = list(getattr(args, "layers", None) or [])
     bad = [x for x in layers if x not in LAYERS]
     if bad:
         raise UsageError(f"--layer {bad[0]!r} is not a layer; choose from {', '.join(LAYERS)}.")
-    config.layers = list(dict.fromkeys(layers))
+    fields: dict = {"layers": tuple(dict.fromkeys(layers))}
     specs = list(getattr(args, "ops", None) or [])
     variants = bool(getattr(args, "variants", False))
     backward = bool(getattr(args, "backward", True))
     if not specs and (variants or not backward):
         raise UsageError("--variants and --no-backward go with --op NAME.")
-    python = config.python
     # An attached process may run a virtual environment's Python, whose executable is the base
     # interpreter: find its torch from what it has mapped, and import that torch for the facts.
-    attached = _torch_of_pid(config.pid) if getattr(config, "pid", None) else None
+    attached = _torch_of_pid(pid) if pid else None
     pythonpath = attached[1] if attached else None
     if not specs:
         # Only for decoding recorded key sets, when a session is read: asked while gdb starts.
-        config.dispatch_keys_later = _in_background(_key_table_quietly, python, attached)
-        return
+        fields["dispatch_keys_later"] = _in_background(_key_table_quietly, python, attached)
+        return fields
     import time
 
     from tracer import ops, symbols
@@ -86,14 +86,18 @@ def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -
     libraries = attached[0] if attached else symbols.torch_libraries(python)
     facts = ops.torch_facts(python, libraries, pythonpath=pythonpath)
     results = ops.resolve_ops(specs, libraries, facts, variants=variants, backward=backward)
+    address_breakpoints: list[dict] = []
+    notes: list[str] = []
     for res in results:
         if not res.functions:
             raise UsageError(f"--op {res.request}: no function of " +
                              ", ".join("aten::" + r.aten for r in res.ops) + " in torch's libraries.",
                              hint=f"`pttrace ops {res.request}` shows what is registered for it.")
-        config.address_breakpoints.extend(res.address_breakpoints())
-        config.notes.extend(res.composite_notes())
-    config.dispatch_keys = facts.key_table if facts is not None else None
+        address_breakpoints.extend(res.address_breakpoints())
+        notes.extend(res.composite_notes())
+    fields["address_breakpoints"] = tuple(address_breakpoints)
+    fields["notes"] = tuple(notes)
+    fields["dispatch_keys"] = facts.key_table if facts is not None else None
     if not quiet:
         took = time.perf_counter() - t0
         for res in results:
@@ -104,6 +108,7 @@ def apply_trace_options(config, args: argparse.Namespace, quiet: bool = False) -
             print("pttrace: could not ask the interpreter's torch for its operators and key numbering; "
                   "overloads are taken as given and key sets will not be decoded", file=sys.stderr)
         print(f"pttrace: resolved in {took:.1f} s", file=sys.stderr)
+    return fields
 
 
 def _in_background(fn, *args):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from pathlib import Path
@@ -18,8 +17,8 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-hits", type=int, default=0, metavar="N", help="stop after N recorded hits")
     p.add_argument("--max-depth", type=int, default=256, metavar="N",
                    help="record at most N frames per hit, innermost first (default 256)")
-    p.add_argument("--session-dir", type=Path, default=Path(os.environ.get("PTTRACE_SESSION_DIR", "sessions")),
-                   metavar="DIR", help="where sessions are written (default: sessions/)")
+    p.add_argument("--session-dir", type=Path, default=None, metavar="DIR",
+                   help="where sessions are written (default: $PTTRACE_SESSION_DIR, else sessions/)")
     p.add_argument("--batch", action="store_true", help="record headless and print a summary (no TUI)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
     p.add_argument("--stop", action="store_true",
@@ -27,6 +26,37 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     from tracer.commands.ops import add_trace_options
 
     add_trace_options(p)  # --op NAME[.OVERLOAD], --variants, --no-backward, --layer LAYER
+    g = p.add_argument_group("gdb and symbols (each also has a PTTRACE_* variable, see the README)")
+    g.add_argument("--gdb", default=None, metavar="PATH", help="the gdb to run (default: gdb on PATH, $PTTRACE_GDB)")
+    g.add_argument("--all-symbols", action="store_const", const=True, default=None,
+                   help="let gdb read every library's symbols, as plain gdb does (slow with libtorch)")
+    g.add_argument("--no-cfi", dest="cfi", action="store_const", const=False, default=None,
+                   help="give gdb the symbols of the libraries a breakpoint needs, no unwind-table copies")
+    g.add_argument("--cfi-lib", dest="cfi_libs", action="append", default=None, metavar="NAME",
+                   help="also give gdb this library (a basename) as unwind tables only, whatever its size")
+    g.add_argument("--break-by-name", action="store_const", const=True, default=None,
+                   help="let gdb resolve every --break by name (none set by address from pttrace's index)")
+    g.add_argument("--debug-dir", dest="debug_dirs", action="append", default=None, metavar="DIR",
+                   help="a root of separate debug files, searched before /usr/lib/debug; repeat for more")
+    g.add_argument("--verbose", "-v", action="store_const", const=True, default=None,
+                   help="log what pttrace asks gdb and why the target stops, on stderr")
+    g.add_argument("--log", dest="log_file", type=Path, default=None, metavar="FILE",
+                   help="write that log to FILE (whether or not --verbose is given)")
+
+
+def settings_from(args: argparse.Namespace):
+    """The settings of this run: the environment's, the flags over them; installed for every module."""
+    from tracer import settings
+    from tracer.logs import configure_logging
+
+    s = settings.Settings.from_environment(
+        gdb=args.gdb, session_dir=args.session_dir, all_symbols=args.all_symbols, cfi=args.cfi,
+        cfi_libs=tuple(args.cfi_libs) if args.cfi_libs else None, break_by_name=args.break_by_name,
+        debug_dirs=tuple(args.debug_dirs) if args.debug_dirs else None, verbose=args.verbose,
+        log_file=args.log_file)
+    settings.install(s)
+    configure_logging(s.verbose, s.log_file)
+    return s
 
 
 def add_parser(sub) -> None:
@@ -42,7 +72,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.engine import TraceConfig
+    from tracer.commands.ops import trace_options
+    from tracer.recorder import TraceConfig
 
     if args.max_hits < 0:
         raise UsageError("--max-hits must be 0 (no limit) or more.")
@@ -54,45 +85,51 @@ def run(args: argparse.Namespace) -> int:
     if not target:
         raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
     script, script_args = target[0], target[1:]
+    settings = settings_from(args)
     config = TraceConfig(
-        breakpoints=args.breakpoints,
+        breakpoints=tuple(args.breakpoints),
         python=args.python,
         script=script,
-        script_args=script_args,
-        session_dir=args.session_dir,
+        script_args=tuple(script_args),
+        session_dir=settings.session_dir,
         max_hits=args.max_hits,
         timeout=args.timeout,
         max_depth=args.max_depth,
+        mode=trace_mode(args),
+        settings=settings,
+        **trace_options(args, args.python, None, quiet=args.quiet),
     )
-    from tracer.commands.ops import apply_trace_options
-
-    apply_trace_options(config, args, quiet=args.quiet)
     return trace(config, args)
+
+
+def trace_mode(args: argparse.Namespace) -> str:
+    """"stop" with ``--stop`` (which needs the TUI), else "record"."""
+    if not args.stop:
+        return "record"
+    if not interactive(args):
+        raise UsageError("--stop needs the TUI: run it in a terminal, without --batch "
+                         "(headless runs record every hit and never stop).")
+    return "stop"
+
+
+def interactive(args: argparse.Namespace) -> bool:
+    return not args.batch and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def trace(config, args: argparse.Namespace) -> int:
     """Shared by run and attach: the TUI on a terminal, otherwise headless with a summary."""
-    interactive = not args.batch and sys.stdin.isatty() and sys.stdout.isatty()
-    if args.stop:
-        if not interactive:
-            raise UsageError("--stop needs the TUI: run it in a terminal, without --batch "
-                             "(headless runs record every hit and never stop).")
-        config.mode = "stop"
-    if interactive:
-        try:
-            from tracer.tui.app import run_live  # noqa: F401  (the TUI is optional until it exists)
-        except ImportError:
-            pass
-        else:
-            return run_live(config)
+    if interactive(args):
+        from tracer.tui.app import run_live
+
+        return run_live(config)
     return run_batch(config, quiet=args.quiet)
 
 
 def run_batch(config, quiet: bool = False) -> int:
     from tracer.commands._summary import print_summary
-    from tracer.engine import Engine
+    from tracer.recorder import Recorder
 
-    engine = Engine(config)
+    engine = Recorder(config)
 
     def on_signal(signum, frame):
         if engine.finished:

@@ -16,14 +16,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.settings import cache_dir
+
 FORMAT = 4  # bump when any payload changes in layout or in meaning (e.g. the matching rules)
 _MAGIC = b"PTTRACE\x00"
 _HEADER = struct.Struct("<8sII16sQ")  # magic, format, payload crc32, kind, payload length
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pttrace"
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ class FileKey:
 
 
 def entry_path(key: FileKey, kind: str, extra: str = "") -> Path:
-    return cache_root() / "index" / f"{key.digest}{extra}.{kind}"
+    return cache_dir() / "index" / f"{key.digest}{extra}.{kind}"
 
 
 def read(key: FileKey, kind: str, extra: str = ""):

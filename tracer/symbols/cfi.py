@@ -19,6 +19,7 @@ import os
 import struct
 from pathlib import Path
 
+from tracer import settings
 from tracer.errors import SymbolError
 
 EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -107,7 +108,7 @@ def write_cfi_only(data, out: str) -> int:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pttrace" / "cfi"
+    return settings.cache_dir() / "cfi"
 
 
 def cfi_copy(library: str) -> str:

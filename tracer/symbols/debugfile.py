@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import zlib
 
+from tracer import settings
 from tracer.errors import SymbolError
 
 from .elffile import ElfFile
@@ -12,8 +13,7 @@ from .elffile import ElfFile
 
 def debug_dirs() -> list[str]:
     """Where separate debug files live: ``$PTTRACE_DEBUG_DIRS`` (':'-separated) then /usr/lib/debug."""
-    extra = [d for d in os.environ.get("PTTRACE_DEBUG_DIRS", "").split(os.pathsep) if d]
-    return extra + ["/usr/lib/debug"]
+    return [*settings.current().debug_dirs, "/usr/lib/debug"]
 
 
 def _file_crc(path: str) -> int:

@@ -476,11 +476,8 @@ class PttraceApp(App[int]):
 
     @work(thread=True, group="export", exit_on_error=False)
     def _export_worker(self, path: Path) -> None:
-        try:
-            from tracer.export.markdown import render
-        except ImportError:
-            self.post_message(ExportWritten(None, error="markdown export is not available in this pttrace"))
-            return
+        from tracer.export.markdown import render
+
         try:
             session = self.source.load_session()
             write_atomically(path, render(session))

@@ -20,6 +20,7 @@ Event kinds (``data`` in brackets):
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -203,13 +204,34 @@ class SessionSource(EventSource):
 
 
 def _engine_class():
-    from tracer.engine import Engine  # imported when a live run starts: `pttrace view` needs no gdb layer
+    from tracer.recorder import Recorder  # imported when a live run starts: `pttrace view` needs no gdb layer
 
-    return Engine
+    return Recorder
+
+
+def _source_event(ev) -> SourceEvent | None:
+    """The recorder's typed event as the app's (kind, data); None for gdb's breakpoint news."""
+    from tracer.recorder import events as rec
+
+    if isinstance(ev, rec.TargetOutput):
+        return SourceEvent("output", ev.text)
+    if isinstance(ev, rec.HitRecorded):
+        return SourceEvent("hit", ev.hit)
+    if isinstance(ev, rec.BreakpointRecorded):
+        return SourceEvent("breakpoint", ev.breakpoint)
+    if isinstance(ev, rec.TargetStateChanged):
+        return SourceEvent("state", ev.state)
+    if isinstance(ev, rec.TargetStopped):
+        return SourceEvent("stopped", {"reason": ev.reason, "thread-id": ev.thread_id, "signal-name": ev.signal})
+    if isinstance(ev, rec.WarningRaised):
+        return SourceEvent("warning", ev.message)
+    if isinstance(ev, rec.RecorderFinished):
+        return SourceEvent("finished", ev.status)
+    return None
 
 
 class LiveSource(EventSource):
-    """A run or attach recorded by ``tracer.engine.Engine``, controlled from the TUI."""
+    """A run or attach recorded by ``tracer.recorder.Recorder``, controlled from the TUI."""
 
     live = True
 
@@ -232,22 +254,27 @@ class LiveSource(EventSource):
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
-        if ev.kind == "stopped":
-            self._stops += 1
+        from tracer.recorder.events import GdbBreakpointChanged
+
         pid = getattr(self.engine, "target_pid", None)
         if pid and pid != self._pid:
             self._pid = pid
             self._emit(SourceEvent("pid", pid))
-        if ev.kind == "breakpoints":
+        if isinstance(ev, GdbBreakpointChanged):
             # gdb's own news (a pending breakpoint resolved as its library loaded); the agent's
             # "breakpoint" records say more but come only when it dumps them.
-            bp = breakpoint_from_mi(ev.data)
+            bp = breakpoint_from_mi(dict(ev.payload))
             if bp is not None:
                 self._emit(SourceEvent("breakpoint-gdb", bp))
             return
-        if ev.kind == "finished":
-            self.status = ev.data
-        self._emit(SourceEvent(ev.kind, ev.data))
+        event = _source_event(ev)
+        if event is None:
+            return
+        if event.kind == "stopped":
+            self._stops += 1
+        if event.kind == "finished":
+            self.status = event.data
+        self._emit(event)
 
     def run(self, emit: Emit) -> None:
         self._emit = emit
@@ -266,7 +293,7 @@ class LiveSource(EventSource):
                 if self._early_mode is not None:
                     # Chosen while gdb started; the agent may have been set up before: tell it now,
                     # before the target runs, so that even the first hit stops.
-                    self.engine.set_mode(self._early_mode)
+                    self.engine.control.set_mode(self._early_mode)
             if self.engine.info is not None:
                 emit(SourceEvent("session", self.engine.info))
             if self.engine.target_pid:
@@ -323,18 +350,19 @@ class LiveSource(EventSource):
 
     # --- control ------------------------------------------------------------------------------
     def _engine(self):
+        """The recorder's controller, once gdb is up and while the run lasts."""
         if self.engine is None or getattr(self.engine, "mi", None) is None:
             raise NotStopped("gdb is still starting.")
         if self.finished:
             raise NotLive("the run has ended: there is no target any more.")
-        return self.engine
+        return self.engine.control
 
     def set_mode(self, mode: str) -> None:
         """Also while gdb is starting: the run then begins in that mode (a hit during
         ``import torch`` comes too early for a key pressed once the target runs)."""
         with self._lock:
             if not self._started and not self.finished:
-                self.config.mode = mode
+                self.config = dataclasses.replace(self.config, mode=mode)
                 self._early_mode = mode
                 return
             self._engine().set_mode(mode)
@@ -374,7 +402,7 @@ class LiveSource(EventSource):
         A stop is known from a "stopped" event, or from a snapshot that succeeds: gdb refuses to
         read the frames of a running thread, so a snapshot that answers means the target stopped.
         """
-        engine = self.engine
+        engine = self.engine.control
         deadline = time.monotonic() + timeout
         delay = 0.02
         while time.monotonic() < deadline and not self.finished:

@@ -46,6 +46,8 @@ def _setup(arg: str) -> None:
     STATE.max_depth = int(cfg.get("max_depth") or 256)
     STATE.hits = int(cfg.get("first_seq") or 0)
     STATE.layers = set(cfg.get("layers") or [])
+    STATS.enabled = bool(cfg.get("stack_reuse", True))
+    STATS.path = cfg.get("stack_reuse_stats") or None
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)

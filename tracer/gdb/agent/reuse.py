@@ -8,7 +8,6 @@ thread's state (``python_frames.FRAMES.thread_groups``), one group per eval fram
 from __future__ import annotations
 
 import json
-import os
 from typing import NamedTuple
 
 EVAL = object()  # a walk's place for the Python frames of one eval frame
@@ -63,12 +62,13 @@ def assemble(walk: Walk, groups) -> list:
 
 
 class ReuseStats:
-    """How often walks were reused; ``PTTRACE_NO_STACK_REUSE=1`` turns reuse off (the reference for
-    tests), ``PTTRACE_STACK_REUSE_STATS=FILE`` writes the counters after each hit (tests)."""
+    """How often walks were reused. ``pttrace-setup`` may turn reuse off (``stack_reuse``, from
+    ``$PTTRACE_NO_STACK_REUSE``: the reference for tests) and name a file the counters are written to
+    after each hit (``stack_reuse_stats``, from ``$PTTRACE_STACK_REUSE_STATS``; tests)."""
 
     def __init__(self) -> None:
-        self.enabled = os.environ.get("PTTRACE_NO_STACK_REUSE") != "1"
-        self.path = os.environ.get("PTTRACE_STACK_REUSE_STATS") or None
+        self.enabled = True
+        self.path: str | None = None
         self.reused = 0  # hits recorded from a cached walk
         self.walked = 0  # hits walked with gdb (the first of a stack, or a failed check)
         self.rejected = 0  # cached walks found stale at a hit

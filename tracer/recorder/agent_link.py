@@ -1,0 +1,104 @@
+"""The agent's gdb commands (``pttrace-*``, defined in tracer/gdb/agent.py), as calls with typed answers.
+
+Everything the recorder asks of the agent goes through here, so a failure is one named exception,
+``AgentError`` (or ``GdbDied`` when gdb itself is gone), never an empty answer taken for "nothing
+to report".
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracer.errors import PttraceError
+from tracer.gdb.mi import GdbCommandError, MiConnection, MiResult
+
+AGENT_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+class AgentError(PttraceError):
+    """The agent inside gdb did not answer, or answered something we cannot read."""
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    hits: int
+    mode: str
+    need_libs: tuple[str, ...] = ()
+    """Libraries a deferred hit's stack passed through without symbols: load them, then ``rerecord``."""
+    stop: bool = False
+    """The agent wants the target to stay stopped (stop mode, or the last of ``max_hits``)."""
+    write_error: str | None = None
+    stack_reuse: dict = field(default_factory=dict)
+
+
+class AgentLink:
+    def __init__(self, mi: MiConnection):
+        self.mi = mi
+
+    def _ask(self, command: str, timeout: float = 30.0) -> MiResult:
+        try:
+            return self.mi.console(command, timeout=timeout, check=False)
+        except GdbCommandError as exc:  # a timeout; GdbDied (gdb is gone) goes to the caller as it is
+            raise AgentError(f"`{command.split()[0]}` got no answer: {exc.message}") from exc
+
+    def load(self) -> None:
+        """Import the agent into gdb's Python (it defines the ``pttrace-*`` commands)."""
+        self.mi.console(f"python import sys; sys.path.insert(0, {AGENT_PACKAGE_PARENT!r}); import tracer.gdb.agent")
+
+    def setup(self, config_path: Path) -> None:
+        self.mi.console(f"pttrace-setup {config_path}")
+
+    def status(self) -> AgentStatus:
+        res = self._ask("pttrace-status", timeout=10)
+        text = "".join(res.console).strip()
+        try:
+            data = json.loads(text.splitlines()[-1])
+            return AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
+                               need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
+                               write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {})
+        except (ValueError, IndexError, KeyError, TypeError):
+            raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
+
+    def add_breakpoint(self, spec: str) -> str | None:
+        """gdb's reason for refusing the breakpoint, or None."""
+        res = self._ask(f"pttrace-break {spec}")
+        if res.error:
+            return res.error.replace("Error occurred in Python: ", "").strip().rstrip(".")
+        return None
+
+    def delete_breakpoint(self, spec: str) -> None:
+        self._ask(f"pttrace-delete {spec}")
+
+    def dump_breakpoints(self, timeout: float = 30.0) -> None:
+        """Append the breakpoints with their resolved locations to the session."""
+        self._ask("pttrace-dump", timeout=timeout)
+
+    def set_mode(self, mode: str) -> None:
+        res = self._ask(f"pttrace-mode {mode}")
+        if res.error:
+            raise AgentError(f"the agent refused mode {mode!r}: {res.error}")
+
+    def record_stop(self, signal: str) -> None:
+        self._ask(f"pttrace-record-stop {signal}")
+
+    def rerecord(self) -> None:
+        self._ask("pttrace-rerecord", timeout=60)
+
+    def snapshot(self) -> dict | None:
+        """The selected thread's call path ({thread, frames, truncated}), or None when it cannot be read
+        (the target is running)."""
+        res = self._ask("pttrace-snapshot")
+        try:
+            data = json.loads("".join(res.console).strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def cfi_add(self, library: str, copy: str) -> str | None:
+        """Give gdb the library's CFI-only copy; gdb's reason for refusing it, or None."""
+        res = self._ask("pttrace-cfi-add " + json.dumps({"library": library, "copy": copy}), timeout=60)
+        return res.error.strip() if res.error else None
+
+    def cfi_drop(self, library: str) -> None:
+        self._ask(f"pttrace-cfi-drop {library}")

@@ -1,0 +1,62 @@
+"""What one recording is asked to do: built by the ``run``/``attach`` command, then never changed."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracer.settings import Settings
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    breakpoints: tuple[str, ...]
+    """``--break`` specs: function names (resolved by our index where it can, else by gdb), FILE:LINE, *ADDR."""
+
+    python: str = sys.executable
+    """The interpreter to launch (or the attached process's executable)."""
+
+    script: str | None = None
+    """The script a run launches; None when attaching."""
+
+    script_args: tuple[str, ...] = ()
+    pid: int | None = None
+    """The process to attach to; None for a run."""
+
+    session_dir: Path = Path("sessions")
+    max_hits: int = 0
+    """End the run after this many recorded hits (0: no limit)."""
+
+    timeout: float | None = None
+    """End the run (``--timeout``) or detach (``--duration``) after this many seconds."""
+
+    max_depth: int = 256
+    mode: str = "record"
+    """The mode the run starts in: "record" records and continues, "stop" stops at each hit."""
+
+    forward_output: bool = True
+    """Copy the launched target's terminal output to pttrace's stdout (batch mode)."""
+
+    cwd: str | None = None
+    live: bool = False
+    """Send ``HitRecorded`` events as hits are written (for the TUI)."""
+
+    layers: tuple[str, ...] = ()
+    """Record only hits whose innermost frame is in one of these layers."""
+
+    address_breakpoints: tuple[dict, ...] = ()
+    """Breakpoints our symbol index resolved (``--op``): {label, library, offset, function[, plt]}."""
+
+    dispatch_keys: dict | None = None
+    """The target torch's DispatchKeySet numbering (``tracer.ops.key_table``), written into the session
+    so that the raw key sets the agent records can be decoded when it is read."""
+
+    dispatch_keys_later: Any = None
+    """Or the same table still being computed (a concurrent.futures.Future: asking the target's torch
+    takes ~1.3 s the first time): written into the session when it comes, before the end at the latest."""
+
+    notes: tuple[str, ...] = ()
+    """What the command found before gdb starts that the session must say (--op: what it does not follow)."""
+
+    settings: Settings = field(default_factory=Settings.from_environment)

@@ -1,0 +1,73 @@
+"""Interactive control of a recording (the TUI's stop mode): mode, continue, step, interrupt, and
+breakpoints added or deleted while the target runs. Each call blocks for gdb's answer only, never for
+the target; the caller serialises them (one control command at a time)."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from tracer.errors import UsageError
+from tracer.model import Frame, Hit, Thread
+
+if TYPE_CHECKING:
+    from tracer.recorder.recorder import Recorder
+
+
+class Controller:
+    def __init__(self, recorder: "Recorder"):
+        self._rec = recorder
+
+    @property
+    def target_state(self) -> str:
+        return self._rec.target_state
+
+    def set_mode(self, mode: str) -> None:
+        self._rec.agent.set_mode(mode)
+        self._rec.mode = mode
+
+    def resume(self) -> None:
+        self._rec.main.state = "running"
+        self._rec.mi.command("-exec-continue", check=False)
+
+    def step(self) -> None:
+        self._rec.policy.for_stepping()
+        self._rec.mi.command("-exec-step", check=False)
+
+    def next(self) -> None:
+        self._rec.policy.for_stepping()
+        self._rec.mi.command("-exec-next", check=False)
+
+    def finish(self) -> None:
+        self._rec.mi.command("-exec-finish", check=False)
+
+    def interrupt(self) -> None:
+        self._rec.interrupting = True  # the SIGINT stop that follows is ours, not the target's
+        self._rec.mi.command("-exec-interrupt", check=False)
+
+    def add_breakpoint(self, spec: str, fatal: bool = False) -> None:
+        """``fatal``: a refusal is the user's mistake at start-up (one sentence, exit 2), not a warning."""
+        if not spec.strip() or any(ch in spec for ch in "\r\n\0"):
+            raise UsageError(f"{spec!r} is not a breakpoint location.")
+        rec = self._rec
+        if rec.started:
+            rec.policy.for_breakpoint(spec)  # gdb resolves this one by name: it needs the library's symbols
+        refused = rec.agent.add_breakpoint(spec)
+        if refused:
+            if fatal:
+                raise UsageError(f"gdb rejects the breakpoint {spec!r}: {refused}.")
+            rec.warn(f"breakpoint {spec!r} was refused by gdb: {refused}")
+        rec.agent.dump_breakpoints()
+
+    def delete_breakpoint(self, spec: str) -> None:
+        self._rec.agent.delete_breakpoint(spec)
+        self._rec.agent.dump_breakpoints()
+
+    def snapshot(self) -> Hit | None:
+        """The call path of the stopped thread, as a Hit with seq 0 (None while the target runs)."""
+        data = self._rec.agent.snapshot()
+        if data is None:
+            return None
+        frames = data.get("frames") or []
+        self._rec.tailer.fill(frames)
+        return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
+                   frames=[Frame.from_dict(f) for f in frames], truncated=bool(data.get("truncated")))

@@ -1,0 +1,73 @@
+"""What the recorder tells its listener (the TUI's live source, or nobody in batch mode), one frozen
+dataclass per kind. They are sent from the recorder's own threads; a listener must not block."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Union
+
+from tracer.model import Breakpoint, Hit
+
+
+@dataclass(frozen=True)
+class TargetStateChanged:
+    """The target is now "running", "stopped", "exited" or "detached"."""
+
+    state: str
+
+
+@dataclass(frozen=True)
+class TargetOutput:
+    """Text the launched target wrote to its terminal."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class HitRecorded:
+    """A hit the agent appended to the session (its frames already filled from our index)."""
+
+    hit: Hit
+
+
+@dataclass(frozen=True)
+class BreakpointRecorded:
+    """A breakpoint record the agent appended (sent again whenever its locations change)."""
+
+    breakpoint: Breakpoint
+
+
+@dataclass(frozen=True)
+class GdbBreakpointChanged:
+    """gdb's own news of a breakpoint (``=breakpoint-created/modified``: a pending one resolved)."""
+
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TargetStopped:
+    """The target stopped and stays stopped for the controller; ``reason`` as gdb's MI gives it
+    ("breakpoint-hit", "end-stepping-range", "signal-received", ...; None after a finish out of a
+    frame without debug info)."""
+
+    reason: str | None
+    thread_id: str | None = None
+    signal: str | None = None
+
+
+@dataclass(frozen=True)
+class WarningRaised:
+    """Something the user should know; the run goes on. Also written to the session."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class RecorderFinished:
+    """The session is closed with this status; nothing follows."""
+
+    status: str
+
+
+RecorderEvent = Union[TargetStateChanged, TargetOutput, HitRecorded, BreakpointRecorded, GdbBreakpointChanged,
+                      TargetStopped, WarningRaised, RecorderFinished]
+Listener = Callable[[RecorderEvent], None]

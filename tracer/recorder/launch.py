@@ -1,0 +1,235 @@
+"""Starting gdb and the target: finding gdb, the interpreter's facts, gdb's command line and set-up,
+the pseudo-terminal the launched target writes to, and attaching to a running process."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Callable
+
+from tracer.errors import GdbNotFound, PermissionDenied, TargetError, UsageError
+from tracer.gdb.mi import MiConnection
+from tracer.settings import Settings, cache_dir
+
+log = logging.getLogger("pttrace.recorder")
+
+MIN_GDB = (12, 1)
+PTRACE_HINT = (
+    "Attaching needs the same user as the target (or root), and Yama's ptrace_scope must allow it: "
+    "`sudo bash -c 'echo 0 > /proc/sys/kernel/yama/ptrace_scope'` (in a container, also --cap-add=SYS_PTRACE)."
+)
+
+
+def gdb_path(settings: Settings) -> str:
+    found = shutil.which(settings.gdb)
+    if not found:
+        raise GdbNotFound(
+            f"gdb is not installed (pttrace needs gdb 12.1 or newer; looked for {settings.gdb!r}).",
+            hint="Install it with your package manager, e.g. `sudo apt-get install gdb`.",
+        )
+    return found
+
+
+def gdb_version(path: str) -> str:
+    # `gdb --version` costs ~0.1 s a run: remember its answer for this very gdb binary.
+    try:
+        st = os.stat(path)
+        key = f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        key = None
+    memo = cache_dir() / "gdb-version.json"
+    first = None
+    if key:
+        try:
+            known = json.loads(memo.read_text())
+            first = known.get(key) if isinstance(known, dict) else None
+        except (OSError, ValueError):
+            pass
+    if not isinstance(first, str):
+        try:
+            out = subprocess.run([path, "-nx", "--version"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GdbNotFound(f"cannot run gdb at {path}: {exc}.") from None
+        first = out.splitlines()[0] if out else ""
+        if key and re.search(r"(\d+)\.(\d+)", first):
+            try:
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({key: first}))
+                os.replace(tmp, memo)
+            except OSError as exc:
+                log.debug("cannot remember gdb's version in %s: %s", memo, exc)
+    m = re.search(r"(\d+)\.(\d+)", first)
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_GDB:
+        raise GdbNotFound(f"{path} is {first or 'not a gdb'}; pttrace needs gdb {MIN_GDB[0]}.{MIN_GDB[1]} or newer.")
+    return first.strip()
+
+
+GDB_AUTO_LOAD = "/usr/share/gdb/auto-load"  # where distributions install helpers (Debian's python3.X-dbg)
+
+
+def python_gdb_helper(python: str, auto_load: str = GDB_AUTO_LOAD) -> str | None:
+    """The interpreter's own ``python3.X-gdb.py``, the only script we let gdb auto-load: beside the
+    executable or its libpython (pyenv, source builds), or under gdb's auto-load directory, named by
+    the executable's path (Debian's ``python3.X-dbg``)."""
+    real = os.path.realpath(python)
+    candidates = [real + "-gdb.py"]
+    libdir = Path(real).parent.parent / "lib"
+    candidates += [str(p) for p in sorted(libdir.glob("libpython3*.so*-gdb.py"))]
+    candidates.append(auto_load + real + "-gdb.py")
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+    return None
+
+
+def executable(python: str) -> str:
+    """``--python`` as an executable path, or one sentence why not."""
+    py = shutil.which(python) or python
+    if not os.path.isfile(py) or not os.access(py, os.X_OK):
+        raise UsageError(f"--python {python} is not an executable file.")
+    return py
+
+
+def describe_python(python: str) -> dict:
+    """Version facts about the target interpreter and its torch, without importing torch."""
+    code = (
+        "import sys, json, importlib.util\n"
+        "s = importlib.util.find_spec('torch')\n"
+        "print(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable,"
+        " 'torch': s.origin if s else None}))\n"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UsageError(f"--python {python} cannot be run: {exc.strerror}.") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python} did not answer within 60 s.") from None
+    try:
+        facts = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--python {python} is not a Python interpreter.") from None
+    facts["torch_version"] = facts["torch_git_version"] = None
+    if facts.get("torch"):
+        version_py = Path(facts["torch"]).parent / "version.py"
+        try:
+            text = version_py.read_text()
+        except OSError:
+            return facts
+        m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M)
+        g = re.search(r"^git_version\s*=\s*['\"]([^'\"]+)", text, re.M)
+        facts["torch_version"] = m.group(1) if m else None
+        facts["torch_git_version"] = g.group(1) if g else None
+    return facts
+
+
+def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[str]:
+    """gdb's command line; ``program``: the launched target's argv (None when attaching)."""
+    # -nx: no gdbinit from anywhere. The auto-load safe path is *replaced* by the interpreter's
+    # own helper (adding to it would keep gdb's defaults, e.g. /usr/share/gdb/auto-load): no other
+    # script beside any library is ever run. -iex, not -ex: it must hold before gdb reads a file.
+    argv = [gdb, "-nx", "-q", "--interpreter=mi3"]
+    if helper and ":" not in helper:  # the safe path is ':'-separated
+        argv += ["-iex", f"set auto-load safe-path {helper}"]
+    else:
+        argv += ["-iex", "set auto-load safe-path /nonexistent", "-iex", "set auto-load python-scripts off"]
+    if program is not None:
+        argv += ["--args", *program]
+    return argv
+
+
+def start_gdb(argv: list[str], cwd: str | None, settings: Settings) -> MiConnection:
+    """gdb up and set for pttrace: asynchronous MI, no pager or questions, pending breakpoints,
+    the DWARF index cache in pttrace's cache directory, our debug directories after its own."""
+    env = dict(os.environ)
+    env["SHELL"] = "/bin/sh"
+    env.pop("DEBUGINFOD_URLS", None)  # never fetch anything over the network
+    log.debug("starting %s", " ".join(argv))
+    mi = MiConnection(argv, cwd=cwd, env=env)
+    for setting in ("mi-async on", "pagination off", "confirm off", "breakpoint pending on",
+                    "print thread-events off"):
+        mi.command(f"-gdb-set {setting}")
+    # DWARF indexes of debug builds are reused across runs, in pttrace's own cache directory.
+    index_cache = cache_dir() / "gdb-index"
+    try:
+        index_cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        log.debug("no gdb index cache in %s: %s", index_cache, exc)
+    else:
+        mi.console(f"set index-cache directory {index_cache}", check=False)
+        mi.console("set index-cache enabled on", check=False)
+    if settings.debug_dirs:
+        res = mi.console("show debug-file-directory", check=False)
+        m = re.search(r'"(.*)"', "".join(res.console))
+        dirs = [d for d in (m.group(1).split(os.pathsep) if m else []) if d]
+        dirs += [d for d in settings.debug_dirs if d not in dirs]
+        mi.console("set debug-file-directory " + os.pathsep.join(dirs), check=False)
+    return mi
+
+
+def attach(mi: MiConnection, pid: int) -> None:
+    """gdb attaches to ``pid``; a refusal becomes one sentence (with the ptrace hint when it is one)."""
+    res = mi.command(f"-target-attach {int(pid)}", timeout=120, check=False)
+    if res.error:
+        msg = res.error
+        if "not permitted" in msg or "denied" in msg.lower():
+            raise PermissionDenied(f"the kernel refused to let gdb attach to process {pid} ({msg.strip()}).",
+                                   hint=PTRACE_HINT)
+        raise TargetError(f"gdb could not attach to process {pid}: {msg.strip()}")
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+class TargetTerminal:
+    """The pseudo-terminal a launched target writes to; a thread copies what it writes to our
+    stdout (when ``forward``) and to ``on_output``."""
+
+    def __init__(self, forward: bool, on_output: Callable[[str], None]):
+        import termios
+        import tty
+
+        self.master, self.slave = os.openpty()
+        try:
+            tty.setraw(self.slave)
+        except termios.error as exc:
+            log.debug("the target's terminal stays cooked: %s", exc)
+        self.name = os.ttyname(self.slave)
+        self._forward = forward
+        self._on_output = on_output
+        self.thread = threading.Thread(target=self._pump, name="target-output", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                break  # the slave side closed: the target and gdb are gone
+            if not data:
+                break
+            text = data.decode("utf-8", errors="replace")
+            if self._forward:
+                try:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                except (OSError, ValueError):
+                    self._forward = False  # our stdout went away: keep draining the terminal
+            self._on_output(text)
+
+    def close(self) -> None:
+        try:
+            os.close(self.slave)
+        except OSError:
+            pass

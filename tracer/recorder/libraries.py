@@ -1,0 +1,210 @@
+"""Which libraries gdb reads the symbols of, and which it gets as unwind tables only (the CFI path).
+
+gdb reading libtorch_cpu.so's symbols costs ~4 s (DESIGN.md section 2), so it reads only those of the
+libraries a breakpoint needs. With ``auto-solib-add off`` gdb stops at each library load and asks this
+policy; a recorded stack that passes through a skipped library makes the agent ask for it, and the hit
+is recorded again. On the CFI path a heavy library that only address breakpoints need (or none) is
+given to gdb as a copy holding its unwind tables alone: frames unwind, and our index names them.
+
+The libraries of a process are those of its children until they exec, so one policy serves every
+inferior of a recording.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Callable
+
+from tracer.gdb.mi import MiConnection
+from tracer.recorder import resolve
+from tracer.recorder.agent_link import AgentLink
+from tracer.settings import Settings
+
+log = logging.getLogger("pttrace.recorder")
+
+
+def gdb_regex_literal(path: str) -> str:
+    """A regex (for gdb's ``sharedlibrary``) matching exactly this path."""
+    special = set("\\.[]*^$")  # POSIX basic regex: (){}+?| are literal unless escaped
+    return "^" + "".join("\\" + ch if ch in special else ch for ch in path) + "$"
+
+
+class LibraryPolicy:
+    def __init__(self, mi: MiConnection, agent: AgentLink, settings: Settings, torch_libs: list[str],
+                 warn: Callable[[str], None]):
+        self.mi = mi
+        self.agent = agent
+        self.settings = settings
+        self.torch_libs = torch_libs
+        self._warn = warn
+        self.deferring = False  # gdb stops at each library load and we decide (auto-solib-add off)
+        self.cfi = False  # the CFI path is on for this run
+        self.needed: set[str] | None = None  # basenames of heavy libraries gdb must read; None: all
+        self.heavy: set[str] = set()
+        self.gdb_specs: list[str] = []  # breakpoints gdb resolves by name
+        self.address_breakpoints: list[dict] = []
+        self.loaded: set[str] = set()
+        self.skipped: set[str] = set()  # libraries loaded without their symbols
+        self.cfi_libs: set[str] = set()  # libraries gdb has as unwind tables now
+        self._new: list[str] = []
+        self._copies: dict[str, str | None] = {}  # library -> its CFI-only copy (None: cannot be had)
+        self._copies_lock = threading.Lock()
+
+    # --- the plan, before the target runs -------------------------------------------------------
+    def plan(self, gdb_specs: list[str], address_breakpoints: list[dict]) -> None:
+        """Decide what gdb reads, and tell gdb to stop at library loads if we decide there."""
+        self.gdb_specs = list(gdb_specs)
+        self.address_breakpoints = list(address_breakpoints)
+        if self.settings.all_symbols:
+            return
+        self.cfi = self.settings.use_cfi
+        heavy = resolve.heavy(self.torch_libs)
+        self.heavy = {os.path.basename(lib) for lib in heavy}
+        try:
+            self.needed = resolve.libraries_for_breakpoints(gdb_specs, heavy, address_breakpoints,
+                                                            with_addresses=not self.cfi)
+        except resolve.IndexFailure as exc:
+            self._warn(f"pttrace's symbol index could not tell which libraries the breakpoints are in ({exc}); "
+                       "gdb reads the symbols of every library, which costs seconds")
+            self.needed = None
+        if self.needed is None:
+            self.cfi = False
+        if self.cfi:
+            self._prepare_copies()
+        forced = self.cfi and bool(self.settings.cfi_libs)
+        if self.needed is not None and (forced or not self.heavy <= self.needed):
+            self.mi.command("-gdb-set auto-solib-add off")
+            self.mi.command("-gdb-set stop-on-solib-events 1")
+            self.deferring = True
+        else:
+            # Every big library is needed (or which are is unknown): gdb reads each library's
+            # symbols as it loads, as plain gdb does, without a stop and a round trip per library.
+            self.needed = None
+
+    # --- library loads --------------------------------------------------------------------------
+    def library_loaded(self, path: str) -> None:
+        """``=library-loaded`` without symbols: decided at the next solib stop (or now, after attach)."""
+        self._new.append(path)
+
+    def decide_new(self) -> None:
+        new, self._new = self._new, []
+        wanted = [p for p in new if self.wants_symbols(p)]
+        self.skipped.update(p for p in new if p not in wanted)
+        self.load_symbols(wanted)
+        if self.cfi:
+            for path in new:
+                if path not in wanted:
+                    self._load_cfi(path)
+
+    def wants_symbols(self, path: str) -> bool:
+        if self.needed is None:
+            return True
+        base = os.path.basename(path)
+        if base in self.needed:
+            return True
+        try:
+            skippable = os.path.getsize(path) >= resolve.HEAVY_LIBRARY or (self.cfi and self._forced_cfi(path))
+        except OSError:
+            return True
+        if not skippable:
+            return True
+        if base not in self.heavy and any(resolve.may_define(spec, path) for spec in self.gdb_specs):
+            # A library of the user's own (or one --cfi-lib names) that defines a breakpoint gdb
+            # resolves by name: gdb needs its symbols. Only our index can tell before gdb reads it.
+            self.needed.add(base)
+            return True
+        return False
+
+    def load_symbols(self, paths) -> None:
+        for path in paths:
+            if path in self.loaded:
+                continue
+            self.loaded.add(path)
+            self.skipped.discard(path)
+            log.debug("gdb reads the symbols of %s", path)
+            self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
+
+    # --- the CFI path ---------------------------------------------------------------------------
+    def _forced_cfi(self, path: str) -> bool:
+        return os.path.basename(path) in self.settings.cfi_libs
+
+    def _cfi_candidates(self) -> list[str]:
+        return [lib for lib in self.torch_libs if os.path.getsize(lib) >= resolve.HEAVY_LIBRARY
+                or self._forced_cfi(lib)]
+
+    def _prepare_copies(self) -> None:
+        """Write (or find in the cache) the copies of torch's heavy libraries while the target starts."""
+        paths = self._cfi_candidates()
+        if paths:
+            threading.Thread(target=lambda: [self._copy(p) for p in paths], name="cfi-copies", daemon=True).start()
+
+    def _copy(self, path: str) -> str | None:
+        from tracer.symbols.cfi import cfi_copy
+
+        real = os.path.realpath(path)
+        with self._copies_lock:
+            if real not in self._copies:
+                try:
+                    self._copies[real] = cfi_copy(real)
+                except resolve.IndexFailure as exc:
+                    self._copies[real] = None
+                    self._warn(f"no unwind-table copy of {os.path.basename(path)} ({exc}); gdb reads its symbols")
+            return self._copies[real]
+
+    def _load_cfi(self, path: str) -> bool:
+        """Give gdb the library's CFI-only copy; if that fails, its symbols as before (or, when no
+        breakpoint is in it, nothing: the agent asks for them if a stack passes through it)."""
+        copy = self._copy(path)
+        if copy is not None:
+            refused = self.agent.cfi_add(path, copy)
+            if refused is None:
+                self.cfi_libs.add(path)
+                self.loaded.add(path)
+                return True
+            self._warn(f"gdb refused the unwind-table copy of {os.path.basename(path)} ({refused}); it reads its symbols")
+        wanted = {os.path.basename(b["library"]) for b in self.address_breakpoints if not b.get("plt")}
+        if os.path.basename(path) in wanted:
+            self.load_symbols([path])
+        return False
+
+    def _symbols_instead_of_cfi(self, path: str) -> None:
+        self.agent.cfi_drop(path)
+        self.cfi_libs.discard(path)
+        self.loaded.discard(path)
+        self.load_symbols([path])
+
+    def for_stepping(self) -> None:
+        """gdb steps by function bounds, which come from symbols: a library given to it as unwind
+        tables only gets its symbols before the first step (and libraries loaded later get theirs)."""
+        if not self.cfi_libs and not self.cfi:
+            return
+        self.cfi = False
+        for path in sorted(self.cfi_libs):
+            self._symbols_instead_of_cfi(path)
+
+    def for_breakpoint(self, spec: str) -> None:
+        """A breakpoint added later that gdb resolves itself: give gdb the symbols of the libraries it
+        may be defined in that gdb has now only as unwind tables, or not at all (and of those loaded later)."""
+        if not self.cfi and self.needed is None:
+            return  # gdb reads every library's symbols already
+        self.gdb_specs.append(spec)
+        candidates = sorted(set(self._cfi_candidates()) | self.cfi_libs | self.skipped)
+        names: set[str] | None = None  # None: cannot tell, every library gets its symbols
+        if not resolve.names_a_place(spec) and resolve.index_resolvable(spec.strip()):
+            from tracer.symbols import libraries_defining
+
+            try:
+                names = {os.path.basename(p) for p in libraries_defining(spec.strip(), candidates)}
+            except resolve.IndexFailure as exc:
+                self._warn(f"pttrace's symbol index failed on {spec} ({exc}); gdb reads every library's symbols")
+        if names is None:
+            self.cfi = False
+            self.needed = None
+        elif self.needed is not None:
+            self.needed |= names
+        for path in sorted(self.cfi_libs):
+            if names is None or os.path.basename(path) in names:
+                self._symbols_instead_of_cfi(path)
+        self.load_symbols([p for p in sorted(self.skipped) if names is None or os.path.basename(p) in names])
+

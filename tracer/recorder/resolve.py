@@ -1,0 +1,115 @@
+"""Breakpoints from our symbol index: which ``--break`` names can be set by address, which stay gdb's,
+and which heavy libraries a breakpoint needs the symbols of.
+
+Setting a name our index resolves exactly by address means gdb never searches libtorch_cpu.so's
+650k names again at each later library load (bench/RESULTS.md). When the index cannot answer, gdb
+resolves the name instead, and the session says why it may be slower.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from tracer.errors import PttraceError
+
+# Libraries at least this big are skipped unless a breakpoint (or a recorded stack) needs them.
+HEAVY_LIBRARY = 100 * 1024 * 1024
+
+IndexFailure = (PttraceError, OSError)  # what our symbol index raises when it cannot read a library
+
+
+def index_resolvable(spec: str) -> bool:
+    """A plain function name (not FILE:LINE, ``*ADDR``, an option or a condition)."""
+    return bool(spec) and not spec.startswith(("*", "-")) and ":" not in spec.replace("::", "") \
+        and not any(ch.isspace() for ch in spec.split("(", 1)[0]) and " if " not in spec \
+        and " thread " not in spec and " task " not in spec
+
+
+def names_a_place(spec: str) -> bool:
+    """FILE:LINE or an address: no symbol index can tell which library it is in."""
+    return ":" in spec.replace("::", "") or spec.startswith("*")
+
+
+@dataclass
+class Resolution:
+    by_address: list[dict] = field(default_factory=list)
+    """{label, library, offset, function[, plt]} for the agent to set by address."""
+    by_gdb: list[str] = field(default_factory=list)
+    """Specs gdb resolves by name (pending until their library loads)."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def resolve_by_index(specs: list[str], libraries: list[str]) -> Resolution:
+    """Split the ``--break`` specs: those our symbol index resolves exactly become address
+    breakpoints, the rest stay gdb's.
+
+    Exactly means: gdb would find no other function for it in a library outside torch's. So the
+    spec must resolve to at least one function in torch's libraries, none of them weak (inline and
+    template code that a C++ extension may hold its own copy of), and either be qualified
+    (``at::_ops::add_Tensor::call``) or name only local functions (``wrapper_CPU_sigmoid``, in
+    an anonymous namespace). Like gdb, ``[clone .cold]`` parts are not broken on, and ``@plt``
+    stubs are listed as locations but never stopped at.
+    """
+    from tracer.symbols import find_symbol
+
+    out = Resolution()
+    for spec in specs:
+        if not index_resolvable(spec.strip()):
+            out.by_gdb.append(spec)
+            continue
+        try:
+            matches = [m for m in find_symbol(spec.strip(), libraries) if m.kind == "function"]
+        except IndexFailure as exc:
+            out.warnings.append(f"pttrace's symbol index failed on --break {spec} ({_reason(exc)}); gdb resolves "
+                                "it by name instead, which can cost seconds at each library load")
+            out.by_gdb.append(spec)
+            continue
+        bodies = [m for m in matches if not m.plt and not m.cold]
+        safe = bodies and all(m.binding != "weak" for m in matches if not m.plt) and (
+            "::" in spec or all(m.binding == "local" for m in matches if not m.plt))
+        if not safe:
+            out.by_gdb.append(spec)
+            continue
+        for m in matches:
+            if m.cold:
+                continue
+            item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}
+            if m.plt:
+                item["plt"] = True
+            out.by_address.append(item)
+    return out
+
+
+def heavy(libraries: list[str]) -> list[str]:
+    return [lib for lib in libraries if os.path.getsize(lib) >= HEAVY_LIBRARY]
+
+
+def libraries_for_breakpoints(specs: list[str], libraries: list[str], address_breakpoints: list[dict],
+                              with_addresses: bool) -> set[str] | None:
+    """Basenames of the heavy libraries that define a breakpoint's function; None: cannot tell, load
+    all. ``with_addresses``: address breakpoints need their library's symbols too (not on the CFI
+    path). Raises what the index raises (``IndexFailure``)."""
+    from tracer.symbols import libraries_defining
+
+    needed = {os.path.basename(b["library"]) for b in address_breakpoints if not b.get("plt") and with_addresses}
+    for spec in specs:
+        if names_a_place(spec):
+            return None
+        needed.update(os.path.basename(lib) for lib in libraries_defining(spec, libraries))
+    return needed
+
+
+def may_define(spec: str, path: str) -> bool:
+    """Whether a breakpoint gdb resolves by name is (or may be) a function of this library."""
+    from tracer.symbols import libraries_defining
+
+    if not index_resolvable(spec.strip()):
+        return True
+    try:
+        return bool(libraries_defining(spec.strip(), [path]))
+    except IndexFailure:
+        return True  # cannot tell: give gdb the symbols rather than miss the breakpoint
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, PttraceError) else str(exc)

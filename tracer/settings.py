@@ -1,0 +1,106 @@
+"""pttrace's switches: one frozen object, built once from the environment and the command line.
+
+Every ``PTTRACE_*`` variable is read here and nowhere else (the agent inside gdb gets its part in
+its configuration file). ``current()`` is what library code asks; the CLI installs the object it built
+from its flags with ``install()``, so a flag always wins over the variable of the same switch.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    return bool(env.get(name))
+
+
+def _paths(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(p for p in env.get(name, "").split(os.pathsep) if p)
+
+
+@dataclass(frozen=True)
+class Settings:
+    gdb: str = "gdb"
+    """The gdb to run (``--gdb``, ``$PTTRACE_GDB``): a name looked up on PATH or a path; 12.1 or newer."""
+
+    session_dir: Path = Path("sessions")
+    """Where sessions are written and looked up (``--session-dir``, ``$PTTRACE_SESSION_DIR``)."""
+
+    all_symbols: bool = False
+    """gdb reads every library's symbols as it loads, as plain gdb does (``--all-symbols``,
+    ``$PTTRACE_ALL_SYMBOLS``): slow with libtorch; also turns the CFI path and index breakpoints off."""
+
+    cfi: bool = True
+    """Heavy libraries no breakpoint is in go to gdb as unwind tables only, their frames named from our
+    index (off: ``--no-cfi``, ``$PTTRACE_NO_CFI=1``)."""
+
+    cfi_libs: tuple[str, ...] = ()
+    """Library basenames also given to gdb as unwind tables, whatever their size (``--cfi-lib``,
+    ``$PTTRACE_CFI_LIBS=a.so:b.so``)."""
+
+    break_by_name: bool = False
+    """Every ``--break`` goes to gdb by name, none is set by address from our index
+    (``--break-by-name``, ``$PTTRACE_BREAK_BY_NAME=1``): to compare with gdb's own resolution."""
+
+    debug_dirs: tuple[str, ...] = ()
+    """Roots of separate debug files, searched before /usr/lib/debug, by our index and by gdb
+    (``--debug-dir``, ``$PTTRACE_DEBUG_DIRS=dir1:dir2``)."""
+
+    stack_reuse: bool = True
+    """The agent reuses a hit's native stack while every return address is in its slot
+    (off: ``$PTTRACE_NO_STACK_REUSE=1``, every hit walks the whole stack)."""
+
+    stack_reuse_stats: str | None = None
+    """A file the agent writes its stack-reuse counters to at the end (``$PTTRACE_STACK_REUSE_STATS``;
+    for tests and benchmarks)."""
+
+    verbose: bool = False
+    """Log what the recorder asks gdb and why it stops, on stderr (``--verbose``)."""
+
+    log_file: Path | None = None
+    """Write that log to this file too, whatever ``verbose`` says, and the agent's inside gdb with it
+    (``--log FILE``)."""
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None, **flags) -> "Settings":
+        """The environment's values, then the command line's flags (those not None) over them."""
+        env = os.environ if env is None else env
+        built = cls(
+            gdb=env.get("PTTRACE_GDB") or "gdb",
+            session_dir=Path(env.get("PTTRACE_SESSION_DIR") or "sessions"),
+            all_symbols=_flag(env, "PTTRACE_ALL_SYMBOLS"),
+            cfi=not _flag(env, "PTTRACE_NO_CFI"),
+            cfi_libs=_paths(env, "PTTRACE_CFI_LIBS"),
+            break_by_name=_flag(env, "PTTRACE_BREAK_BY_NAME"),
+            debug_dirs=_paths(env, "PTTRACE_DEBUG_DIRS"),
+            stack_reuse=env.get("PTTRACE_NO_STACK_REUSE") != "1",
+            stack_reuse_stats=env.get("PTTRACE_STACK_REUSE_STATS") or None,
+        )
+        given = {k: v for k, v in flags.items() if v is not None}
+        return replace(built, **given) if given else built
+
+    @property
+    def use_cfi(self) -> bool:
+        return self.cfi and not self.all_symbols
+
+
+_installed: Settings | None = None
+
+
+def install(settings: Settings) -> None:
+    """The command line's settings, for every module that asks ``current()`` from now on."""
+    global _installed
+    _installed = settings
+
+
+def current() -> Settings:
+    """The installed settings; without any (library use, tests), the environment's, read afresh."""
+    return _installed if _installed is not None else Settings.from_environment()
+
+
+def cache_dir() -> Path:
+    """pttrace's cache: ``$XDG_CACHE_HOME/pttrace``, default ``~/.cache/pttrace``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pttrace"
