@@ -247,25 +247,6 @@ def test_export_writes_markdown_beside_the_session(tmp_path):
     assert f"4 hits written to {notes}" in toasts[-1]
 
 
-def test_export_without_the_markdown_module_is_a_toast(monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "tracer.export.markdown", None)  # import now raises ImportError
-    toasts: list[tuple[str, str]] = []
-
-    async def scenario():
-        app = make_app(SessionSource.open(FIXTURE))
-        app.notify = lambda message, severity="information", **kw: toasts.append((str(message), severity))
-        async with app.run_test(size=SIZE) as pilot:
-            await opened(pilot)
-            await pilot.press("e")
-            await wait_until(pilot, lambda: any(sev == "error" for _, sev in toasts))
-            await pilot.press("q")
-
-    run_pilot(scenario())
-    assert ("markdown export is not available in this pttrace", "error") in toasts
-
-
 def test_view_session_rejects_a_file_that_is_not_a_session(tmp_path):
     import pytest
 

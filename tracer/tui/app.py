@@ -10,6 +10,7 @@ worker too, and comes back as a message; failures become toasts.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -555,9 +556,8 @@ def make_app(source: EventSource) -> PttraceApp:
 
 def run_live(config) -> int:
     """``pttrace run``/``attach`` on a terminal: record with the TUI on screen."""
-    config.live = True
-    config.forward_output = False  # the target's output goes to its pane, not over the screen
-    source = LiveSource(config)
+    # Hits as events; the target's output goes to its pane, not over the screen.
+    source = LiveSource(dataclasses.replace(config, live=True, forward_output=False))
     app = make_app(source)
 
     def on_term(signum, frame):
