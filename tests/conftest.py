@@ -68,6 +68,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.fixture(autouse=True)
+def _settings_of_the_environment():
+    """A command run in-process installs its settings: the next test reads the environment again."""
+    yield
+    from tracer import settings
+
+    settings.install(None)
+
+
 def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None):
     full_env = dict(os.environ)
     full_env.update(env or {})

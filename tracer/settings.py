@@ -56,6 +56,10 @@ class Settings:
     """A file the agent writes its stack-reuse counters to at the end (``$PTTRACE_STACK_REUSE_STATS``;
     for tests and benchmarks)."""
 
+    source_dir: str | None = None
+    """A source checkout of torch (or of one's own code) to read frames' sources from
+    (``--source-dir`` of show, export and view; ``$PTTRACE_SOURCE_DIR``)."""
+
     verbose: bool = False
     """Log what the recorder asks gdb and why it stops, on stderr (``--verbose``)."""
 
@@ -77,6 +81,7 @@ class Settings:
             debug_dirs=_paths(env, "PTTRACE_DEBUG_DIRS"),
             stack_reuse=env.get("PTTRACE_NO_STACK_REUSE") != "1",
             stack_reuse_stats=env.get("PTTRACE_STACK_REUSE_STATS") or None,
+            source_dir=env.get("PTTRACE_SOURCE_DIR") or None,
         )
         given = {k: v for k, v in flags.items() if v is not None}
         return replace(built, **given) if given else built
@@ -89,8 +94,9 @@ class Settings:
 _installed: Settings | None = None
 
 
-def install(settings: Settings) -> None:
-    """The command line's settings, for every module that asks ``current()`` from now on."""
+def install(settings: Settings | None) -> None:
+    """The command line's settings, for every module that asks ``current()`` from now on (None: the
+    environment's again)."""
     global _installed
     _installed = settings
 

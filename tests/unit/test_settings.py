@@ -18,6 +18,7 @@ ENV = {
     "PTTRACE_DEBUG_DIRS": "/d1::/d2",
     "PTTRACE_NO_STACK_REUSE": "1",
     "PTTRACE_STACK_REUSE_STATS": "/tmp/stats.json",
+    "PTTRACE_SOURCE_DIR": "/src/pytorch",
 }
 
 
@@ -26,7 +27,7 @@ def test_every_variable_is_read():
     assert s.gdb == "/opt/gdb/bin/gdb" and s.session_dir == Path("/tmp/s")
     assert not s.cfi and s.cfi_libs == ("liba.so", "libb.so") and s.break_by_name
     assert s.debug_dirs == ("/d1", "/d2") and not s.stack_reuse and s.stack_reuse_stats == "/tmp/stats.json"
-    assert not s.all_symbols and not s.use_cfi
+    assert not s.all_symbols and not s.use_cfi and s.source_dir == "/src/pytorch"
 
 
 def test_defaults_without_variables():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -30,8 +31,10 @@ def run(args: argparse.Namespace) -> int:
     if args.source_dir:
         if not os.path.isdir(args.source_dir):
             raise UsageError(f"--source-dir {args.source_dir} is not a directory")
-        # The source pane reads the setting where `pttrace run` and `attach` give it too: the environment.
-        os.environ["PTTRACE_SOURCE_DIR"] = args.source_dir
+        # The source pane reads the setting where `pttrace run` and `attach` give it too.
+        from tracer import settings
+
+        settings.install(dataclasses.replace(settings.current(), source_dir=args.source_dir))
     from tracer.tui.app import view_session
 
     return view_session(path)

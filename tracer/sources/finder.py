@@ -300,4 +300,6 @@ class SourceFinder:
 
 def source_dir_setting(flag: str | None) -> str | None:
     """``--source-dir`` if given, else ``$PTTRACE_SOURCE_DIR``, else None."""
-    return flag or os.environ.get("PTTRACE_SOURCE_DIR") or None
+    from tracer import settings
+
+    return flag or settings.current().source_dir
