@@ -14,6 +14,7 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
+from tracer import settings
 from tracer.export import paths as P
 from tracer.model import Frame
 from tracer.tui import source_files as SF
@@ -150,7 +151,7 @@ class SourcePane(Static, can_focus=True):
         where = P.frame_location(frame, self.cwd)
         self.border_title = f"source · {where}" if where else f"source · {P.short_of(frame)}"
         located = SF.locate(frame, self.cwd)
-        if located.path is None and frame.file and os.environ.get("PTTRACE_SOURCE_DIR"):
+        if located.path is None and frame.file and settings.current().source_dir:
             mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
             if mapped:
                 located = SF.Located(Path(mapped), moved_from=frame.file)
