@@ -174,10 +174,10 @@ def test_a_composite_kernel_is_said_not_to_be_followed(libraries, facts):
 def test_run_puts_the_note_in_the_session_config():
     import argparse
 
-    from tracer.commands.ops import apply_trace_options
-    from tracer.engine import TraceConfig
+    from tracer.commands.ops import trace_options
+    from tracer.recorder import TraceConfig
 
-    config = TraceConfig(breakpoints=[], python=PY)
-    apply_trace_options(config, argparse.Namespace(ops=["dropout"], layers=[], variants=False, backward=False),
-                        quiet=True)
+    fields = trace_options(argparse.Namespace(ops=["dropout"], layers=[], variants=False, backward=False), PY, None,
+                           quiet=True)
+    config = TraceConfig(breakpoints=(), python=PY, **fields)
     assert [n.split(" has ")[0] for n in config.notes] == ["aten::dropout"]
