@@ -258,3 +258,31 @@ def test_sources_from_another_torch_build_are_said_to_be_so():
     assert refs and refs[0].file.endswith("ATen/ops/sigmoid.h")  # from the torch beside pttrace
     finder.refs("at::Tensor::sigmoid() const", "/elsewhere/site-packages/torch/lib/libtorch_cpu.so")
     assert len(finder.notes) == 1 and "not from the traced torch (commit 0123456789ab)" in finder.notes[0]
+
+
+def test_backward_node_names_are_the_ones_the_wheel_was_generated_with():
+    """Every autograd Node the wheel's generated Functions.h declares (but the _foreach_ ones, derived
+    from other entries) leads to its derivatives.yaml entry, and every name we derive is a real one."""
+    import re
+
+    from tracer.sources import yaml_ops
+    from tracer.sources.finder import installed_torch_dir
+
+    torch_dir = Path(installed_torch_dir())
+    packaged = torch_dir.parent / "torchgen" / "packaged"
+    native = yaml_ops.native_functions(str(packaged / "ATen" / "native" / "native_functions.yaml"))
+    deriv = yaml_ops.derivatives(str(packaged / "autograd" / "derivatives.yaml"))
+    header = (torch_dir / "include" / "torch" / "csrc" / "autograd" / "generated" / "Functions.h").read_text()
+    declared = set(re.findall(r"^struct TORCH_API (\w+) : public", header, re.M))
+    assert len(declared) > 500
+    missing = []
+    for node in sorted(declared):
+        ops, grads = yaml_ops.ops_of(f"torch::autograd::generated::{node}::apply", native, deriv)
+        if not grads and not node.startswith("Foreach"):
+            missing.append(node)
+        elif ops:  # (an entry for a functional variant codegen makes has no native_functions.yaml entry)
+            assert ops[0].name.startswith(grads[0].name), node
+    assert missing == []
+    assert set(deriv._tables["node"]) <= declared
+    (mean_nested,) = deriv.get("node", "MeanBackwardAutogradNestedTensor0")
+    assert _line(mean_nested.file, mean_nested.line).startswith("- name: mean(Tensor self, *, ScalarType? dtype")

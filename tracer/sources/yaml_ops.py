@@ -94,7 +94,7 @@ class YamlIndex:
     """A yaml file's entries as rows, and tables from a name to row numbers. Parsed once per file
     version and kept in the pttrace cache: loading it is ~3 ms, parsing native_functions.yaml ~35 ms."""
 
-    VERSION = 1  # bump when the rows or tables change
+    VERSION = 2  # bump when the rows or tables change
 
     def __init__(self, path: str, rows: list[tuple], tables: dict[str, dict[str, list[int]]]):
         self.path = path
@@ -156,36 +156,53 @@ def _parse_derivatives(path: str) -> tuple[list[tuple], dict]:
     for line, m, block in _entries(path, _NAME_RE):
         n = len(rows)
         name, overload = m.group(1), m.group(2) or ""
-        node = None
-        if _makes_node(block.split("\n")[1:]):
-            prefix = _node_prefix(name)
-            node = f"{prefix}{counters.get(prefix, 0)}"
+        nodes = []
+        for key in _node_keys(block.split("\n")[1:]):
+            prefix = _node_prefix(name) + ("" if key == "Default" else key)
+            nodes.append(f"{prefix}{counters.get(prefix, 0)}")
             counters[prefix] = counters.get(prefix, 0) + 1
         rows.append((line, name, overload, block.split("\n", 1)[0][len("- name:"):].strip(), [], ["function"], None,
-                     node))
+                     nodes[0] if nodes else None))
         tables["aten"].setdefault(f"{name}.{overload}" if overload else name, []).append(n)
-        if node:
+        for node in nodes:
             tables["node"][node] = [n]
     return rows, tables
 
 
-def _makes_node(body: list[str]) -> bool:
-    """Whether a derivatives entry has a backward formula for some input (codegen names a Node only then)."""
-    for text in body:
-        if not text.startswith("  ") or text.startswith("   "):
-            continue  # nested (dispatch: blocks) or not a key of this entry
-        key, _, value = text.strip().partition(":")
-        if key in _NOT_BACKWARD or key.startswith("#"):
-            continue
-        if value.strip() and value.strip() != "non_differentiable":
-            return True
-    return False
+def _node_keys(body: list[str]) -> list[str]:
+    """The autograd keys a derivatives entry makes a backward Node for: ``Default`` when it has a
+    backward formula for some input, or each key of its ``dispatch:`` block that has one (the Node of a
+    key other than Default is named with the key: ``MeanBackwardAutogradNestedTensor0``)."""
+    if any(text.startswith("  dispatch:") for text in body):
+        keys, current, formulas = [], None, False
+        for text in body:
+            if text.startswith("    ") and not text.startswith("     ") and text.strip().endswith(":"):
+                if current and formulas:
+                    keys.append(current)
+                current, formulas = text.strip()[:-1], False
+            elif current and text.startswith("      ") and _is_formula(text):
+                formulas = True
+        if current and formulas:
+            keys.append(current)
+        return keys
+    return ["Default"] if any(text.startswith("  ") and not text.startswith("   ") and _is_formula(text)
+                              for text in body) else []
+
+
+def _is_formula(text: str) -> bool:
+    """A ``input: formula`` line (not the result's forward formula, nor a non-differentiable input)."""
+    key, _, value = text.strip().partition(":")
+    if key in _NOT_BACKWARD or key.startswith("#"):
+        return False
+    return bool(value.strip()) and value.strip() != "non_differentiable"
 
 
 # -------------------------------------------------------------- which entries a frame stands for
 
 _WRAPPER_RE = re.compile(r"^wrapper_([A-Za-z0-9]+)_(.+)$")
-_NODE_RE = re.compile(r"^([A-Za-z0-9]+Backward\d+)(?:_apply_functional)?$")
+# SigmoidBackward0, MeanBackwardAutogradNestedTensor0 (a dispatch: key's), AliasBackward0_copy (the
+# Node codegen derives for a view's *_copy variant from the view's entry)
+_NODE_RE = re.compile(r"^([A-Za-z0-9]+Backward[A-Za-z]*\d+)(_copy)?(?:_apply_functional)?$")
 _CODEGEN_NAMESPACES = ("torch::autograd::VariableType::", "torch::ADInplaceOrView::", "torch::TraceType::",
                        "at::functionalization::")
 
@@ -207,11 +224,12 @@ def ops_of(qualified: str, native: YamlIndex, deriv: YamlIndex | None
         ops = native.get("kernel_name", last)
         autograd = qualified.startswith("torch::autograd::VariableType::")
     elif qualified.startswith("torch::autograd::generated::"):
-        node = next((m.group(1) for p in parts[3:] if (m := _NODE_RE.match(p))), None)
-        entry = next(iter(deriv.get("node", node)), None) if deriv and node else None
+        m = next((m for p in parts[3:] if (m := _NODE_RE.match(p))), None)
+        entry = next(iter(deriv.get("node", m.group(1))), None) if deriv and m else None
         if entry is not None:
             grads = [entry]
-            ops = [e for e in native.get("name", entry.name) if e.overload == entry.overload]
+            op_name = entry.name + (m.group(2) or "")
+            ops = [e for e in native.get("name", op_name) if e.overload == entry.overload]
         return ops, grads
     elif last.startswith("THPVariable_") and parts[0] == "torch":
         ops = native.get("name", last[len("THPVariable_"):])
