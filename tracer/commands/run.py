@@ -125,9 +125,15 @@ def trace(config, args: argparse.Namespace) -> int:
     return run_batch(config, quiet=args.quiet)
 
 
+# Signals that end a recording cleanly (the session closed, a launched target killed, an attached one
+# detached), and the reason the session's end record gives.
+SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIGHUP: "sighup"}
+
+
 def run_batch(config, quiet: bool = False) -> int:
     from tracer.commands._summary import print_summary
     from tracer.recorder import Recorder
+    from tracer.recorder.shutdown import exit_code
 
     engine = Recorder(config)
 
@@ -136,24 +142,24 @@ def run_batch(config, quiet: bool = False) -> int:
             raise KeyboardInterrupt  # session saved, target killed or detached: only the summary is left
         # Until then every Ctrl-C (or SIGTERM) just asks for a clean end: repeated ones while gdb
         # attaches or detaches must not cut that short and leave the target stopped.
-        engine.request_stop("sigint" if signum == signal.SIGINT else "sigterm")
+        engine.request_stop(SIGNAL_REASONS[signum])
 
     # Installed before start-up: a Ctrl-C while attaching must still end in a clean detach.
-    old_int = signal.signal(signal.SIGINT, on_signal)
-    old_term = signal.signal(signal.SIGTERM, on_signal)
+    old = {signum: signal.signal(signum, on_signal) for signum in SIGNAL_REASONS}
     try:
         engine.start()
         engine.run()
         if engine.write_error:
             raise SessionError(f"could not write the session file {engine.session_path}: {engine.write_error}; "
                                "the run was stopped.")
-        session = engine.load_session()
-        print_summary(session, config, quiet=quiet)
-        if not quiet and config.address_breakpoints:
-            from tracer.commands.ops import print_op_hops
+        if engine.end_reason != "sighup":  # after a hang-up there is no terminal to print to
+            session = engine.load_session()
+            print_summary(session, config, quiet=quiet)
+            if not quiet and config.address_breakpoints:
+                from tracer.commands.ops import print_op_hops
 
-            print_op_hops(session)
+                print_op_hops(session)
     finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
-    return 0
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+    return exit_code(engine.end_reason, engine.gdb_lost)

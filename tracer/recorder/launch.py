@@ -129,6 +129,36 @@ def describe_python(python: str) -> dict:
     return facts
 
 
+# gdb 13 passes the target's arguments intact only through /bin/sh (it escapes each one itself; without
+# a shell it splits its own escaped string on whitespace). Arguments of these characters need no
+# escaping, so they go without any shell (`startup-with-shell off`); others go through it, as one
+# `sh -c` string, which the kernel caps at MAX_ARG_STRLEN.
+_PLAIN = re.compile(r"[A-Za-z0-9_./=,:+@%^-]+")
+SHELL_STRING_MAX = 131072 - 64
+
+
+def needs_shell(program: list[str]) -> bool:
+    return not all(_PLAIN.fullmatch(arg) for arg in program)
+
+
+def check_program(program: list[str]) -> None:
+    """Refuse, before anything starts, a command line gdb cannot hand to the target intact."""
+    if needs_shell(program):
+        # gdb's escaping: a backslash before each special character, a line break as '\n'.
+        size = sum(1 + sum(3 if ch in "\n\r" else 1 if ch.isalnum() else 2 for ch in arg) for arg in program)
+        if size > SHELL_STRING_MAX:
+            raise UsageError(f"the script's arguments are too long for gdb to pass on ({size:,} bytes once quoted for "
+                             f"its start-up shell; at most {SHELL_STRING_MAX:,} when an argument holds spaces or "
+                             "shell characters): pass them in a file instead.")
+        return
+    size = sum(len(os.fsencode(arg)) + 1 + 8 for arg in program)
+    env = sum(len(k) + len(v) + 2 + 8 for k, v in os.environ.items())
+    limit = os.sysconf("SC_ARG_MAX") - env - 4096
+    if size > limit:
+        raise UsageError(f"the script's arguments are too long for the kernel ({size:,} bytes; at most {limit:,} "
+                         "here with this environment): pass them in a file instead.")
+
+
 def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[str]:
     """gdb's command line; ``program``: the launched target's argv (None when attaching)."""
     # -nx: no gdbinit from anywhere. The auto-load safe path is *replaced* by the interpreter's

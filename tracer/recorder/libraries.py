@@ -25,9 +25,10 @@ log = logging.getLogger("pttrace.recorder")
 
 
 def gdb_regex_literal(path: str) -> str:
-    """A regex (for gdb's ``sharedlibrary``) matching exactly this path."""
+    """A regex (for gdb's ``sharedlibrary``) matching exactly this path. A line break cannot reach gdb
+    in a command: ``.`` stands for it (a library ``dlopen``ed from such a path still gets its symbols)."""
     special = set("\\.[]*^$")  # POSIX basic regex: (){}+?| are literal unless escaped
-    return "^" + "".join("\\" + ch if ch in special else ch for ch in path) + "$"
+    return "^" + "".join("\\" + ch if ch in special else "." if ch in "\r\n" else ch for ch in path) + "$"
 
 
 class LibraryPolicy:

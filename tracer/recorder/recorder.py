@@ -21,7 +21,7 @@ from tracer import storage
 from tracer.errors import GdbDied, PermissionDenied, PttraceError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
 from tracer.model import Session, SessionInfo
-from tracer.recorder import launch, resolve, shutdown
+from tracer.recorder import guard, launch, resolve, shutdown
 from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
@@ -72,6 +72,7 @@ class Recorder:
         self.interrupting = False  # the controller's interrupt(): its SIGINT stop is ours
         self.control = Controller(self)
         self._stop_requested: str | None = None
+        self.gdb_lost = False  # gdb died, was killed or stopped answering: the target was not ended by it
         self._finished = threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
         self._terminal: launch.TargetTerminal | None = None
@@ -140,6 +141,8 @@ class Recorder:
             if not script.is_file() or not os.access(script, os.R_OK):
                 raise UsageError(f"script is not a readable file: {cfg.script}.")
         self.python = launch.executable(cfg.python)
+        if cfg.pid is None:
+            launch.check_program([self.python, cfg.script, *cfg.script_args])
         return launch.describe_python(self.python)
 
     def _open_session(self, facts: dict, gdb_version: str) -> None:
@@ -212,6 +215,8 @@ class Recorder:
         self.policy = LibraryPolicy(mi, self.agent, self.settings, self._torch_libs, self.warn)
         self.policy.plan(resolution.by_gdb, address_breakpoints)
         if cfg.pid is None:
+            if not launch.needs_shell([self.python, cfg.script, *cfg.script_args]):
+                mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
             self._terminal = launch.TargetTerminal(cfg.forward_output, lambda text: self.emit(TargetOutput(text)))
             mi.command(f"-inferior-tty-set {mi_quote(self._terminal.name)}")
         self.agent.load()
@@ -291,10 +296,20 @@ class Recorder:
                     break
         except GdbDied:
             self._gdb_gone(mi.exit_code(wait=2.0))
+        except (GdbCommandError, AgentError) as exc:
+            self.warn(f"gdb stopped answering ({exc.message}); the run was ended")
+            self.gdb_lost = True
+            self.end_reason = "gdb-unresponsive"
+        except BaseException as exc:  # the outer edge: the session still gets its end, the target its detach
+            self.end_reason = f"pttrace failed: {type(exc).__name__}: {exc}"
+            self._finish_target(interrupt=False)
+            self._close()
+            raise
         return self._close()
 
     def _gdb_gone(self, rc: int | None) -> None:
         """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
+        self.gdb_lost = True
         if isinstance(rc, int) and rc < 0:
             self.status = "interrupted"
             self.end_reason = f"gdb was killed by signal {-rc}"
@@ -406,6 +421,10 @@ class Recorder:
         mi = self.mi
         if mi is None or not mi.alive:
             return
+        if guard.process_state(mi.proc.pid) == "T":
+            # Stopped (SIGSTOP, a debugger): it could neither detach nor kill the target. Let it go on.
+            self.warn("gdb was stopped by a signal; pttrace continued it to end the run cleanly")
+            os.kill(mi.proc.pid, signal.SIGCONT)
         try:
             if interrupt and self.main.state == "running":
                 mi.command("-exec-interrupt", timeout=10, check=False)
@@ -414,10 +433,13 @@ class Recorder:
             if self.config.pid is None:
                 mi.console("kill", timeout=20, check=False)
             else:
-                mi.command("-target-detach", timeout=20, check=False)
+                res = mi.command("-target-detach", timeout=20, check=False)
+                if res.error:
+                    raise GdbCommandError(res.error)
                 self.status = "detached"
         except (GdbDied, GdbCommandError, AgentError) as exc:
             log.debug("ending the target: %s", exc)
+            self.gdb_lost = True  # whatever gdb left in the target is ours to remove (_close)
         self.main.state = "exited" if self.config.pid is None else "detached"
 
     def _wait_stopped(self, timeout: float) -> bool:
@@ -442,6 +464,34 @@ class Recorder:
                 self._on_notify(ev.message, ev.payload or {})
 
     # --- shutdown -------------------------------------------------------------------------------
+    def _leave_attached_target(self) -> None:
+        """gdb is gone: make sure the attached target runs on without any breakpoint instruction of
+        gdb's left in its code (gdb killed, hung or refusing to detach leaves them there)."""
+        pid = self.main.pid
+        if not pid or not _alive(pid):
+            if self.gdb_lost:
+                self.status = "target-crashed"
+                self.warn(f"process {pid} is gone: it ended after gdb was lost")
+            return
+        tracer = guard.traced_by(pid)
+        if tracer:
+            self.warn(f"process {pid} is still traced by process {tracer}; pttrace left its code alone")
+            return
+        try:
+            repair = guard.remove_breakpoints(pid)
+        except guard.RepairError as exc:
+            self.warn(f"{exc.message}; breakpoints gdb inserted may still be in process {pid} and kill it "
+                      "with SIGTRAP when reached")
+            return
+        if repair.restored:
+            where = ", ".join(os.path.basename(p) for p in repair.libraries)
+            self.warn(f"gdb left {repair.restored} breakpoint instruction(s) in process {pid} ({where}); "
+                      "pttrace put the original bytes back" + (" and continued it" if repair.resumed else ""))
+        elif repair.resumed:
+            self.warn(f"process {pid} was left stopped; pttrace continued it")
+        if self.gdb_lost or self.status == "running":
+            self.status = "detached"
+
     def _close(self) -> str:
         mi = self.mi
         # After a detach gdb has forgotten the target's libraries: a dump now would file every
@@ -459,6 +509,8 @@ class Recorder:
                 os.kill(self.main.pid, signal.SIGKILL)
             except OSError as exc:
                 log.debug("cannot kill %s: %s", self.main.pid, exc)
+        if self.config.pid is not None and self.main.state != "exited":
+            self._leave_attached_target()
         self.status = shutdown.final_status(self.status, self.end_reason, attached=self.config.pid is not None)
         if self.status == "gdb-died" and mi is not None and mi.stderr_tail:
             self.warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))

@@ -16,6 +16,19 @@ log = logging.getLogger("pttrace.recorder")
 CUT_SHORT = ("timeout", "interrupted", "sigint", "sigterm", "sighup", "quit")
 
 
+# How a run or attach ended, as pttrace's exit code (README: "Exit codes").
+EXIT_GDB_LOST = 3
+SIGNAL_EXIT = {"sighup": 129, "sigint": 130, "sigterm": 143}
+
+
+def exit_code(end_reason: str | None, gdb_lost: bool) -> int:
+    """0 when the recording ended as asked (the target's end, --max-hits, --timeout, quit), 128+N when
+    pttrace was ended by signal N, 3 when gdb died, was killed or stopped answering."""
+    if end_reason in SIGNAL_EXIT:
+        return SIGNAL_EXIT[end_reason]
+    return EXIT_GDB_LOST if gdb_lost else 0
+
+
 def final_status(status: str, end_reason: str | None, attached: bool) -> str:
     """The session's status from what the run loop saw (``status`` is "running" if nothing ended it)."""
     if status == "running":

@@ -560,19 +560,25 @@ def run_live(config) -> int:
     source = LiveSource(dataclasses.replace(config, live=True, forward_output=False))
     app = make_app(source)
 
+    signalled: list[str] = []
+
     def on_term(signum, frame):
+        reason = "sighup" if signum == signal.SIGHUP else "sigterm"
+        signalled.append(reason)
+        source.request_stop(reason)
         app.call_later(app.request_shutdown)
 
-    old = signal.signal(signal.SIGTERM, on_term)
+    old = {signum: signal.signal(signum, on_term) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         app.run()
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
         source.stop("quit", timeout=10.0)  # never leave gdb or a launched target behind
     if source.error is not None:
         raise source.error
     path = source.session_path
-    if path is not None:
+    if path is not None and "sighup" not in signalled:  # after a hang-up there is no terminal
         n = len(app.state.hits)
         print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
               f"{n:,} hit{'' if n == 1 else 's'})", file=sys.stderr)
@@ -580,7 +586,9 @@ def run_live(config) -> int:
 
         default = storage.default_dir().resolve() == path.parent.resolve()
         print(f"  view it again with: pttrace view {path.stem if default else path}", file=sys.stderr)
-    return 0
+    from tracer.recorder.shutdown import exit_code
+
+    return exit_code(signalled[0] if signalled else None, bool(getattr(source.engine, "gdb_lost", False)))
 
 
 def view_session(path) -> int:

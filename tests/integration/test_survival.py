@@ -1,0 +1,175 @@
+"""An attached target outlives whatever happens to gdb or pttrace; every session gets its end; the
+target's arguments and library paths reach it intact or are refused before it starts; exit codes
+tell how a run ended. Real gdb, real torch, real processes; nothing is left running."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
+from tests.integration.test_faults import children_of, no_leftovers, session_in, wait_for_hits  # noqa: F401
+from tracer.recorder.guard import process_state, traced_by
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+TARGETS = ROOT / "tests" / "targets"
+
+
+def last_record(directory: Path) -> dict:
+    (path,) = directory.glob("*.jsonl")
+    return json.loads(path.read_text().splitlines()[-1])
+
+
+def attach(target: subprocess.Popen, sessions: Path) -> subprocess.Popen:
+    return subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "-b", "THPVariable_tensor",
+                             "--session-dir", str(sessions)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def its_gdb(p: subprocess.Popen) -> int:
+    (gdb,) = [c for c in children_of(p.pid) if c in gdb_pids()]
+    return gdb
+
+
+def runs_on_untraced(target: subprocess.Popen) -> None:
+    """Alive well past its next torch.tensor call (0.4 s apart), untraced and not stopped."""
+    time.sleep(1.5)
+    assert target.poll() is None, f"the attached target died ({target.returncode})"
+    assert traced_by(target.pid) == 0
+    assert process_state(target.pid) in ("S", "R")
+
+
+@pytest.fixture
+def slow_target():
+    target = subprocess.Popen([sys.executable, str(TARGETS / "slow_beat.py")], stdout=subprocess.PIPE, text=True)
+    assert target.stdout.readline().strip() == "ready"
+    yield target
+    target.kill()
+    target.wait()
+
+
+def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_leftovers, slow_target):
+    # GIVEN pttrace attached and recording
+    p = attach(slow_target, tmp_path)
+    try:
+        wait_for_hits(tmp_path, 2)
+        # WHEN its gdb is killed with SIGKILL (the breakpoints still in the target's code)
+        os.kill(its_gdb(p), signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    # THEN pttrace puts the original bytes back: the target runs on; the session says what happened
+    assert p.returncode == 3, err
+    runs_on_untraced(slow_target)
+    s = session_in(tmp_path)
+    assert s.info.status == "detached"
+    assert any("killed by signal 9" in w for w in s.info.warnings)
+    assert any("breakpoint instruction(s)" in w and "put the original bytes back" in w for w in s.info.warnings)
+    assert last_record(tmp_path)["type"] == "end"
+
+
+def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_leftovers, slow_target):
+    p = attach(slow_target, tmp_path)
+    gdb = None
+    try:
+        wait_for_hits(tmp_path, 2)
+        # WHEN gdb is stopped (the target soon waits at a breakpoint for it) and pttrace gets SIGTERM
+        gdb = its_gdb(p)
+        os.kill(gdb, signal.SIGSTOP)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        if gdb and process_state(gdb) == "T":
+            os.kill(gdb, signal.SIGCONT)
+    # THEN pttrace lets gdb go on, detaches, and ends with 143; the target runs on
+    assert p.returncode == 143, err
+    assert took < 30, took
+    runs_on_untraced(slow_target)
+    s = session_in(tmp_path)
+    assert s.info.status == "detached"
+    assert any("gdb was stopped by a signal" in w for w in s.info.warnings)
+
+
+def test_sighup_while_attached_ends_the_session_and_the_target_runs_on(tmp_path, no_leftovers, slow_target):
+    p = attach(slow_target, tmp_path)
+    try:
+        wait_for_hits(tmp_path, 2)
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 129, err
+    assert last_record(tmp_path)["type"] == "end"
+    assert session_in(tmp_path).info.status == "detached"
+    runs_on_untraced(slow_target)
+
+
+def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftovers):
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                          str(TARGETS / "slow_beat.py")], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_hits(tmp_path, 1)
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 129, err
+    end = last_record(tmp_path)
+    assert end["type"] == "end" and end["status"] == "interrupted" and end["reason"] == "sighup"
+    from tests.integration.test_faults import processes_named
+
+    time.sleep(0.5)
+    assert not processes_named(str(TARGETS / "slow_beat.py"))
+
+
+def test_a_library_dlopened_from_a_path_with_a_line_break(tmp_path, no_leftovers):
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path / "s"),
+                       str(TARGETS / "dlopen_newline.py"), str(tmp_path / "lib"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "loaded" in proc.stdout
+    s = session_in(tmp_path / "s")
+    assert s.info.status == "completed" and len(s.hits) == 1
+
+
+def test_twenty_thousand_arguments_reach_the_target(tmp_path, no_leftovers):
+    args = [str(i) for i in range(20000)]
+    proc = run_pttrace("run", "--batch", "-q", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(TARGETS / "argv_echo.py"), *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("ARGV="))
+    assert json.loads(line[5:]) == args
+
+
+def test_arguments_with_line_breaks_reach_the_target(tmp_path, no_leftovers):
+    args = ["two\nlines", "a b", "", "tab\there", "'quoted'"]
+    proc = run_pttrace("run", "--batch", "-q", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       "--", str(TARGETS / "argv_echo.py"), *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("ARGV="))
+    assert json.loads(line[5:]) == args
+
+
+def test_arguments_too_long_for_gdb_are_refused_before_anything_starts(tmp_path, no_leftovers):
+    args = ["a b" * 1000] * 60  # 180 kB with spaces: more than gdb's start-up shell can be given
+    proc = run_pttrace("run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),
+                       str(TARGETS / "argv_echo.py"), *args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pttrace: the script's arguments are too long") and "Traceback" not in proc.stderr
+    assert len(proc.stdout) < 1000
+    assert not list(tmp_path.glob("*.jsonl"))
