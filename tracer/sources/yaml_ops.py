@@ -94,7 +94,7 @@ class YamlIndex:
     """A yaml file's entries as rows, and tables from a name to row numbers. Parsed once per file
     version and kept in the pttrace cache: loading it is ~3 ms, parsing native_functions.yaml ~35 ms."""
 
-    VERSION = 2  # bump when the rows or tables change
+    VERSION = 4  # bump when the rows or tables change
 
     def __init__(self, path: str, rows: list[tuple], tables: dict[str, dict[str, list[int]]]):
         self.path = path
@@ -122,23 +122,36 @@ class YamlIndex:
         return YamlEntry(self.path, line, name, overload, schema, tuple(kernels), tuple(variants), module, node)
 
 
+_OUT_RE = re.compile(r"\*.*\(\w!\)")  # a mutable tensor after the "*": an out= overload (C++ name name_out)
+
+
 def _parse_native_functions(path: str) -> tuple[list[tuple], dict]:
     rows: list[tuple] = []
     tables: dict[str, dict[str, list[int]]] = {"struct": {}, "kernel_name": {}, "name": {}, "dispatch": {}}
+
+    def names_of(n: int, name: str, overload: str, out: bool) -> None:
+        struct = f"{name}_{overload}" if overload else name
+        tables["struct"].setdefault(struct, []).append(n)  # at::_ops::<struct>
+        tables["name"].setdefault(name, []).append(n)
+        cpp = name + "_out" if out else name
+        # wrapper_<Key>_<x> (structured or not), VariableType::<x>, TraceType::<x>
+        for form in {struct, f"{cpp}_{overload}" if overload else cpp, f"{overload}_{name}", f"{overload}_{cpp}"}:
+            tables["kernel_name"].setdefault(form, []).append(n)
+
     for line, m, block in _entries(path, _FUNC_RE):
         n = len(rows)
         name, overload = m.group(1), m.group(2) or ""
         kernels = _dispatch_kernels(block)
         variants = [v.strip() for v in (_field(block, "variants") or "function").split(",") if v.strip()]
-        rows.append((line, name, overload, block.split("\n", 1)[0][len("- func:"):].strip(), list(kernels), variants,
-                     _field(block, "python_module") or None, None))
-        struct = f"{name}_{overload}" if overload else name
-        tables["struct"].setdefault(struct, []).append(n)  # at::_ops::<struct>
-        tables["name"].setdefault(name, []).append(n)
-        cpp = name + "_out" if overload == "out" or overload.endswith("_out") else name
-        # wrapper_<Key>_<x> (structured or not), VariableType::<x>
-        for form in {struct, f"{cpp}_{overload}" if overload else cpp, f"{overload}_{name}", f"{overload}_{cpp}"}:
-            tables["kernel_name"].setdefault(form, []).append(n)
+        schema = block.split("\n", 1)[0][len("- func:"):].strip()
+        rows.append((line, name, overload, schema, list(kernels), variants, _field(block, "python_module") or None,
+                     None))
+        names_of(n, name, overload, bool(_OUT_RE.search(schema.rsplit("->", 1)[0])))
+        # Overloads codegen makes from this entry (``autogen: foo.out``) have no entry of their own: this one.
+        for generated in (_field(block, "autogen") or "").split(","):
+            if generated.strip():
+                g_name, _, g_overload = generated.strip().partition(".")
+                names_of(n, g_name, g_overload, g_overload == "out" or g_overload.endswith("_out"))
         for k in kernels:  # at::native::<kernel> named in dispatch:
             tables["dispatch"].setdefault(k, []).append(n)
     return rows, tables
@@ -203,6 +216,7 @@ _WRAPPER_RE = re.compile(r"^wrapper_([A-Za-z0-9]+)_(.+)$")
 # SigmoidBackward0, MeanBackwardAutogradNestedTensor0 (a dispatch: key's), AliasBackward0_copy (the
 # Node codegen derives for a view's *_copy variant from the view's entry)
 _NODE_RE = re.compile(r"^([A-Za-z0-9]+Backward[A-Za-z]*\d+)(_copy)?(?:_apply_functional)?$")
+_AUTOGRAD_KEY_RE = re.compile(r"_Autograd[A-Za-z0-9]+$")
 _CODEGEN_NAMESPACES = ("torch::autograd::VariableType::", "torch::ADInplaceOrView::", "torch::TraceType::",
                        "at::functionalization::")
 
@@ -221,7 +235,8 @@ def ops_of(qualified: str, native: YamlIndex, deriv: YamlIndex | None
         rest = _WRAPPER_RE.match(last).group(2)
         ops = native.get("kernel_name", rest)
     elif qualified.startswith(_CODEGEN_NAMESPACES) and len(parts) >= 3:
-        ops = native.get("kernel_name", last)
+        # VariableType::unbind_int_AutogradNestedTensor: a kernel of another autograd key, named with it
+        ops = native.get("kernel_name", last) or native.get("kernel_name", _AUTOGRAD_KEY_RE.sub("", last))
         autograd = qualified.startswith("torch::autograd::VariableType::")
     elif qualified.startswith("torch::autograd::generated::"):
         m = next((m for p in parts[3:] if (m := _NODE_RE.match(p))), None)
