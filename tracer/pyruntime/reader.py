@@ -47,6 +47,7 @@ class ThreadState:
     interp_id: int  # -1: not known (read alone, by thread_state)
     thread_id: int  # pthread_t (gdb's thread handle)
     native_id: int | None  # the LWP; None on 3.10, which does not keep it
+    frame_ref: int = 0  # its newest frame (3.11/3.12: its _PyCFrame, which points at it)
 
 
 @dataclass(frozen=True, eq=False)  # one object per (code, instruction): compared and hashed by identity
@@ -189,22 +190,24 @@ class PythonRuntime:
         lay = self.layout
         raw = self.read(ts, self._ts_span)
         native = _u64(raw, lay.ts_native_thread_id) if lay.ts_native_thread_id is not None else None
-        return ThreadState(ts, interp_id, _u64(raw, lay.ts_thread_id), native), _u64(raw, lay.ts_next)
+        ref = _u64(raw, lay.ts_cframe if lay.ts_cframe is not None else lay.ts_frame)
+        return ThreadState(ts, interp_id, _u64(raw, lay.ts_thread_id), native, ref), _u64(raw, lay.ts_next)
 
-    def current_frame(self, tstate: int) -> int:
+    def current_frame(self, state: ThreadState) -> int:
         """The address of the thread's newest frame (0: it runs no Python code)."""
-        lay = self.layout
-        if lay.ts_cframe is not None:
-            cframe = _u64(self.read(tstate + lay.ts_cframe, 8), 0)
-            return _u64(self.read(cframe + lay.cf_current, 8), 0) if cframe else 0
-        return _u64(self.read(tstate + lay.ts_frame, 8), 0)
+        if self.layout.ts_cframe is not None:
+            return _u64(self.read(state.frame_ref + self.layout.cf_current, 8), 0) if state.frame_ref else 0
+        return state.frame_ref
 
     # -- frames --------------------------------------------------------------------------------------
-    def frames(self, tstate: int, max_frames: int = MAX_FRAMES) -> FrameChain:
+    def frames(self, tstate: int | ThreadState, max_frames: int = MAX_FRAMES) -> FrameChain:
+        """The frames of a thread (its state's address, or the ThreadState just read of it)."""
         try:
-            first = self.current_frame(tstate)
+            state = tstate if isinstance(tstate, ThreadState) else self._thread_state(tstate, -1)[0]
+            first = self.current_frame(state)
         except Exception:
-            return FrameChain(complete=False, error=f"cannot read the thread state at {tstate:#x}")
+            where = tstate.address if isinstance(tstate, ThreadState) else tstate
+            return FrameChain(complete=False, error=f"cannot read the thread state at {where:#x}")
         return self.frames_from(first, max_frames)
 
     def frames_from(self, frame: int, max_frames: int = MAX_FRAMES) -> FrameChain:

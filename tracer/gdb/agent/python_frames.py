@@ -100,8 +100,9 @@ class CPythonFrames:
         return True
 
     # --- threads ------------------------------------------------------------------------------------
-    def _tstate(self, thread) -> int | None:
-        """The PyThreadState of a gdb thread: matched by LWP (3.11+) or pthread handle (3.10)."""
+    def _tstate(self, thread):
+        """The thread state of a gdb thread, just read (one read when its address is cached): matched by
+        LWP (3.11+) or pthread handle (3.10)."""
         rt = CACHES.py_runtime
         lwp = thread.ptid[1]
         key = thread.global_num
@@ -109,13 +110,13 @@ class CPythonFrames:
         if cached is not None:
             state = rt.thread_state(cached)
             if state is not None and self._is(state, thread, lwp):
-                return cached
+                return state
         for state in rt.threads():
             if self._is(state, thread, lwp):
                 if len(CACHES.tstates) >= _MAX_THREADS:
                     CACHES.tstates.clear()
                 CACHES.tstates[key] = state.address
-                return state.address
+                return state
         return None
 
     @staticmethod
@@ -128,10 +129,10 @@ class CPythonFrames:
             return False
 
     def _chain(self, thread):
-        ts = self._tstate(thread)
-        if ts is None:
+        state = self._tstate(thread)
+        if state is None:
             return None
-        return CACHES.py_runtime.frames(ts, STATE.max_depth)
+        return CACHES.py_runtime.frames(state, STATE.max_depth)
 
     def _record(self, frame):
         records = CACHES.py_frames
