@@ -107,9 +107,10 @@ def test_run_interleaves_each_group_at_its_eval_frame(recorded):
     assert (where["in_exec"] == at - 1) == (not recorded["name"].endswith("3.10"))
 
 
-@pytest.fixture(scope="module", params=["pyenv-3.10", "pyenv-3.13", "debian-3.11", "stripped-3.12"])
+@pytest.fixture(scope="module", params=["pyenv-3.10", "pyenv-3.12", "pyenv-3.13", "debian-3.11", "stripped-3.12"])
 def attached(request, tmp_path_factory):
-    """``pttrace attach`` for 6 hits (both threads call bin(); later hits of a stack reuse its walk)."""
+    """``pttrace attach`` for 6 hits (both threads call bin(); later hits of a stack reuse its walk). After
+    the run fixture's recordings: gdb's index cache is warm for these interpreters."""
     spec = dict(CASES)[request.param]
     python = pythons.resolve(spec)
     if python is None:
