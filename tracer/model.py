@@ -146,6 +146,29 @@ class Thread:
 
 
 @dataclass
+class Launch:
+    """The thread that launched the intra-op parallel region a worker thread's hit ran in: its stack at
+    that moment (outermost first), or why it was not found."""
+
+    thread: "Thread | None"
+    frames: list["Frame"] = field(default_factory=list)
+    why: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"thread": self.thread.to_dict() if self.thread else None,
+                             "frames": [f.to_dict() for f in self.frames]}
+        if self.why:
+            d["why"] = self.why
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Launch":
+        thread = data.get("thread")
+        return cls(Thread.from_dict(thread) if thread else None,
+                   [Frame.from_dict(f) for f in data.get("frames") or []], data.get("why"))
+
+
+@dataclass
 class Hit:
     seq: int
     breakpoint: str | None
@@ -154,6 +177,7 @@ class Hit:
     frames: list[Frame]
     truncated: bool = False
     signal: str | None = None  # set when the stop is a crash rather than a breakpoint
+    launched_by: "Launch | None" = None  # a parallel worker's hit: who launched its region
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -167,6 +191,8 @@ class Hit:
             d["truncated"] = True
         if self.signal:
             d["signal"] = self.signal
+        if self.launched_by is not None:
+            d["launched_by"] = self.launched_by.to_dict()
         return d
 
     @classmethod
@@ -179,6 +205,7 @@ class Hit:
             frames=[Frame.from_dict(f) for f in data.get("frames") or []],
             truncated=bool(data.get("truncated", False)),
             signal=data.get("signal"),
+            launched_by=Launch.from_dict(data["launched_by"]) if data.get("launched_by") else None,
         )
 
     @property

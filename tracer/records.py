@@ -10,7 +10,9 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 
 ``header``         ``{"schema": N, "session": {SessionInfo}}``, the first line
 ``breakpoint``     ``{spec, number, locations: [...], hits, pending, enabled}``, again when it changes
-``hit``            ``{seq, breakpoint, thread: {id, name, lwp}, time, frames: [...], truncated?, signal?}``,
+``hit``            ``{seq, breakpoint, thread: {id, name, lwp}, time, frames: [...], truncated?, signal?,
+                   launched_by?: {thread, frames} or {thread: null, why}}`` (a parallel worker's hit: the
+                   stack of the thread that launched its region, at that moment),
                    frames outermost first
 ``warning``        ``{message}``: what pttrace could not see or follow
 ``dispatch_keys``  the target torch's DispatchKeySet numbering (``storage.decode_keyset``)
@@ -100,12 +102,14 @@ def warning(message: str) -> dict[str, Any]:
 
 
 def hit(seq: int, breakpoint: str | None, thread: dict[str, Any], time: float, frames: list,
-        truncated: bool = False, signal: str | None = None) -> dict[str, Any]:
+        truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> dict[str, Any]:
     rec = {"type": HIT, "seq": seq, "breakpoint": breakpoint, "thread": thread, "time": time, "frames": frames}
     if truncated:
         rec["truncated"] = True
     if signal:
         rec["signal"] = signal
+    if launched_by is not None:
+        rec["launched_by"] = launched_by
     return rec
 
 

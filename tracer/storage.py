@@ -182,8 +182,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
 
 
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
-    for h in hits:
-        frames = h.frames
+    stacks = [h.frames for h in hits] + [h.launched_by.frames for h in hits if h.launched_by is not None]
+    for frames in stacks:
         last = len(frames) - 1
         for i, f in enumerate(frames):
             if f.offset is None:

@@ -107,3 +107,28 @@ def test_a_worker_thread_path_says_its_launcher_is_not_recorded():
     session.hits = [Hit(seq=1, breakpoint="at::internal::set_thread_num", thread=Thread(id=3), time=0.0,
                         frames=worker)]
     assert P.WORKER_NOTE in markdown.render(session)
+
+
+def test_a_launch_round_trips_and_says_why_when_no_launcher_was_found():
+    from tracer.export import paths as P
+    from tracer.model import Launch
+
+    gomp = "/x/site-packages/torch/lib/libgomp.so.1"
+    worker = [native("gomp_thread_start", gomp), native("at::internal::set_thread_num(int)")]
+    launcher = [USER, BINDING, ENTRY, native("GOMP_parallel", gomp)]
+    hit = Hit(seq=2, breakpoint="b", thread=Thread(id=3), time=0.0, frames=worker,
+              launched_by=Launch(Thread(id=1), launcher))
+    again = Hit.from_dict(hit.to_dict())
+    assert again.launched_by.thread.id == 1 and [f.function for f in again.launched_by.frames] == \
+        [f.function for f in launcher]
+    parent = Hit(seq=1, breakpoint="op:add_", thread=Thread(id=1), time=0.0, frames=[USER, BINDING, ENTRY])
+    text = P.launch_text(hit, [parent, hit], cwd="/work")
+    assert text == "launched by thread 1 from train.py:21 via at::_ops::add__Tensor::call (inside hit #1)"
+    lost = Hit(seq=3, breakpoint="b", thread=Thread(id=3), time=0.0, frames=worker,
+               launched_by=Launch(None, why="2 threads are inside a parallel launcher"))
+    assert P.launch_text(lost, [lost]) == "launcher not found: 2 threads are inside a parallel launcher"
+    assert Hit.from_dict(lost.to_dict()).launched_by.why.startswith("2 threads")
+    # hits from different launching lines are different paths
+    other = Hit(seq=4, breakpoint="b", thread=Thread(id=3), time=0.0, frames=worker,
+                launched_by=Launch(Thread(id=1), [python("<module>", "/work/train.py", 30)] + launcher[1:]))
+    assert len(P.group([hit, other])) == 2 and len(P.group([hit, hit])) == 1

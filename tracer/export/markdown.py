@@ -275,7 +275,7 @@ class MarkdownRenderer:
 
     def call_path(self, n: int, path: P.CallPath) -> list[str]:
         heading = f"### Path {n}: {code(path.title)}"
-        origin = P.innermost_python(path.frames)
+        origin = P.innermost_python(path.frames) or P.launch_origin(path.first)
         if origin is not None and origin is not path.innermost and origin.file:
             heading += f" from {code(P.frame_location(origin, self.cwd))}"
         lines = [f"{heading} ({plural(path.count, 'hit')})", ""]
@@ -292,7 +292,11 @@ class MarkdownRenderer:
             facts.append("stopped by signal " + ", ".join(code(s) for s in path.signals))
         if path.hidden:
             facts.append(f"{plural(path.hidden, 'frame')} folded")
-        if P.in_parallel_worker(path.frames):
+        launches = list(dict.fromkeys(t for t in (P.launch_text(h, self.session.hits, self.cwd)
+                                                  for h in path.hits[:5]) if t))
+        if launches:
+            facts += [text(t) for t in launches]
+        elif P.in_parallel_worker(path.frames):
             facts.append(text(P.WORKER_NOTE))
         lines += [" · ".join(facts), ""]
         if path.truncated:

@@ -121,6 +121,49 @@ def in_parallel_worker(frames: list[Frame]) -> bool:
 WORKER_NOTE = "an intra-op parallel worker thread: which call and Python line launched its region is not recorded"
 
 
+def launch_origin(hit: Hit) -> Frame | None:
+    """The Python line whose call launched the parallel region a worker's hit ran in."""
+    lb = hit.launched_by
+    return innermost_python(lb.frames) if lb is not None and lb.frames else None
+
+
+def is_ancestor(outer: list[Frame], inner: list[Frame]) -> bool:
+    """Whether the stack ``inner`` runs inside the call ``outer`` stopped at the entry of: it holds
+    ``outer``'s stack, ``outer``'s innermost function still active."""
+    n = len(outer)
+    if n == 0 or len(inner) <= n - 1:
+        return False
+    if any(x.key() != y.key() for x, y in zip(outer[:-1], inner[: n - 1])):
+        return False
+    return len(inner) >= n and inner[n - 1].kind == outer[-1].kind and inner[n - 1].function == outer[-1].function
+
+
+def launch_text(hit: Hit, hits: list[Hit], cwd: str | None = None) -> str | None:
+    """One line on who launched a worker's region: thread, Python line, the kernel, the hit it ran inside."""
+    lb = hit.launched_by
+    if lb is None:
+        return None
+    if lb.thread is None:
+        return f"launcher not found: {lb.why or 'unknown'}"
+    text = f"launched by thread {lb.thread.id}"
+    origin = innermost_python(lb.frames)
+    where = frame_location(origin, cwd) if origin is not None else None
+    if where:
+        text += f" from {where}"
+    entries = [short_of(f) for f in lb.frames if f.kind != "python" and short_of(f).startswith("at::_ops::")]
+    if entries:
+        text += f" via {entries[-1]}"
+    kernels = [f for f in lb.frames if f.kind != "python" and layer_of(f) == "kernel"
+               and not short_of(f).startswith(("at::TensorIterator", "at::internal::"))]
+    if kernels:
+        text += f" in {short_of(kernels[-1])}"
+    parent = next((h for h in reversed(hits) if h.seq < hit.seq and h.thread.id == lb.thread.id
+                   and is_ancestor(h.frames, lb.frames)), None)
+    if parent is not None:
+        text += f" (inside hit #{parent.seq})"
+    return text
+
+
 # --- folding
 
 def is_interpreter(frame: Frame) -> bool:
@@ -226,6 +269,9 @@ def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False,
             key = tuple(portable_key(f, cwd) for f in shown)
         else:
             key = tuple(f.key() for f in shown)
+        origin = launch_origin(hit)
+        if origin is not None:  # a worker's hits from different Python lines are different paths
+            key += (("launched from",) + (portable_key(origin, cwd) if portable else origin.key()),)
         path = paths.get(key)
         if path is None:
             path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown))

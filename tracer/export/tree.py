@@ -78,7 +78,7 @@ def path_label(n: int | str, path: P.CallPath, cwd: str | None = None, counts: s
     t.append(f"path {n}", style="bold")
     t.append(f"  {counts or plural(path.count, 'hit')}", style="bold cyan")
     t.append(f"  {path.title}", style="bold")
-    origin = P.innermost_python(path.frames)
+    origin = P.innermost_python(path.frames) or P.launch_origin(path.first)
     if origin is not None and origin is not path.innermost:
         loc = P.frame_location(origin, cwd)
         if loc:
@@ -87,7 +87,11 @@ def path_label(n: int | str, path: P.CallPath, cwd: str | None = None, counts: s
         t.append("  breakpoint " + ", ".join(path.breakpoints), style="grey62")
     if path.signals:
         t.append("  signal " + ", ".join(path.signals), style="bold red")
-    if P.in_parallel_worker(path.frames):
+    if path.first.launched_by is not None:
+        lb = path.first.launched_by
+        t.append(f"  (a parallel worker; launched by thread {lb.thread.id})" if lb.thread else
+                 f"  (a parallel worker; launcher not found: {lb.why})", style="magenta")
+    elif P.in_parallel_worker(path.frames):
         t.append(f"  ({P.WORKER_NOTE})", style="magenta")
     return t
 

@@ -26,6 +26,8 @@ class AgentStatus:
     mode: str
     need_libs: tuple[str, ...] = ()
     """Libraries a deferred hit's stack passed through without symbols: load them, then ``rerecord``."""
+    need_launcher: bool = False
+    """A deferred hit is a parallel worker's: ``rerecord`` reads its launching thread, then records it."""
     stop: bool = False
     """The agent wants the target to stay stopped (stop mode, or the last of ``max_hits``)."""
     write_error: str | None = None
@@ -56,6 +58,7 @@ class AgentLink:
             data = json.loads(text.splitlines()[-1])
             return AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
                                need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
+                               need_launcher=bool(data.get("need_launcher")),
                                write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {})
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None

@@ -387,9 +387,11 @@ class Recorder:
         run (max-hits, an unwritable session), or stop mode."""
         try:
             status = self.agent.status()
-            if status.need_libs and not status.write_error:
+            if (status.need_libs or status.need_launcher) and not status.write_error:
                 # The stack passed through libraries whose symbols we skipped: load them, record again.
-                self.policy.load_symbols(status.need_libs)
+                # Or it is a parallel worker's: the agent reads the launching thread, then records it.
+                if status.need_libs:
+                    self.policy.load_symbols(status.need_libs)
                 self.agent.rerecord()
                 status = self.agent.status()
                 if not status.stop:

@@ -57,6 +57,8 @@ class SessionTailer:
                 kind = rec.get("type")
                 if kind == "hit":
                     self.fill(rec.get("frames") or [])
+                    if rec.get("launched_by"):  # a parallel worker's launching thread: its stack too
+                        self.fill(rec["launched_by"].get("frames") or [])
                     if emit:
                         self._emit(HitRecorded(Hit.from_dict(rec)))
                 elif emit and kind == "breakpoint":

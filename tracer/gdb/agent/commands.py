@@ -25,7 +25,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import breakpoints, native
+from tracer.gdb.agent import breakpoints, launcher, native
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.hits import record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
@@ -103,6 +103,7 @@ def _snapshot(arg: str) -> None:
 
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
+                          "need_launcher": STATE.pending_launcher,
                           "stop": STATE.stop_requested, "write_error": STATE.write_error,
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
@@ -111,10 +112,13 @@ def _rerecord(arg: str) -> None:
     if STATE.pending_spec is None and not STATE.need_libs:
         return
     spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
-    CACHES.invalidate()
+    if not STATE.pending_launcher:
+        CACHES.invalidate()  # symbols were loaded: frames named before are stale
     keyset, why = STATE.pending_keyset
     STATE.pending_keyset = (None, None)
-    record_hit(spec, keyset=keyset, keyset_note=why)
+    launched_by = launcher.find(call_path) if STATE.pending_launcher else None
+    STATE.pending_launcher = False
+    record_hit(spec, keyset=keyset, keyset_note=why, launched_by=launched_by)
     STATE.stop_requested = STATE.wants_stop()
 
 

@@ -7,7 +7,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer import records
 from tracer.classify import kernel_below_adapter
-from tracer.gdb.agent import native
+from tracer.gdb.agent import launcher, native
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
@@ -44,8 +44,10 @@ def kernels_by_caller(frames: list) -> None:
 
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
-               keyset: int | None = None, newest=None, keyset_note: str | None = None) -> bool:
-    """Record the current stack; returns False if deferred until missing symbols are loaded."""
+               keyset: int | None = None, newest=None, keyset_note: str | None = None,
+               launched_by: dict | None = None) -> bool:
+    """Record the current stack; returns False if deferred: until missing symbols are loaded, or, for a
+    parallel worker's hit, until its launching thread can be read (outside the breakpoint's stop)."""
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     if keyset is not None and frames:
@@ -59,7 +61,11 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             STATE.pending_spec = spec
             CACHES.forget_library_frames(missing)
             return False
+        if launcher.in_worker(frames):
+            STATE.pending_spec = spec
+            STATE.pending_launcher = True
+            return False
     STATE.hits += 1
-    OUT.write_hit(records.hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal))
+    OUT.write_hit(records.hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by))
     STATS.write()
     return True
