@@ -8,14 +8,18 @@ means selecting it, which a breakpoint's ``stop`` must not do, so such a hit is 
 """
 from __future__ import annotations
 
+import re
+
 import gdb  # type: ignore[import-not-found]
 
 from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.log import LOG
 
 # Where a worker thread of an intra-op parallel region starts, and where its launching thread waits.
 WORKER_ROOTS = ("gomp_thread_start", "c10::ThreadPool::main_loop")
 LAUNCHERS = ("GOMP_parallel", "at::internal::_parallel_run")
 _MAX_WALK = 512
+_OPENMP = re.compile(r"(^|/)lib(gomp|iomp5|omp)[^/]*\.so")
 
 
 def in_worker(frames: list[dict]) -> bool:
@@ -28,14 +32,23 @@ def in_worker(frames: list[dict]) -> bool:
 def _waits_in_launcher(thread) -> bool:
     thread.switch()
     frame = gdb.newest_frame()
+    names = []
     for _ in range(_MAX_WALK):
         if frame is None:
-            return False
+            break
         name = frame.name() or ""
-        if name.startswith(LAUNCHERS):
-            return not in_root_of_worker(frame)  # a nested region's launcher is a worker itself
+        names.append(name or hex(frame.pc()))
+        # By name, or by library: GOMP_parallel's own frame can be nameless to gdb (its call to
+        # gomp_team_end is its last instruction, so the return address is past its end).
+        if name.startswith(LAUNCHERS) or _in_openmp(frame):
+            return not in_root_of_worker(frame)  # a worker (or a nested region's launcher) is not it
         frame = frame.older()
+    LOG.debug("thread %s is not in a launcher: %s", thread.num, " <- ".join(names[:12]))
     return False
+
+
+def _in_openmp(frame) -> bool:
+    return bool(_OPENMP.search(gdb.solib_name(frame.pc()) or ""))
 
 
 def in_root_of_worker(frame) -> bool:
@@ -52,6 +65,7 @@ def find(call_path) -> dict:
     The selected thread is selected again before returning."""
     current = gdb.selected_thread()
     found = []
+    unreadable = []
     try:
         for thread in gdb.selected_inferior().threads():
             if thread.num == current.num or not thread.is_valid():
@@ -59,11 +73,14 @@ def find(call_path) -> dict:
             try:
                 if _waits_in_launcher(thread):
                     found.append(thread)
-            except READ_ERRORS:
+            except READ_ERRORS as exc:
+                unreadable.append(f"thread {thread.num} ({exc})")
                 continue
         if len(found) != 1:
             why = ("no other thread is inside a parallel launcher (GOMP_parallel, at::parallel_for)" if not found
                    else f"{len(found)} threads are inside a parallel launcher: which one launched it is not known")
+            if unreadable:
+                why += "; could not read the stack of " + ", ".join(unreadable)
             return {"thread": None, "why": why}
         found[0].switch()
         frames, _ = call_path()
