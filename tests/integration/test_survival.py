@@ -46,6 +46,15 @@ def runs_on_untraced(target: subprocess.Popen) -> None:
     assert process_state(target.pid) in ("S", "R")
 
 
+def fresh_beat(target: subprocess.Popen) -> None:
+    """Wait for a "beat" the target prints now, not one waiting in the pipe: it just left a hit."""
+    while True:
+        t0 = time.monotonic()
+        line = target.stdout.readline()
+        if line.startswith("beat") and time.monotonic() - t0 > 0.1:
+            return
+
+
 @pytest.fixture
 def slow_target():
     target = subprocess.Popen([sys.executable, str(TARGETS / "slow_beat.py")], stdout=subprocess.PIPE, text=True)
@@ -60,8 +69,11 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
     p = attach(slow_target, tmp_path)
     try:
         wait_for_hits(tmp_path, 2)
-        # WHEN its gdb is killed with SIGKILL (the breakpoints still in the target's code)
-        os.kill(its_gdb(p), signal.SIGKILL)
+        gdb = its_gdb(p)
+        # WHEN its gdb is killed with SIGKILL while the target runs (between two hits, the breakpoints
+        # in its code; a hit gdb is handling at that moment ends the target: the kernel's SIGTRAP)
+        fresh_beat(slow_target)
+        os.kill(gdb, signal.SIGKILL)
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:

@@ -1,5 +1,5 @@
-"""Calls torch.tensor every 0.4 s until killed: an attach target that is mostly running, not stopped
-at a hit, when something happens to gdb."""
+"""Calls torch.tensor every 0.4 s until killed, saying "beat N" after each call (a hit's handling by
+gdb is over then): an attach target that can be caught running, not stopped at a hit."""
 import time
 
 import torch
@@ -9,4 +9,5 @@ n = 0
 while True:
     torch.tensor([n])
     n += 1
+    print(f"beat {n}", flush=True)
     time.sleep(0.4)

@@ -100,6 +100,34 @@ def remove_breakpoints(pid: int) -> Repair:
     return Repair(restored, tuple(libraries), resumed=_continue_if_stopped(pid))
 
 
+def leave_attached(pid: int | None, gdb_lost: bool) -> tuple[str | None, list[str]]:
+    """After gdb: repair the attached target. Returns the session status this makes true (None: as it
+    was) and what the session must say."""
+    if not pid or not alive(pid):
+        return ("target-crashed", [f"process {pid} is gone: it ended after gdb was lost"]) if gdb_lost else (None, [])
+    tracer = traced_by(pid)
+    if tracer:
+        return None, [f"process {pid} is still traced by process {tracer}; pttrace left its code alone"]
+    try:
+        repair = remove_breakpoints(pid)
+    except RepairError as exc:
+        return None, [f"{exc.message}; breakpoints gdb inserted may still be in process {pid} and kill it "
+                      "with SIGTRAP when reached"]
+    messages = []
+    if repair.restored:
+        where = ", ".join(os.path.basename(p) for p in repair.libraries)
+        messages.append(f"gdb left {repair.restored} breakpoint instruction(s) in process {pid} ({where}); "
+                        "pttrace put the original bytes back" + (" and continued it" if repair.resumed else ""))
+    elif repair.resumed:
+        messages.append(f"process {pid} was left stopped; pttrace continued it")
+    return "detached", messages
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    return process_state(pid) not in (None, "Z", "X")
+
+
 def _continue_if_stopped(pid: int) -> bool:
     """gdb stops every thread with SIGSTOP at a stop; if it died then, the process is left stopped."""
     if process_state(pid) != "T":

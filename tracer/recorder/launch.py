@@ -97,6 +97,25 @@ def executable(python: str) -> str:
     return py
 
 
+def validate(config) -> tuple[str, dict]:
+    """Everything that can be refused before gdb starts: the interpreter as an executable path, and
+    its facts (versions of Python and torch)."""
+    if not config.breakpoints and not config.address_breakpoints:
+        raise UsageError("give at least one breakpoint with --break SYMBOL.")
+    if config.pid is None:
+        if not config.script:
+            raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
+        script = Path(config.script)
+        if not script.exists():
+            raise UsageError(f"script not found: {config.script}.")
+        if not script.is_file() or not os.access(script, os.R_OK):
+            raise UsageError(f"script is not a readable file: {config.script}.")
+    python = executable(config.python)
+    if config.pid is None:
+        check_program([python, config.script, *config.script_args])
+    return python, describe_python(python)
+
+
 def describe_python(python: str) -> dict:
     """Version facts about the target interpreter and its torch, without importing torch."""
     code = (

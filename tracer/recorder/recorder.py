@@ -128,23 +128,6 @@ class Recorder:
         self.emit(TargetStateChanged(state))
 
     # --- start-up -------------------------------------------------------------------------------
-    def _validate(self) -> dict:
-        cfg = self.config
-        if not cfg.breakpoints and not cfg.address_breakpoints:
-            raise UsageError("give at least one breakpoint with --break SYMBOL.")
-        if cfg.pid is None:
-            if not cfg.script:
-                raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
-            script = Path(cfg.script)
-            if not script.exists():
-                raise UsageError(f"script not found: {cfg.script}.")
-            if not script.is_file() or not os.access(script, os.R_OK):
-                raise UsageError(f"script is not a readable file: {cfg.script}.")
-        self.python = launch.executable(cfg.python)
-        if cfg.pid is None:
-            launch.check_program([self.python, cfg.script, *cfg.script_args])
-        return launch.describe_python(self.python)
-
     def _open_session(self, facts: dict, gdb_version: str) -> None:
         cfg = self.config
         sid = storage.new_session_id()
@@ -172,7 +155,7 @@ class Recorder:
 
     def start(self) -> Path:
         cfg = self.config
-        facts = self._validate()
+        self.python, facts = launch.validate(cfg)
         gdb = launch.gdb_path(self.settings)
         gversion = launch.gdb_version(gdb)
         helper = launch.python_gdb_helper(self.python)
@@ -467,32 +450,12 @@ class Recorder:
 
     # --- shutdown -------------------------------------------------------------------------------
     def _leave_attached_target(self) -> None:
-        """gdb is gone: make sure the attached target runs on without any breakpoint instruction of
-        gdb's left in its code (gdb killed, hung or refusing to detach leaves them there)."""
-        pid = self.main.pid
-        if not pid or not _alive(pid):
-            if self.gdb_lost:
-                self.status = "target-crashed"
-                self.warn(f"process {pid} is gone: it ended after gdb was lost")
-            return
-        tracer = guard.traced_by(pid)
-        if tracer:
-            self.warn(f"process {pid} is still traced by process {tracer}; pttrace left its code alone")
-            return
-        try:
-            repair = guard.remove_breakpoints(pid)
-        except guard.RepairError as exc:
-            self.warn(f"{exc.message}; breakpoints gdb inserted may still be in process {pid} and kill it "
-                      "with SIGTRAP when reached")
-            return
-        if repair.restored:
-            where = ", ".join(os.path.basename(p) for p in repair.libraries)
-            self.warn(f"gdb left {repair.restored} breakpoint instruction(s) in process {pid} ({where}); "
-                      "pttrace put the original bytes back" + (" and continued it" if repair.resumed else ""))
-        elif repair.resumed:
-            self.warn(f"process {pid} was left stopped; pttrace continued it")
-        if self.gdb_lost or self.status == "running":
-            self.status = "detached"
+        """gdb is gone: the attached target must run on without any breakpoint instruction of gdb's."""
+        status, messages = guard.leave_attached(self.main.pid, self.gdb_lost)
+        for message in messages:
+            self.warn(message)
+        if status is not None and (status != "detached" or self.gdb_lost or self.status == "running"):
+            self.status = status
 
     def _close(self) -> str:
         mi = self.mi
@@ -505,7 +468,7 @@ class Recorder:
                 log.debug("last breakpoint dump: %s", exc)
         if mi is not None:
             mi.close()
-        if self.config.pid is None and self.main.pid and _alive(self.main.pid):
+        if self.config.pid is None and self.main.pid and guard.alive(self.main.pid):
             # gdb went away without taking the launched target with it.
             try:
                 os.kill(self.main.pid, signal.SIGKILL)
@@ -535,16 +498,3 @@ class Recorder:
         self._tmp.cleanup()
         return self.status
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
