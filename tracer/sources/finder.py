@@ -299,7 +299,7 @@ class SourceFinder:
 
 
 def source_dir_setting(flag: str | None) -> str | None:
-    """``--source-dir`` if given, else ``$PTTRACE_SOURCE_DIR``, else None."""
+    """``--source-dir`` if given, else the settings' (``$PTTRACE_SOURCE_DIR``), else None."""
     from tracer import settings
 
     return flag or settings.current().source_dir

@@ -119,7 +119,7 @@ class SourcePane(Static, can_focus=True):
         self._finder = None
 
     def finder(self):
-        """One SourceFinder per pane: $PTTRACE_SOURCE_DIR, the session's torch commit."""
+        """One SourceFinder per pane: the settings' source directory, the session's torch commit."""
         if self._finder is None:
             from tracer.errors import UsageError
             from tracer.sources import SourceFinder, source_dir_setting
@@ -127,7 +127,7 @@ class SourcePane(Static, can_focus=True):
             commit = getattr(self.session_info, "torch_git_version", None)
             try:
                 self._finder = SourceFinder(source_dir_setting(None), commit)
-            except UsageError as e:  # a bad $PTTRACE_SOURCE_DIR: said in the pane, the rest still works
+            except UsageError as e:  # a bad source directory: said in the pane, the rest still works
                 self._finder = SourceFinder(None, commit)
                 self._finder.notes.append(str(e))
         return self._finder
