@@ -14,11 +14,13 @@ from __future__ import annotations
 import threading
 
 from tracer.classify import classify, dispatch_key, kernel_below_adapter, short_name
+from tracer.errors import PttraceError
 from tracer.records import fill_frame, fill_key
 
 
 class FrameFiller:
     def __init__(self) -> None:
+        self.unreadable: dict[str, str] = {}  # library -> why our index could not read it
         self._answers: dict[tuple, dict | None] = {}
         self._written: set[tuple] = set()
         self._lock = threading.Lock()
@@ -43,8 +45,8 @@ class FrameFiller:
                 line = line_for_address(library, addr)
                 if line is not None and line.file:
                     values["file"], values["line"] = line.file, line.line
-            except Exception:
-                pass  # an unreadable library: the frame keeps its library and offset
+            except (PttraceError, OSError) as exc:  # the frame keeps its library and offset
+                self.unreadable.setdefault(library, exc.message if isinstance(exc, PttraceError) else str(exc))
         self._answers[key] = values or None
         return self._answers[key]
 

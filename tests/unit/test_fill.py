@@ -105,3 +105,15 @@ def test_cfi_copy_holds_only_the_unwind_tables(tmp_path, monkeypatch):
     names = {s.name for s in ElfFile(copy).section_list}
     assert {".eh_frame", ".text"} <= names and not names & {".symtab", ".dynsym", ".strtab", ".debug_info"}
     assert next(s for s in ElfFile(copy).section_list if s.name == ".text").type == 8  # NOBITS
+
+
+def test_a_library_the_index_cannot_read_is_named_not_hidden(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bad = tmp_path / "libbroken.so"
+    bad.write_bytes(b"\x7fELF" + b"\0" * 12)  # an ELF header cut short
+    frames = [{"kind": "native", "function": None, "library": str(bad), "file": None, "offset": 0x40,
+               "layer": "runtime"}]
+    filler = FrameFiller()
+    assert filler.fill(frames) == []
+    assert frames[0]["function"] is None and frames[0]["offset"] == 0x40  # kept as recorded
+    assert str(bad) in filler.unreadable and filler.unreadable[str(bad)]

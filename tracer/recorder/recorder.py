@@ -142,7 +142,7 @@ class Recorder:
         )
         self.writer.header(self.info)
         self._keys = shutdown.KeyTable(self.writer, cfg.dispatch_keys, cfg.dispatch_keys_later)
-        self.tailer = SessionTailer(self.session_path, self.writer, self.emit)
+        self.tailer = SessionTailer(self.session_path, self.writer, self.emit, self.warn)
 
     def _torch_libraries(self) -> list[str]:
         from tracer.symbols import torch_libraries

@@ -18,10 +18,13 @@ log = logging.getLogger("pttrace.recorder")
 
 
 class SessionTailer:
-    def __init__(self, path: Path, writer: storage.SessionWriter, emit: Callable[[RecorderEvent], None]):
+    def __init__(self, path: Path, writer: storage.SessionWriter, emit: Callable[[RecorderEvent], None],
+                 warn: Callable[[str], None]):
         self.path = path
         self.writer = writer
         self._emit = emit
+        self._warn = warn
+        self._told: set[str] = set()
         self._filler = FrameFiller()
         self._lock = threading.Lock()
         self._tail = records.Tail()
@@ -31,6 +34,11 @@ class SessionTailer:
     def fill(self, frames: list) -> None:
         """Name what gdb left unnamed in these frames, and append the answers as a fill record."""
         entries = self._filler.fill(frames)
+        for library, why in list(self._filler.unreadable.items()):
+            if library not in self._told:
+                self._told.add(library)
+                self._warn(f"pttrace's symbol index cannot read {library} ({why}); its frames keep their "
+                           "library and offset (`pttrace where 0xOFFSET --lib LIBRARY` once it is readable)")
         if entries:
             try:
                 self.writer.fill(entries)
