@@ -118,10 +118,13 @@ class Breakpoint:
     enabled: bool = True
     suggestions: list[str] = field(default_factory=list)
     error: str | None = None
+    removed: bool = False  # the record that says it was removed (a session never lists such a one)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["locations"] = [loc.to_dict() for loc in self.locations]
+        if not self.removed:
+            d.pop("removed")
         return d
 
     @classmethod

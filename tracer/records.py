@@ -9,7 +9,8 @@ A session file is JSON lines, each one record, each written with one ``write()``
 descriptor (several writers never interleave, and a file cut anywhere keeps every complete line):
 
 ``header``         ``{"schema": N, "session": {SessionInfo}}``, the first line
-``breakpoint``     ``{spec, number, locations: [...], hits, pending, enabled}``, again when it changes
+``breakpoint``     ``{spec, number, locations: [...], hits, pending, enabled}``, again when it changes;
+                   ``{spec, removed: true}`` once it is removed (readers forget it)
 ``hit``            ``{seq, breakpoint, thread: {id, name, lwp}, time, frames: [...], truncated?, signal?,
                    launched_by?: {thread, frames} or {thread: null, why}}`` (a parallel worker's hit: the
                    stack of the thread that launched its region, at that moment),
@@ -117,6 +118,10 @@ def breakpoint(spec: str, number: int | None, locations: list, pending: bool, en
                hits: int = 0) -> dict[str, Any]:
     return {"type": BREAKPOINT, "spec": spec, "number": number, "locations": locations, "hits": hits,
             "pending": pending, "enabled": enabled}
+
+
+def breakpoint_removed(spec: str) -> dict[str, Any]:
+    return {"type": BREAKPOINT, "spec": spec, "removed": True}
 
 
 # --------------------------------------------------------------------------------------------

@@ -120,6 +120,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                         "upgrade pttrace to read it."
                     )
                 session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema, path=str(path))
+            elif kind == "breakpoint" and rec.get("removed"):
+                bps.pop(str(rec["spec"]), None)
             elif kind == "breakpoint":
                 bp = Breakpoint.from_dict(rec)
                 bps[bp.spec] = bp

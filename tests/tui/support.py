@@ -93,6 +93,14 @@ class FakeSource(EventSource):
                  "torch::autograd::THPVariable_sigmoid"]
         return [n for n in names if text.lower() in n.lower()][:limit]
 
+    def check_breakpoint(self, spec: str):
+        from tracer.tui.sources import Refusal
+
+        self.calls.append(("check", spec))
+        if "nonexistent" in spec:
+            return Refusal(f"no library loaded in the target defines {spec}", ["at::_ops::sigmoid::call"])
+        return None
+
     def set_mode(self, mode: str) -> None:
         self.calls.append(("mode", mode))
 

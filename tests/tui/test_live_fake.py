@@ -250,7 +250,8 @@ def test_add_a_breakpoint_with_completion_then_remove_it(fake_source):
             options = app.screen.query_one(OptionList)
             await wait_until(pilot, lambda: options.option_count == 3, timeout=3)
             assert ("complete", "sigm") in fake_source.calls
-            await pilot.press("down", "tab")  # the second name: at::_ops::sigmoid::call
+            assert options.highlighted is None  # nothing is taken before the user chooses
+            await pilot.press("down", "down", "tab")  # the second name: at::_ops::sigmoid::call
             assert app.screen.query_one(Input).value == "at::_ops::sigmoid::call"
             await pilot.press("enter")
             await wait_until(pilot, lambda: "at::_ops::sigmoid::call" in app.state.breakpoints)
@@ -360,5 +361,36 @@ def test_a_source_that_cannot_start_ends_the_app_with_its_error(fake_source):
             await wait_until(pilot, lambda: not app.is_running, timeout=5)
         assert app.return_code == 2
         assert app.state.error == "gdb could not attach to process 1"
+
+    run_pilot(scenario())
+
+
+def test_enter_takes_the_highlighted_name_and_unknown_names_are_refused(fake_source):
+    """Fault 3: enter adds the name chosen with the arrows, not the text typed. Fault 4: a name
+    nothing loaded defines is refused at once with the closest names; ctrl+o adds it as pending."""
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("b", *"sigm")
+            options = app.screen.query_one(OptionList)
+            await wait_until(pilot, lambda: options.option_count == 3, timeout=3)
+            await pilot.press("down", "down", "enter")
+            await wait_until(pilot, lambda: "at::_ops::sigmoid::call" in app.state.breakpoints)
+            assert ("add", "sigm") not in fake_source.calls
+
+            await pilot.press("b", *"nonexistent_fn_xyz", "enter")
+            screen = app.screen
+            assert isinstance(screen, AddBreakpoint)
+            hint = screen.query_one("#hint")
+            await wait_until(pilot, lambda: "no library loaded" in str(hint.render()), timeout=3)
+            assert "ctrl+o adds it anyway" in str(hint.render())
+            assert [str(screen.query_one(OptionList).get_option_at_index(i).prompt)
+                    for i in range(screen.query_one(OptionList).option_count)] == ["at::_ops::sigmoid::call"]
+            assert not any(c[0] == "add" and "nonexistent" in c[1] for c in fake_source.calls)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: "nonexistent_fn_xyz" in app.state.breakpoints)
+            await pilot.press("q", "y")
 
     run_pilot(scenario())

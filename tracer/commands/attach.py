@@ -63,6 +63,47 @@ def check_target(pid: int, force: bool = False) -> str:
     return exe
 
 
+def target_python(pid: int) -> str | None:
+    """The interpreter of the target's own environment: its ``sys.prefix``, the venv whose
+    ``pyvenv.cfg`` sits beside or above the program it was started as. ``/proc/PID/exe`` names
+    the base interpreter a venv links to, which has none of the venv's packages (no torch)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv0 = fh.read().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    if not argv0:
+        return None
+    if "/" not in argv0:
+        found = None
+        for folder in _target_path(pid):
+            if os.access(os.path.join(folder, argv0), os.X_OK):
+                found = os.path.join(folder, argv0)
+                break
+        if found is None:
+            return None
+        argv0 = found
+    elif not os.path.isabs(argv0):
+        try:
+            argv0 = os.path.join(os.readlink(f"/proc/{pid}/cwd"), argv0)
+        except OSError:
+            return None
+    folder = os.path.dirname(os.path.abspath(argv0))
+    for prefix in (folder, os.path.dirname(folder)):
+        if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")) and os.access(argv0, os.X_OK):
+            return argv0
+    return None
+
+
+def _target_path(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    except OSError:
+        return []
+    return [p for p in env.get(b"PATH", b"").decode(errors="replace").split(":") if p]
+
+
 def _comm(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/comm") as fh:
@@ -103,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be a positive number of seconds.")
     exe = check_target(pid, force=args.force)
-    python = exe if exe and os.path.exists(exe) else args.python
+    python = target_python(pid) or (exe if exe and os.path.exists(exe) else args.python)
     settings = settings_from(args)
     config = TraceConfig(
         breakpoints=tuple(args.breakpoints),

@@ -73,6 +73,13 @@ class AgentLink:
     def delete_breakpoint(self, spec: str) -> None:
         self._ask(f"pttrace-delete {spec}")
 
+    def enable_breakpoint(self, spec: str, on: bool) -> str | None:
+        """Turn a breakpoint on or off; the agent's reason for refusing (no such breakpoint), or None."""
+        res = self._ask(f"pttrace-{'enable' if on else 'disable'} {spec}")
+        if res.error:
+            return res.error.replace("Error occurred in Python: ", "").strip().rstrip(".")
+        return None
+
     def dump_breakpoints(self, timeout: float = 30.0) -> None:
         """Append the breakpoints with their resolved locations to the session."""
         self._ask("pttrace-dump", timeout=timeout)

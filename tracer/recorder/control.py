@@ -29,16 +29,18 @@ class Controller:
         self._rec.main.state = "running"
         self._rec.mi.command("-exec-continue", check=False)
 
-    def step(self) -> None:
+    # Each returns what gdb said as it went ("Single stepping until exit from function X, which has
+    # no line number information.", "Run till exit from #0 ..."): its console text before ^running.
+    def step(self) -> str:
         self._rec.policy.for_stepping()
-        self._rec.mi.command("-exec-step", check=False)
+        return "".join(self._rec.mi.command("-exec-step", check=False).console).strip()
 
-    def next(self) -> None:
+    def next(self) -> str:
         self._rec.policy.for_stepping()
-        self._rec.mi.command("-exec-next", check=False)
+        return "".join(self._rec.mi.command("-exec-next", check=False).console).strip()
 
-    def finish(self) -> None:
-        self._rec.mi.command("-exec-finish", check=False)
+    def finish(self) -> str:
+        return "".join(self._rec.mi.command("-exec-finish", check=False).console).strip()
 
     def interrupt(self) -> None:
         self._rec.interrupting = True  # the SIGINT stop that follows is ours, not the target's
@@ -60,6 +62,13 @@ class Controller:
 
     def delete_breakpoint(self, spec: str) -> None:
         self._rec.agent.delete_breakpoint(spec)
+        self._rec.agent.dump_breakpoints()
+
+    def enable_breakpoint(self, spec: str, on: bool) -> None:
+        """Turn a breakpoint off (kept, never stopped at) or on again; the dump tells the readers."""
+        refused = self._rec.agent.enable_breakpoint(spec, on)
+        if refused:
+            raise UsageError(f"{refused}.")
         self._rec.agent.dump_breakpoints()
 
     def snapshot(self) -> Hit | None:

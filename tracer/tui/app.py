@@ -29,6 +29,7 @@ from tracer.errors import PttraceError
 from tracer.model import Hit
 from tracer.tui.messages import (
     BreakpointRemovalRequested,
+    BreakpointToggleRequested,
     ControlFinished,
     ExportWritten,
     FrameSelected,
@@ -225,6 +226,12 @@ class PttraceApp(App[int]):
                     self._jump_until = time.monotonic() + JUMP_WINDOW
             elif ev.kind == "state" and ev.data == "running":
                 self._pinned = False
+            elif ev.kind == "gdb":
+                self.notify(str(ev.data), title="gdb", timeout=8)
+                log = self.query_one(OutputLog)
+                log.write_output(output)
+                output = []
+                log.note(str(ev.data), style="cyan")
             elif ev.kind == "warning":
                 self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
                 log = self.query_one(OutputLog)
@@ -408,6 +415,10 @@ class PttraceApp(App[int]):
         elif action.startswith("add "):
             self.query_one(BreakpointsTable).reveal(action[4:])
             self.notify(f"breakpoint {action[4:]} added", timeout=4)
+        elif action.startswith(("on ", "off ")):
+            word, _, spec = action.partition(" ")
+            self.notify(f"breakpoint {spec} is {word}" + (": the target no longer stops there" if word == "off"
+                                                          else ""), timeout=4)
         elif action.startswith("remove "):
             self.state.forget_breakpoint(action[7:])
             self.query_one(BreakpointsTable).update_from(self.state)
@@ -439,7 +450,7 @@ class PttraceApp(App[int]):
             if spec:
                 self._control(f"add {spec}", lambda: self.source.add_breakpoint(spec))
 
-        self.push_screen(AddBreakpoint(self.source.complete), added)
+        self.push_screen(AddBreakpoint(self.source.complete, self.source.check_breakpoint), added)
 
     @on(BreakpointRemovalRequested)
     def _remove_breakpoint(self, message: BreakpointRemovalRequested) -> None:
@@ -451,6 +462,11 @@ class PttraceApp(App[int]):
             return
         spec = message.spec
         self._control(f"remove {spec}", lambda: self.source.delete_breakpoint(spec))
+
+    @on(BreakpointToggleRequested)
+    def _toggle_breakpoint(self, message: BreakpointToggleRequested) -> None:
+        spec, on = message.spec, message.on
+        self._control(f"{'on' if on else 'off'} {spec}", lambda: self.source.enable_breakpoint(spec, on))
 
     # --- export ---------------------------------------------------------------------------------
     def action_export(self) -> None:

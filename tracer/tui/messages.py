@@ -34,6 +34,15 @@ class BreakpointRemovalRequested(Message):
         self.spec = spec
 
 
+class BreakpointToggleRequested(Message):
+    """``on``: what the user wants the breakpoint to become."""
+
+    def __init__(self, spec: str, on: bool) -> None:
+        super().__init__()
+        self.spec = spec
+        self.on = on
+
+
 class ControlFinished(Message):
     """A control command ran in a worker. ``hit``: where the target stopped afterwards, if known."""
 
@@ -46,10 +55,13 @@ class ControlFinished(Message):
 
 
 class CompletionsFound(Message):
-    def __init__(self, query: str, names: list[str]) -> None:
+    """``note``: why there are no names (the target's environment has no torch, ...), or ""."""
+
+    def __init__(self, query: str, names: list[str], note: str = "") -> None:
         super().__init__()
         self.query = query
         self.names = names
+        self.note = note
 
 
 class ExportWritten(Message):

@@ -128,36 +128,50 @@ class PathsScreen(ModalScreen[int | None]):
 
 
 class AddBreakpoint(ModalScreen[str | None]):
-    """An Input for the spec; close names appear below it as the user types (tab takes one)."""
+    """An Input for the spec; close names appear below it as the user types. ↑↓ choose one and
+    enter takes it (tab puts it in the field); a name nothing loaded defines is refused, with the
+    closest names, unless ctrl+o adds it as pending on purpose."""
 
     BINDINGS = [
         Binding("escape", "cancel", "cancel"),
         Binding("tab", "take_suggestion", "complete", priority=True),
         Binding("down", "move(1)", show=False, priority=True),
         Binding("up", "move(-1)", show=False, priority=True),
+        Binding("ctrl+o", "add_pending", "add as pending", show=False, priority=True),
     ]
+    HINT = "enter adds · ↑↓ choose a name · tab completes · esc cancels"
 
-    def __init__(self, complete) -> None:
-        """``complete(text) -> list[str]`` runs in a worker thread (it may read a symbol index)."""
+    def __init__(self, complete, check=lambda spec: None) -> None:
+        """``complete(text) -> list[str]`` and ``check(spec) -> Refusal | None`` run in worker
+        threads (they read symbol indexes)."""
         super().__init__()
         self._complete = complete
+        self._check = check
         self._timer = None
+        self._chosen = False  # the user moved onto a suggestion: enter takes it
+        self._refused: str | None = None  # the spec just refused: ctrl+o adds it anyway
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label("Break on a function (C++ name, at::_ops::X::call, FILE:LINE):")
             yield Input(placeholder="e.g. wrapper_CPU_sigmoid", id="spec")
             yield OptionList(id="suggestions")
-            yield Label("enter adds · tab completes · ↑↓ choose · esc cancels", id="hint")
+            yield Label(self.HINT, id="hint")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).display = False
         self.query_one(Input).focus()
 
+    def _hint(self, text: str = "", style: str = "") -> None:
+        self.query_one("#hint", Label).update(Text(text or self.HINT, style=style))
+
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
         if self._timer is not None:
             self._timer.stop()
+        if self._refused is not None and event.value.strip() != self._refused:
+            self._refused = None
+            self._hint()
         text = event.value.strip()
         if len(text) < 3:
             self._show([])
@@ -167,44 +181,80 @@ class AddBreakpoint(ModalScreen[str | None]):
     @work(thread=True, exclusive=True, group="complete")
     def _lookup(self, text: str) -> None:
         try:
-            names = self._complete(text)
-        except Exception:
-            names = []
-        self.post_message(CompletionsFound(text, names))
+            names, note = self._complete(text), ""
+        except Exception as exc:
+            names, note = [], f"no completion: {getattr(exc, 'message', None) or exc}"
+        self.post_message(CompletionsFound(text, names, note))
 
     def on_completions_found(self, message: CompletionsFound) -> None:
-        if message.query == self.query_one(Input).value.strip():
+        if message.query == self.query_one(Input).value.strip() and self._refused is None:
             self._show(message.names)
+            if message.note:
+                self._hint(message.note, "yellow")
 
     def _show(self, names: list[str]) -> None:
         options = self.query_one(OptionList)
         options.clear_options()
         options.add_options([Option(name) for name in names])
         options.display = bool(names)
-        if names:
-            options.highlighted = 0
+        options.highlighted = None  # nothing is taken until the user chooses it
+        self._chosen = False
 
     def action_move(self, delta: int) -> None:
         options = self.query_one(OptionList)
-        if options.option_count:
+        if options.display and options.option_count:
             current = options.highlighted if options.highlighted is not None else -1
             options.highlighted = max(0, min(options.option_count - 1, current + delta))
+            self._chosen = True
 
     def action_take_suggestion(self) -> None:
         options = self.query_one(OptionList)
-        if options.display and options.highlighted is not None:
-            spec = str(options.get_option_at_index(options.highlighted).prompt)
+        if options.display and options.option_count:
+            spec = str(options.get_option_at_index(options.highlighted or 0).prompt)
             field = self.query_one(Input)
             field.value = spec
             field.cursor_position = len(spec)
 
     @on(OptionList.OptionSelected)
     def _picked(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(str(event.option.prompt))
+        self._submit(str(event.option.prompt))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        options = self.query_one(OptionList)
+        if self._chosen and options.display and options.highlighted is not None:
+            self._submit(str(options.get_option_at_index(options.highlighted).prompt))
+        elif event.value.strip():
+            self._submit(event.value.strip())
+
+    def _submit(self, spec: str) -> None:
+        self._hint(f"looking for {spec} in the target's libraries…", "grey62")
+        self._verify(spec)
+
+    @work(thread=True, exclusive=True, group="check")
+    def _verify(self, spec: str) -> None:
+        try:
+            refusal = self._check(spec)
+        except Exception:
+            refusal = None  # cannot tell: gdb decides
+        self.app.call_from_thread(self._verified, spec, refusal)
+
+    def _verified(self, spec: str, refusal) -> None:
+        if refusal is None:
+            self.dismiss(spec)
+            return
+        self._refused = spec
+        field = self.query_one(Input)
+        if field.value.strip() != spec:
+            field.value = spec
+        self._show(list(refusal.suggestions))
+        close = " · the closest names are below (↑↓, enter)" if refusal.suggestions else ""
+        self._hint(f"{refusal.message}{close} · ctrl+o adds it anyway, pending until a library "
+                   "defines it", "bold yellow")
+
+    def action_add_pending(self) -> None:
+        if self._refused is not None:
+            self.dismiss(self._refused)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

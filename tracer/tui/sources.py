@@ -15,6 +15,7 @@ Event kinds (``data`` in brackets):
   stopped [dict]             the target stopped (gdb's MI payload: reason, frame, ...)
   pid [int]                  the target's process id, once known
   warning [str]              something the user should know, the run goes on
+  gdb [str]                  what gdb said of a step, next or finish (as its console prints it)
   failed [PttraceError]      the source could not start; nothing else follows
   finished [str]             the final status of the session; nothing else follows
 """
@@ -76,8 +77,12 @@ class EventSource:
         """Like ``stop`` but without waiting; safe from any thread."""
 
     def complete(self, text: str, limit: int = 12) -> list[str]:
-        """Breakpoint names that fit ``text``, best first."""
+        """Breakpoint names that fit ``text``, best first; ``PttraceError`` if none can be looked up."""
         return []
+
+    def check_breakpoint(self, spec: str) -> "Refusal | None":
+        """Why ``spec`` should not be added as it is, or None."""
+        return None
 
     # --- control: only live sources implement these -------------------------------------------
     def _not_live(self, what: str):
@@ -101,6 +106,9 @@ class EventSource:
 
     def delete_breakpoint(self, spec: str) -> None:
         self._not_live("remove a breakpoint")
+
+    def enable_breakpoint(self, spec: str, on: bool) -> None:
+        self._not_live("turn a breakpoint on or off")
 
 
 def _hex(text) -> int | None:
@@ -156,18 +164,58 @@ def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str
     return list(seen)
 
 
-def symbol_suggestions(text: str, python: str | None, limit: int) -> list[str]:
-    """Names from the symbol index, when ``tracer.symbols`` offers it; nothing otherwise."""
-    if len(text.strip()) < 3 or not python:
+def symbol_suggestions(text: str, libraries: list[str], limit: int) -> list[str]:
+    """Names from the symbol index of ``libraries`` close to ``text``; a broken index raises
+    ``PttraceError`` (the dialog says so instead of offering nothing without a word)."""
+    if len(text.strip()) < 3 or not libraries:
         return []
+    from tracer.symbols import suggest
+
     try:
-        from tracer.symbols import suggest, torch_libraries
-    except ImportError:
+        return list(suggest(text.strip(), libraries, limit=limit))
+    except PttraceError:
+        raise
+    except Exception as exc:
+        raise PttraceError(f"the symbol index failed: {type(exc).__name__}: {exc}") from None
+
+
+def mapped_libraries(pid: int | None) -> list[str]:
+    """The executable and shared libraries mapped in process ``pid`` now: what its code can call."""
+    if not pid:
         return []
+    out: dict[str, None] = {}
     try:
-        return list(suggest(text.strip(), torch_libraries(python), limit=limit))
-    except Exception:  # the index is a convenience: a broken one must not break the dialog
+        exe = os.path.realpath(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) < 6 or not parts[5].startswith("/"):
+                    continue
+                path = parts[5].rstrip("\n")
+                if path.endswith(" (deleted)"):
+                    continue
+                if ".so" in os.path.basename(path) or path == exe:
+                    out[path] = None
+    except OSError:
         return []
+    return list(out)
+
+
+def is_function_name(spec: str) -> bool:
+    """A plain function name, which the symbol index can answer for (not FILE:LINE, ``*ADDR``, an
+    option or a condition: gdb alone knows those)."""
+    spec = spec.strip()
+    head = spec.split("(", 1)[0]
+    return bool(spec) and not spec.startswith(("*", "-")) and ":" not in spec.replace("::", "") \
+        and not any(ch.isspace() for ch in head) and " if " not in spec
+
+
+@dataclass
+class Refusal:
+    """Why a breakpoint name was not added: nothing loaded defines it; close names, if any."""
+
+    message: str
+    suggestions: list[str]
 
 
 class SessionSource(EventSource):
@@ -338,6 +386,19 @@ class LiveSource(EventSource):
             mi.close(grace=1.0)
         self._done.wait(5.0)
 
+    def _libraries(self) -> list[str]:
+        """Where names come from: what the target has loaded, and torch's libraries in its
+        environment (a launched script may not have imported torch yet)."""
+        libs = mapped_libraries(getattr(self.engine, "target_pid", None) or self.config.pid)
+        try:
+            from tracer.symbols import torch_libraries
+
+            libs += [lib for lib in torch_libraries(self.config.python) if lib not in libs]
+        except PttraceError:
+            if not libs:
+                raise
+        return libs
+
     def complete(self, text: str, limit: int = 12) -> list[str]:
         local: list[str] = []
         if self.session_path is not None:
@@ -345,8 +406,36 @@ class LiveSource(EventSource):
                 local = breakpoint_names(storage.load(self.session_path).hits, text, limit)
             except PttraceError:
                 local = []
-        names = dict.fromkeys(local + symbol_suggestions(text, self.config.python, limit))
-        return list(names)[:limit]
+        try:
+            found = symbol_suggestions(text, self._libraries(), limit)
+        except PttraceError:
+            if not local:
+                raise
+            found = []
+        return list(dict.fromkeys(local + found))[:limit]
+
+    def check_breakpoint(self, spec: str) -> Refusal | None:
+        """None if a library loaded in the target defines ``spec`` (or only gdb can tell); else
+        why not, with the closest names. A library loaded later may still define it: the user can
+        then add it as pending, knowingly."""
+        pid = getattr(self.engine, "target_pid", None) or self.config.pid
+        loaded = mapped_libraries(pid)
+        if not is_function_name(spec) or not loaded:
+            return None
+        from tracer.symbols import libraries_defining, suggest
+
+        name = spec.strip()
+        try:
+            if libraries_defining(name, loaded):
+                return None
+            later = [lib for lib in libraries_defining(name, self._libraries()) if lib not in loaded]
+            close = suggest(name, loaded, limit=5)
+        except Exception:
+            return None  # the index cannot tell: gdb decides
+        if later:
+            return Refusal(f"{name} is defined in {os.path.basename(later[0])}, which the target has not "
+                           "loaded yet", close)
+        return Refusal(f"no library loaded in the target defines {name}", close)
 
     # --- control ------------------------------------------------------------------------------
     def _engine(self):
@@ -393,7 +482,9 @@ class LiveSource(EventSource):
             if engine.target_state != "stopped":
                 raise NotStopped(f"cannot {action}: the target is running (interrupt it first).")
             before = self._stops
-            getattr(engine, action)()
+            said = getattr(engine, action)()
+        if said:  # gdb's own words: "Single stepping until exit from function X, which has no line ..."
+            self._emit(SourceEvent("gdb", " ".join(str(said).split())))
         return self._wait_for_stop(before, timeout=60.0)
 
     def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:
@@ -421,3 +512,7 @@ class LiveSource(EventSource):
     def delete_breakpoint(self, spec: str) -> None:
         with self._lock:
             self._engine().delete_breakpoint(spec)
+
+    def enable_breakpoint(self, spec: str, on: bool) -> None:
+        with self._lock:
+            self._engine().enable_breakpoint(spec, on)

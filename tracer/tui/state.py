@@ -29,6 +29,8 @@ class TraceState:
     gdb_view: dict[str, Breakpoint] = field(default_factory=dict)
     """gdb's own view of each breakpoint, for those the recorder has not described yet."""
     last_stop: dict | None = None
+    removed: set[str] = field(default_factory=set)
+    """Specs removed during the run: gdb's late news of them is ignored."""
     stop_reason: str | None = None
     """Why the target stopped last, in gdb's words (``describe_stop``); None while it runs."""
     warnings: list[str] = field(default_factory=list)
@@ -54,10 +56,16 @@ class TraceState:
             return {"status", "title"}
         if kind == "breakpoint":
             bp: Breakpoint = data  # type: ignore[assignment]
-            self.breakpoints[bp.spec] = _merged(bp, self.gdb_view.get(bp.spec))
+            if bp.removed:
+                self.forget_breakpoint(bp.spec)
+            else:
+                self.removed.discard(bp.spec)  # added again
+                self.breakpoints[bp.spec] = _merged(bp, self.gdb_view.get(bp.spec))
             return {"breakpoints"}
         if kind == "breakpoint-gdb":
             bp = data  # type: ignore[assignment]
+            if bp.spec in self.removed:
+                return set()  # gdb's late news of a breakpoint removed since
             self.gdb_view[bp.spec] = bp
             if bp.spec in self.breakpoints:
                 self.breakpoints[bp.spec] = _merged(self.breakpoints[bp.spec], bp)
@@ -107,6 +115,7 @@ class TraceState:
     def forget_breakpoint(self, spec: str) -> None:
         self.breakpoints.pop(spec, None)
         self.gdb_view.pop(spec, None)
+        self.removed.add(spec)
 
 
 def _merged(recorded: Breakpoint, gdb: Breakpoint | None) -> Breakpoint:

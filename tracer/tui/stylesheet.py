@@ -194,6 +194,7 @@ PathsScreen #dialog {
 }
 
 #hint {
+    width: 100%;
     color: $text-muted;
     margin-top: 1;
 }

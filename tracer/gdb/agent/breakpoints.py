@@ -23,6 +23,7 @@ class Registry:
         self.unplaced: list[dict] = []  # address breakpoints whose library is not mapped yet
         self.by_address: dict[str, list[TraceBreakpoint]] = {}  # label -> its address breakpoints
         self.stubs: dict[str, list[dict]] = {}  # label -> [location] of the @plt stubs listed, not broken on
+        self.off: set[str] = set()  # labels of address breakpoints turned off (placed ones come off too)
 
 
 BREAKPOINTS = Registry()
@@ -154,6 +155,8 @@ def place_address_breakpoints() -> None:
             continue
         bp.pt_library = item["library"]
         bp.pt_layer = item.get("layer")
+        if item["label"] in BREAKPOINTS.off:
+            bp.enabled = False
         BREAKPOINTS.by_address.setdefault(item["label"], []).append(bp)
     BREAKPOINTS.unplaced = remaining
 
@@ -173,7 +176,7 @@ def dump_breakpoints() -> None:
                 locs.append(loc)
         locs += BREAKPOINTS.stubs.get(label, [])
         pending = [i for i in BREAKPOINTS.unplaced if i["label"] == label and not i.get("plt")]
-        OUT.write(records.breakpoint(label, None, locs, pending=bool(pending), enabled=True))
+        OUT.write(records.breakpoint(label, None, locs, pending=bool(pending), enabled=label not in BREAKPOINTS.off))
     for spec, bp in list(BREAKPOINTS.named.items()):
         valid = bp.is_valid()
         OUT.write(records.breakpoint(spec, bp.number if valid else None, _locations(bp) if valid else [],
@@ -199,4 +202,20 @@ def delete_breakpoint(spec: str) -> None:
         if bp.is_valid():
             bp.delete()
     BREAKPOINTS.stubs.pop(spec, None)
+    BREAKPOINTS.off.discard(spec)
     BREAKPOINTS.unplaced = [i for i in BREAKPOINTS.unplaced if i["label"] != spec]
+    OUT.write(records.breakpoint_removed(spec))  # readers drop it: it stays removed in the file
+
+
+def enable_breakpoint(spec: str, on: bool) -> None:
+    """Turn a breakpoint off (gdb keeps it, the target no longer stops there) or on again."""
+    named = BREAKPOINTS.named.get(spec)
+    group = BREAKPOINTS.by_address.get(spec, [])
+    if named is None and spec not in BREAKPOINTS.by_address and not any(
+            i["label"] == spec for i in BREAKPOINTS.unplaced):
+        raise gdb.GdbError(f"no breakpoint {spec}")
+    for bp in ([named] if named is not None else []) + group:
+        if bp.is_valid():
+            bp.enabled = on
+    if named is None:
+        (BREAKPOINTS.off.discard if on else BREAKPOINTS.off.add)(spec)

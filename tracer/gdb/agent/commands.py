@@ -2,7 +2,9 @@
 
   pttrace-setup CONFIG.json     read the configuration (below), open the session file, set breakpoints
   pttrace-break SPEC            add a breakpoint (pending if its library is not loaded yet)
-  pttrace-delete SPEC           delete a breakpoint
+  pttrace-delete SPEC           delete a breakpoint (a record says it is gone)
+  pttrace-enable SPEC           turn a breakpoint on again
+  pttrace-disable SPEC          turn a breakpoint off (kept, not stopped at)
   pttrace-mode record|stop      record and continue, or stop at the next hit
   pttrace-dump                  append the breakpoints (with resolved locations) to the session
   pttrace-record-stop REASON    record the current stack as a stop (a crash signal, say)
@@ -140,6 +142,8 @@ def install() -> None:
     _Command("pttrace-setup", _setup)
     _Command("pttrace-break", add_breakpoint)
     _Command("pttrace-delete", lambda arg: breakpoints.delete_breakpoint(arg.strip()))
+    _Command("pttrace-enable", lambda arg: breakpoints.enable_breakpoint(arg.strip(), True))
+    _Command("pttrace-disable", lambda arg: breakpoints.enable_breakpoint(arg.strip(), False))
     _Command("pttrace-mode", _mode)
     _Command("pttrace-dump", lambda arg: breakpoints.dump_breakpoints())
     _Command("pttrace-record-stop", lambda arg: record_hit(None, signal=arg.strip() or None))

@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 
 from tracer.classify import short_name
 from tracer.model import Breakpoint, Frame, Location
-from tracer.tui.messages import BreakpointRemovalRequested
+from tracer.tui.messages import BreakpointRemovalRequested, BreakpointToggleRequested
 from tracer.tui.state import TraceState
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps
 
@@ -61,6 +61,7 @@ class BreakpointsTable(RowJumps, DataTable):
     """One row per breakpoint, plus one row per location when gdb found several."""
 
     BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove bp"),
+                Binding("space", "toggle_breakpoint", "on/off"),
                 *(Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS)]
 
     def __init__(self, **kwargs) -> None:
@@ -136,7 +137,7 @@ class BreakpointsTable(RowJumps, DataTable):
         return key[4:].rsplit(":", 1)[0]
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action != "remove_breakpoint":
+        if action not in ("remove_breakpoint", "toggle_breakpoint"):
             return True
         source = getattr(self.app, "source", None)
         if source is None or not source.live or self.app.state.finished:
@@ -147,3 +148,9 @@ class BreakpointsTable(RowJumps, DataTable):
         spec = self.selected_spec
         if spec is not None:
             self.post_message(BreakpointRemovalRequested(spec))
+
+    def action_toggle_breakpoint(self) -> None:
+        spec = self.selected_spec
+        bp = self.app.state.breakpoints.get(spec) if spec is not None else None
+        if bp is not None:
+            self.post_message(BreakpointToggleRequested(spec, not bp.enabled))

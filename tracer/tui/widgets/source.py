@@ -99,6 +99,19 @@ def _github_link(frame: Frame, session_info) -> str | None:
         return None
 
 
+def _line_tables_advice(frame: Frame) -> str:
+    """Where line tables for this frame's library would come from: torch's wheel, the Python
+    interpreter, or another library (a torch build's advice is wrong for CPython's own code)."""
+    lib = frame.library or ""
+    if "/torch/" in lib:
+        return "Release wheels carry function names only; a debug build (DEBUG=1 or REL_WITH_DEB_INFO=1) has them."
+    if P.layer_of(frame) == "interpreter" or "python" in os.path.basename(lib):
+        return ("This is CPython's own C code, and this interpreter was built without debug information: "
+                "an interpreter with it (a pyenv or source build, or the distribution's python3-dbg symbols) "
+                "gives its lines.")
+    return "Its debug information (a -dbg/-dbgsym package, or a build with -g) would give its lines."
+
+
 class SourcePane(Static, can_focus=True):
     """Shows a window of the file fitted to the pane, the frame's line in the middle (focusable, so
     that z can maximize it)."""
@@ -282,8 +295,7 @@ class SourcePane(Static, can_focus=True):
         else:
             lib = os.path.basename(frame.library) if frame.library else "this library"
             t.append(f"No file:line for this frame: {lib} has no line tables (DWARF).\n", style="bold yellow")
-            t.append("Release wheels carry function names only; a debug build (DEBUG=1 or "
-                     "REL_WITH_DEB_INFO=1) has them.\n", style="grey62")
+            t.append(_line_tables_advice(frame) + "\n", style="grey62")
         t.append("\nfunction  ", style="grey62")
         t.append(name + "\n", style="bold")
         if frame.library:
