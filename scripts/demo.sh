@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/pttrace run --batch scripts/hello-world.py --break initModule --break wrapper_CPU_sigmoid
-.venv/bin/pttrace export last -o sessions/hello-world.md
+.venv/bin/pttrace export last -o sessions/hello-world.md --force
 echo "markdown written to sessions/hello-world.md"

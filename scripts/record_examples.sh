@@ -18,7 +18,7 @@ record() {  # record NAME SCRIPT BREAKPOINT...
     "$PT" run --batch --quiet --session-dir "$tmp" "${args[@]}" "$script" >/dev/null
     mv "$tmp"/*.jsonl "$out/example-$name.jsonl"
     rmdir "$tmp"
-    "$PT" export "$out/example-$name.jsonl" -o "$out/example-$name.md"
+    "$PT" export "$out/example-$name.jsonl" -o "$out/example-$name.md" --force
     echo "sessions/example-$name.jsonl -> sessions/example-$name.md"
 }
 

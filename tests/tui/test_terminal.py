@@ -105,8 +105,8 @@ def _quote(arg: str) -> str:
 def terminal():
     opened: list[Terminal] = []
 
-    def start(command: list[str]) -> Terminal:
-        t = Terminal(command)
+    def start(command: list[str], size: tuple[int, int] = (160, 48)) -> Terminal:
+        t = Terminal(command, size=size)
         opened.append(t)
         return t
 

@@ -265,3 +265,28 @@ def test_diff_of_a_session_with_itself(sdir, capsys):
     out = capsys.readouterr().out
     assert "only in A: 0 call paths" in out and "only in B: 0 call paths" in out
     assert "in both: 4 call paths" in out
+
+
+def test_export_refuses_to_overwrite_without_force(sdir, tmp_path, capsys):
+    md = tmp_path / "notes.md"
+    md.write_text("my own notes\n")
+    assert main(["export", SIGMOID_ID, "--session-dir", str(sdir), "-o", str(md)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"pttrace: {md} exists; pass --force to overwrite it."
+    assert md.read_text() == "my own notes\n"
+    assert main(["export", SIGMOID_ID, "--session-dir", str(sdir), "-o", str(md), "--force"]) == 0
+    assert md.read_text().startswith("# pttrace:")
+
+
+def test_export_finds_the_sources_of_a_session_recorded_in_another_checkout(tmp_path, capsys, monkeypatch):
+    """Recorded under /elsewhere/checkout (its own venv): the notes quote this checkout's files and
+    this interpreter's torch, as the TUI's source pane does, not one bare recorded line."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text(SIGMOID.read_text().replace("/work/main", "/elsewhere/checkout"))
+    monkeypatch.chdir(root)
+    assert main(["export", str(moved)]) == 0
+    out = capsys.readouterr().out
+    assert "/elsewhere/checkout" in out  # the recorded paths are still named
+    assert "y = model(x)" in out and "print(y)" in out  # hello-world.py:13 with the lines around it
+    assert "return torch.sigmoid(input)" in out and "Runs the forward pass." in out

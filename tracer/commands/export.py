@@ -24,6 +24,7 @@ def add_parser(subparsers) -> None:
                    help="output format (default: from the -o suffix, else markdown)")
     p.add_argument("--all-frames", action="store_true",
                    help="keep interpreter and start-up frames (folded away by default)")
+    p.add_argument("--force", action="store_true", help="overwrite the -o file if it exists")
     add_session_dir(p)
     add_source_dir(p)
     p.set_defaults(func=run)
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         suffix = os.path.splitext(args.output or "")[1].lower()
         fmt = _BY_SUFFIX.get(suffix, "markdown")
+    if args.output and args.output != "-" and os.path.isfile(args.output) and not args.force:
+        raise UsageError(f"{args.output} exists; pass --force to overwrite it.")
     session = load(args.session, args)
     finder = finder_for(args, session) if fmt in ("markdown", "json") else None
     text = render(session, fmt, all_frames=args.all_frames, finder=finder)

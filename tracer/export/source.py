@@ -11,8 +11,12 @@ so they get no link rather than a link to a 404.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
+import site
+import sys
+import sysconfig
 from urllib.parse import quote
 
 GITHUB = "https://github.com/pytorch/pytorch"
@@ -125,6 +129,42 @@ def language(file: str | None) -> str:
     return _LANGS.get(os.path.splitext(file)[1].lower(), "")
 
 
+_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
+
+
+@functools.lru_cache(maxsize=1)
+def package_roots() -> tuple[str, ...]:
+    """This interpreter's site-packages directories."""
+    roots: list[str] = []
+    try:
+        roots += site.getsitepackages()
+    except AttributeError:  # some virtualenv layouts lack it
+        pass
+    roots.append(sysconfig.get_paths().get("purelib", ""))
+    roots += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return tuple(dict.fromkeys(r for r in roots if r and os.path.isdir(r)))
+
+
+def relocated(file: str, cwd: str | None) -> list[str]:
+    """Where a file recorded in another checkout or environment may be here: under the current
+    directory when it was under the recording's ``cwd``, under this interpreter's site-packages
+    when it was under another's (same package, another prefix). The source pane and the exports
+    look in the same places."""
+    out: list[str] = []
+    if os.path.isabs(file):
+        if cwd:
+            prefix = cwd.rstrip("/") + "/"
+            if file.startswith(prefix):
+                out.append(os.path.join(os.getcwd(), file[len(prefix):]))
+    elif cwd:
+        out.append(os.path.join(os.getcwd(), file))
+    for marker in _PACKAGE_DIRS:
+        cut = file.rfind(marker)
+        if cut >= 0:
+            out += [os.path.join(root, file[cut + len(marker):]) for root in package_roots()]
+    return [p for p in dict.fromkeys(out) if p != file]
+
+
 class SourceReader:
     """Reads source files once each, and cuts excerpts around a line.
 
@@ -157,6 +197,7 @@ class SourceReader:
 
     def _candidates(self, file: str) -> list[str]:
         found = [file] if os.path.isabs(file) or not self.cwd else [os.path.join(self.cwd, file), file]
+        found += relocated(file, self.cwd)
         mapped = self.mapper(file) if self.mapper else None
         return found + [mapped] if mapped else found
 

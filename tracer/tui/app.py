@@ -328,8 +328,8 @@ class PttraceApp(App[int]):
     def action_search(self) -> None:
         self.query_one(SearchBar).open()
 
-    @on(SearchBar.Changed)
-    def _search_changed(self, message: SearchBar.Changed) -> None:
+    @on(SearchBar.Searched)
+    def _search_changed(self, message: SearchBar.Searched) -> None:
         self.hits_table.filter(message.text)
         self.call_path.mark(message.text)
 
@@ -489,15 +489,16 @@ class PttraceApp(App[int]):
 
     def _start_export(self, path: Path) -> None:
         self.notify("writing markdown notes…", timeout=2)
-        self._export_worker(path)
+        # The source pane's finder: the notes find the same files the pane shows.
+        self._export_worker(path, self.query_one(SourcePane).finder())
 
     @work(thread=True, group="export", exit_on_error=False)
-    def _export_worker(self, path: Path) -> None:
-        from tracer.export.markdown import render
+    def _export_worker(self, path: Path, finder) -> None:
+        from tracer.export import render
 
         try:
             session = self.source.load_session()
-            write_atomically(path, render(session))
+            write_atomically(path, render(session, "markdown", finder=finder))
         except PttraceError as exc:
             self.post_message(ExportWritten(None, error=exc.message))
         except OSError as exc:

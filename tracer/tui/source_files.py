@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
-import site
-import sys
-import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.export.source import relocated
 from tracer.model import Frame
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
-_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
 _CPP_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".inl", ".ipp", ".tcc"}
 
 
@@ -38,38 +35,11 @@ def language(file: str | None) -> str:
     return "text"
 
 
-@functools.lru_cache(maxsize=1)
-def _package_roots() -> tuple[str, ...]:
-    roots: list[str] = []
-    try:
-        roots += site.getsitepackages()
-    except AttributeError:  # some virtualenv layouts lack it
-        pass
-    roots.append(sysconfig.get_paths().get("purelib", ""))
-    roots += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    return tuple(dict.fromkeys(r for r in roots if r and os.path.isdir(r)))
-
-
 def _candidates(file: str, cwd: str | None) -> list[tuple[Path, bool]]:
     """Where the file may be, each with whether finding it there means it moved."""
-    out: list[tuple[Path, bool]] = []
     p = Path(file)
-    if p.is_absolute():
-        out.append((p, False))
-    else:
-        if cwd:
-            out.append((Path(cwd) / p, False))
-        out.append((Path.cwd() / p, bool(cwd)))
-    if cwd and p.is_absolute():
-        prefix = cwd.rstrip("/") + "/"
-        if file.startswith(prefix):
-            out.append((Path.cwd() / file[len(prefix):], True))
-    for marker in _PACKAGE_DIRS:
-        cut = file.rfind(marker)
-        if cut >= 0:
-            rest = file[cut + len(marker):]
-            out += [(Path(root) / rest, True) for root in _package_roots()]
-    return out
+    here = [(p, False)] if p.is_absolute() else ([(Path(cwd) / p, False)] if cwd else []) + [(Path.cwd() / p, bool(cwd))]
+    return here + [(Path(c), True) for c in relocated(file, cwd)]
 
 
 def locate(frame: Frame, cwd: str | None = None) -> Located:

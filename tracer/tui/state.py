@@ -4,6 +4,7 @@ The app applies each batch of events here, then redraws only the parts that chan
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tracer.model import Breakpoint, Frame, Hit, SessionInfo
@@ -130,11 +131,13 @@ def _merged(recorded: Breakpoint, gdb: Breakpoint | None) -> Breakpoint:
 
 
 def _where(frame: dict) -> str:
-    func = frame.get("func") or frame.get("addr") or "??"
+    func = frame.get("func") or "??"
+    if func == "??":  # gdb was given no symbols for this library (pttrace names its frames itself)
+        func = f"{frame.get('addr', '?')} in ?? ()"
     if frame.get("file") and frame.get("line"):
         return f"{func} at {frame['file']}:{frame['line']}"
     if frame.get("from"):
-        return f"{func} from {frame['from']}"
+        return f"{func} from {os.path.basename(frame['from'])}"
     return func
 
 

@@ -12,7 +12,7 @@ class SearchBar(Input):
 
     BINDINGS = [Binding("escape", "clear", "clear the search", show=False)]
 
-    class Changed(Message):
+    class Searched(Message):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
@@ -29,7 +29,7 @@ class SearchBar(Input):
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed(event.value.strip()))
+        self.post_message(self.Searched(event.value.strip()))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -39,6 +39,6 @@ class SearchBar(Input):
         self.app.query_one("#hits").focus()
 
     def action_clear(self) -> None:
-        self.value = ""  # posts Changed("")
+        self.value = ""  # posts Searched("")
         self.display = False
         self.app.query_one("#hits").focus()
