@@ -3,6 +3,7 @@ step, quit), and an attach to a running Python (interrupt, continue, quit detach
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -17,6 +18,22 @@ from tracer.tui.sources import LiveSource
 
 
 HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
+
+
+async def stop_after(pilot, app, key: str, action: str) -> None:
+    """Press a stepping key and wait for the call path of the stop it ends in."""
+    path = app.call_path
+    before = path.hit
+    await pilot.press(key)
+    await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
+                     and app.state.gdb == "ready", timeout=60, step=0.1)
+
+
+def gdb_frame(source) -> tuple[str, int] | tuple[None, None]:
+    """gdb's own answer to `frame`: the innermost frame's file name and line."""
+    text = "".join(source.engine.mi.console("frame").console)
+    m = re.search(r" at ([^\s:]+):(\d+)", text)
+    return (os.path.basename(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
 @pytest.mark.gdb
@@ -55,6 +72,27 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
             assert "at::_ops::sigmoid::redispatch" in [f.short for f in path.frames]
             assert len(path.frames) < depth - 1
 
+            # WHEN f is pressed until a C frame with line tables (CPython's) is innermost, then n
+            # three times THEN after every stop the innermost row shows the line gdb's `frame` shows
+            for _ in range(10):
+                if path.frames[-1].line and path.frames[-1].kind == "native":
+                    break
+                await stop_after(pilot, app, "f", "finish")
+            assert path.frames[-1].line, "no frame with line tables on the way out of the kernel"
+            lines = []
+            for _ in range(3):
+                await stop_after(pilot, app, "n", "next")
+                where = gdb_frame(source)
+                inner = path.frames[-1]
+                assert where == ((os.path.basename(inner.file) if inner.file else None), inner.line), (where, inner)
+                row = path.row_count - 1
+                shown = str(path.get_cell_at((row, path.get_column_index("where"))))
+                if where[1] is not None:
+                    assert shown.endswith(f"{where[0]}:{where[1]}"), (shown, where)
+                assert path.cursor_row == row  # frame #0 is the selected one, as in gdb
+                lines.append((inner.function, inner.line))
+            assert len(set(lines)) > 1, f"next did not move: {lines}"
+
             # WHEN q then y are pressed THEN the target is killed and the app ends
             await pilot.press("q")
             assert isinstance(app.screen, ConfirmQuit)
@@ -62,7 +100,7 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
             await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    app = run_pilot(scenario(), timeout=150)
+    app = run_pilot(scenario(), timeout=400)
     assert source.finished and source.error is None
     assert source.status == "interrupted"
     assert len(app.state.hits) == 1

@@ -111,3 +111,45 @@ def test_attach_ctrl_c_and_completion_in_a_real_terminal(terminal, tmp_path):  #
         finally:
             if target.poll() is None:
                 target.kill()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (250, 60)], ids=["80x24", "250x60"])
+def test_layout_and_export_in_a_real_terminal(terminal, tmp_path, size):  # noqa: F811
+    """Faults 9 and 10: at 80x24 the call path has rows, the footer keeps the essential keys and the
+    status the session; at 250 columns the left column shows whole rows. Fault 11: e asks before it
+    overwrites. Fault 12: the fold counts add up to every hidden frame."""
+    import shutil
+
+    from tests.tui.support import FIXTURE
+
+    session = tmp_path / FIXTURE.name
+    shutil.copy(FIXTURE, session)
+    term = terminal([str(PTTRACE), "view", str(session)], size=size)
+    term.wait_for("hits (4)", "tui_session.jsonl")
+    term.keys("Down", "Down")
+    screen = term.wait_for("hit #3 · wrapper_CPU_sigmoid", "Sigmoid.forward", "binding")
+    for key in ("q quit", "/ search", "? help"):
+        assert key in screen, screen
+    rows = [line for line in screen.splitlines() if any(f"  {layer} " in line for layer in
+                                                      ("python", "binding", "dispatcher", "autograd", "kernel"))]
+    assert len(rows) >= 5, screen  # the call path has room for rows (it had one)
+    if size[0] >= 250:
+        assert "54 folded (17 start-up, 37 interpreter" in screen, screen
+        assert "torch/nn/modules/activation.py:361" in screen  # the hit's "called from", whole
+        assert "did you mean torch::autograd::THPVariable_tensor" in screen
+    term.keys("e")
+    term.wait_for("hits written to", timeout=30)
+    md = session.with_suffix(".md")
+    md.write_text("my own notes\n")
+    term.keys("e")
+    term.wait_for("exists. Overwrite it", timeout=10)
+    term.keys("n")
+    term.wait_for("kept as it was")
+    assert md.read_text() == "my own notes\n"
+    term.keys("e")
+    term.wait_for("exists. Overwrite it", timeout=10)
+    term.keys("y")
+    term.wait_for("hits written to", timeout=30)
+    assert md.read_text().startswith("# pttrace")
+    term.keys("q")
+    assert term.exit_status() == 0

@@ -7,7 +7,7 @@ from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.model import Frame, Hit
-from tracer.tui.folding import PathRow, default_frame, folded_counts, path_rows
+from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts, path_rows
 from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,
                                       layer_style)
@@ -75,6 +75,10 @@ class CallPathTable(RowJumps, DataTable):
             return
         self._opened = set()
         frames = self.frames
+        if stopped:
+            # Stepping through CPython's own code: the frames where it stopped are shown, not folded.
+            self._opened = {start for start, end, kind in fold_runs(frames)
+                            if kind == "interpreter" and end == len(frames)}
         self._rebuild(select_frame=(len(frames) - 1 if frames else None) if stopped else default_frame(frames))
 
     def on_resize(self) -> None:
