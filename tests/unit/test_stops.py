@@ -71,3 +71,14 @@ def test_a_stop_without_a_reason_is_a_step_out_of_code_without_debug_info():
     # gdb 13 gives no reason after a finish out of a frame without line info.
     assert read_stop({"thread-id": "1"}, ending=False, interrupting=False).kind is StopKind.STEPPED
     assert read_stop({"thread-id": "1"}, ending=True, interrupting=False).kind is StopKind.OTHER
+
+
+def test_a_stop_keeps_the_breakpoint_number_and_the_frame_for_the_views():
+    """The TUI tells a stop as gdb does ("Breakpoint 1, f (...) at file:line"): it needs both."""
+    from tracer.tui.state import describe_stop
+
+    stop = read("breakpoint")
+    where = dict(stop.frame)
+    assert stop.breakpoint == "1" and where.get("func") and where.get("addr", "").startswith("0x")
+    text = describe_stop({"reason": stop.reason, "bkptno": stop.breakpoint, "frame": where})
+    assert text == "Breakpoint 1, work at t.c:7"

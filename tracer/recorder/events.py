@@ -52,6 +52,8 @@ class TargetStopped:
     reason: str | None
     thread_id: str | None = None
     signal: str | None = None
+    breakpoint: str | None = None  # gdb's number of the breakpoint hit
+    frame: tuple[tuple[str, str], ...] = ()  # where: (key, value) of func, addr, file, line, from
 
 
 @dataclass(frozen=True)

@@ -330,7 +330,7 @@ class Recorder:
         return False
 
     def _stopped(self, stop: Stop) -> None:
-        self.emit(TargetStopped(stop.reason, stop.thread_id, stop.signal))
+        self.emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame))
 
     def _on_stop(self, stop: Stop) -> bool:
         kind = stop.kind

@@ -6,7 +6,7 @@ The recorder then acts on the ``Stop`` (tracer/recorder/recorder.py): record, co
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 # Signals that end the target: its stack is recorded as the crash path before it goes.
@@ -37,11 +37,23 @@ class Stop:
     thread_id: str | None = None
     signal: str | None = None
     exit_code: int | None = None
+    breakpoint: str | None = None  # gdb's breakpoint number, for a breakpoint hit
+    frame: tuple[tuple[str, str], ...] = ()  # where it stopped: func, addr, file, line, from (what MI gives)
+
+
+_FRAME_KEYS = ("func", "addr", "file", "line", "from")
 
 
 def read_stop(payload: Mapping[str, Any], *, ending: bool, interrupting: bool) -> Stop:
     """``ending``: the recorder is ending the run (a requested stop); ``interrupting``: the controller
     asked for an interrupt whose stop has not come yet."""
+    stop = _read_stop(payload, ending=ending, interrupting=interrupting)
+    frame = payload.get("frame")
+    where = tuple((k, str(frame[k])) for k in _FRAME_KEYS if isinstance(frame, dict) and frame.get(k))
+    return replace(stop, breakpoint=payload.get("bkptno"), frame=where)
+
+
+def _read_stop(payload: Mapping[str, Any], *, ending: bool, interrupting: bool) -> Stop:
     reason = payload.get("reason")
     thread = payload.get("thread-id")
     group = payload.get("id")

@@ -270,7 +270,8 @@ def _source_event(ev) -> SourceEvent | None:
     if isinstance(ev, rec.TargetStateChanged):
         return SourceEvent("state", ev.state)
     if isinstance(ev, rec.TargetStopped):
-        return SourceEvent("stopped", {"reason": ev.reason, "thread-id": ev.thread_id, "signal-name": ev.signal})
+        return SourceEvent("stopped", {"reason": ev.reason, "thread-id": ev.thread_id, "signal-name": ev.signal,
+                                       "bkptno": ev.breakpoint, "frame": dict(ev.frame)})
     if isinstance(ev, rec.WarningRaised):
         return SourceEvent("warning", ev.message)
     if isinstance(ev, rec.RecorderFinished):

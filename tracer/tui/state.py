@@ -147,7 +147,7 @@ def describe_stop(payload: dict) -> str:
     frame = payload.get("frame") if isinstance(payload.get("frame"), dict) else {}
     where = _where(frame) if frame else ""
     if reason == "breakpoint-hit":
-        return f"Breakpoint {payload.get('bkptno', '?')}, {where}"
+        return f"Breakpoint {payload.get('bkptno') or '?'}, {where}"
     if reason == "signal-received":
         name = payload.get("signal-name") or "a signal"
         meaning = payload.get("signal-meaning")
@@ -168,7 +168,7 @@ def short_stop(payload: dict) -> str:
     """The status line's few words for a stop."""
     reason = payload.get("reason")
     if reason == "breakpoint-hit":
-        return f"breakpoint {payload.get('bkptno', '?')}"
+        return f"breakpoint {payload.get('bkptno') or '?'}"
     if reason == "signal-received":
         return payload.get("signal-name") or "signal"
     return {"function-finished": "finish", "end-stepping-range": "step", "location-reached": "location"}.get(
