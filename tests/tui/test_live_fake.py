@@ -299,6 +299,15 @@ def test_output_and_warnings_go_to_the_output_pane(fake_source):
                 "information",  # not cut at its edge
             ]
             assert log.virtual_size.width <= log.scrollable_content_region.width  # no sideways scrolling
+            # WHEN the terminal narrows THEN the lines are wrapped again at the new width, whole
+            long = "heartbeat " + " ".join(f"word{i}" for i in range(30))
+            fake_source.push("output", long + "\n")
+            await wait_until(pilot, lambda: "word29" in " ".join(shown(log)), timeout=3)
+            await pilot.resize_terminal(80, 24)
+            await wait_until(pilot, lambda: app.has_class("-narrow"))
+            await pilot.pause(0.2)
+            assert " ".join(shown(log)).split("heartbeat ", 1)[1] == long.split("heartbeat ", 1)[1]
+            assert log.virtual_size.width <= log.scrollable_content_region.width
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
             await pilot.press("q")

@@ -163,3 +163,17 @@ def test_the_call_path_shows_the_key_set_a_hop_was_called_with(fixture_session):
     other.frames[-1].keyset, other.frames[-1].keys, other.frames[-1].keyset_note = None, None, "its return type is not known"
     assert str(table._cells(row, other.frames)[-1]) == "key set not read: its return type is not known"
     assert _path_key(hit) != _path_key(other)  # a new key set redraws the rows of the same path
+
+
+def test_no_torch_build_advice_for_the_interpreters_own_frames():
+    """Fault 12: a frame in the python binary gets advice about the interpreter, not a torch build."""
+    from tracer.tui.widgets.source import _line_tables_advice
+
+    interp = Frame(kind="native", function="_PyEval_EvalFrameDefault", library="/usr/bin/python3.11",
+                   layer="interpreter", address=0x5A1234)
+    torch_frame = Frame(kind="native", function="at::_ops::sigmoid::call", layer="dispatcher",
+                        library="/v/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so", address=0x1000)
+    assert "DEBUG=1" not in _line_tables_advice(interp) and "CPython" in _line_tables_advice(interp)
+    assert "DEBUG=1" in _line_tables_advice(torch_frame)
+    libc = Frame(kind="native", function="memcpy", library="/lib/x86_64-linux-gnu/libc.so.6", layer="runtime")
+    assert "DEBUG=1" not in _line_tables_advice(libc)
