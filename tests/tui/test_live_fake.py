@@ -403,3 +403,20 @@ def test_enter_takes_the_highlighted_name_and_unknown_names_are_refused(fake_sou
             await pilot.press("q", "y")
 
     run_pilot(scenario())
+
+
+def test_the_footer_shows_the_focused_panes_keys(fake_source):
+    """In the breakpoints pane the footer offers x (remove) and space (on/off), at 80 columns too."""
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot)
+            bar = app.query_one("#keys")
+            assert "x remove" not in str(bar.render())
+            await pilot.press("1")
+            await wait_until(pilot, lambda: "x remove" in str(bar.render()))
+            assert "space on/off" in str(bar.render()) and "q quit" in str(bar.render())
+            await pilot.press("q", "y")
+
+    run_pilot(scenario())

@@ -60,7 +60,7 @@ def _fit(spec: str) -> str:
 class BreakpointsTable(RowJumps, DataTable):
     """One row per breakpoint, plus one row per location when gdb found several."""
 
-    BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove bp"),
+    BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove"),
                 Binding("space", "toggle_breakpoint", "on/off"),
                 *(Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS)]
 

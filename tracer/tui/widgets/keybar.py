@@ -29,13 +29,28 @@ class KeyBar(Static):
     def on_resize(self) -> None:
         self.redraw()
 
+    def _pane_keys(self) -> list[tuple[Key, bool | None]]:
+        """The focused pane's own keys (the breakpoints pane's x and space), first in line."""
+        focused = self.screen.focused
+        out = []
+        for binding in getattr(focused, "BINDINGS", []):
+            if not getattr(binding, "show", False):
+                continue
+            name, params = split_action(binding.action)
+            state = focused.check_action(name, params)
+            if state is not False:
+                keys = binding.key.split(",")
+                shown = next((k for k in keys if len(k) == 1), keys[0])  # "x" rather than "delete"
+                out.append((Key(binding.key, shown, binding.description, binding.action, "", 1), state))
+        return out
+
     def _state(self, key: Key) -> bool | None:
         name, params = split_action(key.action)
         return self.app.check_action(name, params)
 
     def redraw(self) -> None:
         width = self.size.width or 80
-        candidates = []
+        candidates = self._pane_keys()
         for key in KEYS:
             if key.rank > FOOTER_MAX_RANK or not key.bind:
                 continue
