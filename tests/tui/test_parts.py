@@ -177,3 +177,16 @@ def test_no_torch_build_advice_for_the_interpreters_own_frames():
     assert "DEBUG=1" in _line_tables_advice(torch_frame)
     libc = Frame(kind="native", function="memcpy", library="/lib/x86_64-linux-gnu/libc.so.6", layer="runtime")
     assert "DEBUG=1" not in _line_tables_advice(libc)
+
+
+def test_the_call_path_title_says_who_launched_a_workers_region(fixture_session):
+    from tracer.model import Launch, Thread
+    from tracer.tui.widgets.callpath import CallPathTable
+
+    hit = copy.deepcopy(sigmoid_hit(fixture_session))
+    launcher = hit.frames
+    hit.launched_by = Launch(Thread(id=1), launcher)
+    table = CallPathTable()
+    table.hit, table.caption, table.cwd = hit, "hit #1", None
+    table._retitle()
+    assert "launched by thread 1 from " in table.border_title and "via at::_ops::sigmoid" in table.border_title

@@ -151,6 +151,9 @@ class CallPathTable(RowJumps, DataTable):
                 title += f", {sum(folded.values())} folded ({parts}; u shows them)"
             if self.hit.truncated:
                 title += " · truncated"
+            launch = P.launch_text(self.hit, [], self.cwd)
+            if launch:  # a parallel worker's hit: the thread and Python line that launched its region
+                title += f" · {launch}"
             if self.needle:
                 matched = [i for i, f in enumerate(frames) if self._matches(f)]
                 hidden = sum(1 for i in matched if not any(r.kind == "frame" and r.start == i for r in self._rows))
