@@ -29,11 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    # Everything after a bare `--` belongs to the traced script, never to pttrace.
+    # Everything after a bare `--` belongs to the traced script, never to pttrace; so does everything
+    # after `run -m MODULE` / `run -c CODE`, as for python.
     passthrough: list[str] = []
+    if argv[:1] == ["run"]:
+        from tracer.commands.run import split_argv
+
+        argv, passthrough = split_argv(argv)
     if "--" in argv:
         cut = argv.index("--")
-        argv, passthrough = argv[:cut], argv[cut + 1:]
+        argv, passthrough = argv[:cut], argv[cut + 1:] + passthrough
     args = parser.parse_args(argv)
     args.passthrough = passthrough
     if not getattr(args, "func", None):

@@ -59,16 +59,38 @@ def settings_from(args: argparse.Namespace):
     return s
 
 
+# Options of `run` that take a value: what split_argv must step over to find -m / -c (filled by add_parser).
+_VALUE_OPTIONS: set[str] = set()
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="launch a Python script under gdb and record the call path at each breakpoint hit",
-                       description="Launch `python SCRIPT ARGS...` under gdb, break on C/C++ symbols, and record "
-                                   "the Python + native call path at every hit into a session file.")
+                       description="Launch `python SCRIPT ARGS...` (or `python -m MODULE ARGS...`, `python -c CODE "
+                                   "ARGS...`, or a console script of the interpreter's environment such as "
+                                   "torchrun) under gdb, break on C/C++ symbols, and record the Python + native "
+                                   "call path at every hit into a session file.")
     add_common_trace_options(p)
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="end the run after this many seconds (the session is saved)")
+    p.add_argument("-m", dest="module", default=None, metavar="MODULE",
+                   help="run a module as `python -m MODULE` does; everything after it is the module's arguments")
+    p.add_argument("-c", dest="code", default=None, metavar="CODE",
+                   help="run code as `python -c CODE` does; everything after it is the code's arguments")
     p.add_argument("target", nargs="*", metavar="SCRIPT [ARGS]",
-                   help="the Python script to run and its arguments (put them after `--` if they start with -)")
+                   help="the Python script to run and its arguments (put them after `--` if they start with -), "
+                        "or a console script of the interpreter's environment (torchrun, pytest) and its "
+                        "arguments, all of them its own")
     p.set_defaults(func=run)
+    # argparse keeps its actions private; this is the one place that reads them.
+    _VALUE_OPTIONS.update(opt for action in p._actions for opt in action.option_strings if action.nargs != 0)
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``pttrace run`` read as python reads its command line: after ``-m MODULE`` or ``-c CODE``,
+    everything is the target's. (what pttrace parses, the target's arguments)."""
+    from tracer.commands._target import split_run_argv
+
+    return split_run_argv(argv, _VALUE_OPTIONS, sys.executable)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,16 +103,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-depth must be at least 1.")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds.")
-    target = list(args.target) + list(getattr(args, "passthrough", []))
-    if not target:
-        raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
-    script, script_args = target[0], target[1:]
+    from tracer.commands._target import check_module, target_from
+
+    if (args.module is not None or args.code is not None) and args.target:
+        raise UsageError("-m MODULE and -c CODE come before any script (a script's own arguments that start "
+                         "with - go after `--`).")
+    target = target_from(list(args.target) + list(getattr(args, "passthrough", [])), args.module, args.code,
+                         args.python)
+    if target.kind == "module":
+        check_module(args.python, target.value)
     settings = settings_from(args)
     config = TraceConfig(
         breakpoints=tuple(args.breakpoints),
         python=args.python,
-        script=script,
-        script_args=tuple(script_args),
+        script=target.value if target.kind == "script" else None,
+        module=target.value if target.kind == "module" else None,
+        code=target.value if target.kind == "code" else None,
+        script_args=target.args,
         session_dir=settings.session_dir,
         max_hits=args.max_hits,
         timeout=args.timeout,

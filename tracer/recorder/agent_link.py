@@ -70,6 +70,12 @@ class AgentLink:
             return res.error.replace("Error occurred in Python: ", "").strip().rstrip(".")
         return None
 
+    def break_address(self, items: list[dict]) -> None:
+        """More breakpoints our index resolved ({label, library, offset, function[, plt]})."""
+        res = self._ask("pttrace-break-address " + json.dumps(items), timeout=60)
+        if res.error:
+            raise AgentError(f"the agent refused breakpoints by address: {res.error.strip()}")
+
     def delete_breakpoint(self, spec: str) -> None:
         self._ask(f"pttrace-delete {spec}")
 

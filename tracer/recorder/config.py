@@ -18,9 +18,20 @@ class TraceConfig:
     """The interpreter to launch (or the attached process's executable)."""
 
     script: str | None = None
-    """The script a run launches; None when attaching."""
+    """The script a run launches; None when attaching, or with ``module`` or ``code``."""
 
     script_args: tuple[str, ...] = ()
+    """The arguments of the script, module or code."""
+
+    module: str | None = None
+    """``pttrace run -m MODULE``: the module a run launches as ``python -m`` does."""
+
+    code: str | None = None
+    """``pttrace run -c CODE``: the code a run launches as ``python -c`` does."""
+
+    forward_input: bool = True
+    """Give the launched target pttrace's stdin (batch mode); the TUI keeps its keyboard."""
+
     pid: int | None = None
     """The process to attach to; None for a run."""
 
@@ -60,3 +71,20 @@ class TraceConfig:
     """What the command found before gdb starts that the session must say (--op: what it does not follow)."""
 
     settings: Settings = field(default_factory=Settings.from_environment)
+
+    def program(self) -> list[str]:
+        """What follows the interpreter on the launched target's command line."""
+        if self.module is not None:
+            return ["-m", self.module, *self.script_args]
+        if self.code is not None:
+            return ["-c", self.code, *self.script_args]
+        return [self.script or "", *self.script_args]
+
+    @property
+    def target_label(self) -> str:
+        """A short name for the launched target."""
+        if self.module is not None:
+            return f"-m {self.module}"
+        if self.code is not None:
+            return "-c CODE"
+        return self.script or ""

@@ -102,7 +102,7 @@ def validate(config) -> tuple[str, dict]:
     its facts (versions of Python and torch)."""
     if not config.breakpoints and not config.address_breakpoints:
         raise UsageError("give at least one breakpoint with --break SYMBOL.")
-    if config.pid is None:
+    if config.pid is None and config.module is None and config.code is None:
         if not config.script:
             raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
         script = Path(config.script)
@@ -112,7 +112,7 @@ def validate(config) -> tuple[str, dict]:
             raise UsageError(f"script is not a readable file: {config.script}.")
     python = executable(config.python)
     if config.pid is None:
-        check_program([python, config.script, *config.script_args])
+        check_program([python, *config.program()])
     return python, describe_python(python)
 
 
@@ -241,11 +241,19 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
+def our_stdin() -> int | None:
+    """pttrace's stdin as a file descriptor, None when there is none to give (a test harness's)."""
+    try:
+        return sys.stdin.fileno() if sys.stdin is not None else None
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
+
+
 class TargetTerminal:
     """The pseudo-terminal a launched target writes to; a thread copies what it writes to our
-    stdout (when ``forward``) and to ``on_output``."""
+    stdout (when ``forward``) and to ``on_output``, another what ``stdin`` holds into it."""
 
-    def __init__(self, forward: bool, on_output: Callable[[str], None]):
+    def __init__(self, forward: bool, on_output: Callable[[str], None], stdin: int | None = None):
         import termios
         import tty
 
@@ -255,6 +263,11 @@ class TargetTerminal:
         except termios.error as exc:
             log.debug("the target's terminal stays cooked: %s", exc)
         self.name = os.ttyname(self.slave)
+        self.input = None
+        if stdin is not None:
+            from tracer.recorder.target_input import InputForwarder
+
+            self.input = InputForwarder(stdin, self.master, self.slave)
         self._forward = forward
         self._on_output = on_output
         self.thread = threading.Thread(target=self._pump, name="target-output", daemon=True)
@@ -278,6 +291,8 @@ class TargetTerminal:
             self._on_output(text)
 
     def close(self) -> None:
+        if self.input is not None:
+            self.input.close()
         try:
             os.close(self.slave)
         except OSError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -27,11 +28,14 @@ from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
 from tracer.recorder.events import (GdbBreakpointChanged, Listener, RecorderEvent, RecorderFinished,
                                     TargetOutput, TargetStateChanged, TargetStopped, WarningRaised)
+from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.stops import Stop, StopKind, read_stop
 from tracer.recorder.tailer import SessionTailer
 
 log = logging.getLogger("pttrace.recorder")
+# gdb 13 with the default detach-on-fork: "[Detaching after fork from child process 1234]".
+_DETACHED_CHILD = re.compile(r"Detaching after (v?fork) from child process (\d+)")
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Recorder:
         self.mi: MiConnection | None = None
         self.agent: AgentLink | None = None
         self.policy: LibraryPolicy | None = None
+        self.later = LaterLibraries([], [], self.warn)  # replaced once the breakpoints are resolved
         self.tailer: SessionTailer | None = None
         self.writer: storage.SessionWriter | None = None
         self.session_path: Path | None = None
@@ -133,7 +138,7 @@ class Recorder:
         sid = storage.new_session_id()
         self.session_path = Path(cfg.session_dir) / (sid + storage.SUFFIX)
         self.writer = storage.SessionWriter(self.session_path)
-        argv = [self.python, cfg.script, *cfg.script_args] if cfg.pid is None else launch.cmdline(cfg.pid)
+        argv = [self.python, *cfg.program()] if cfg.pid is None else launch.cmdline(cfg.pid)
         self.info = SessionInfo(
             id=sid, mode="run" if cfg.pid is None else "attach", argv=argv, pid=cfg.pid,
             python=facts.get("python"), torch_version=facts.get("torch_version"),
@@ -164,7 +169,7 @@ class Recorder:
             self.warn(f"no python-gdb helper beside {self.python}; Python frames are read by pttrace's own reader")
         for note in cfg.notes:
             self.warn(note)
-        program = [self.python, cfg.script, *cfg.script_args] if cfg.pid is None else None
+        program = [self.python, *cfg.program()] if cfg.pid is None else None
         try:
             self.mi = launch.start_gdb(launch.gdb_argv(gdb, helper, program), cfg.cwd, self.settings)
             self._set_up_gdb()
@@ -197,10 +202,15 @@ class Recorder:
         address_breakpoints = list(cfg.address_breakpoints) + resolution.by_address
         self.policy = LibraryPolicy(mi, self.agent, self.settings, self._torch_libs, self.warn)
         self.policy.plan(resolution.by_gdb, address_breakpoints)
+        self.later = LaterLibraries([b["label"] for b in resolution.by_address], self._torch_libs, self.warn)
+        if self.later.active and not self.policy.deferring:
+            # A name set by address is looked for again in every library loaded later: at a stop.
+            mi.command("-gdb-set stop-on-solib-events 1")
         if cfg.pid is None:
-            if not launch.needs_shell([self.python, cfg.script, *cfg.script_args]):
+            if not launch.needs_shell([self.python, *cfg.program()]):
                 mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
-            self._terminal = launch.TargetTerminal(cfg.forward_output, lambda text: self.emit(TargetOutput(text)))
+            self._terminal = launch.TargetTerminal(cfg.forward_output, lambda text: self.emit(TargetOutput(text)),
+                                                   launch.our_stdin() if cfg.forward_input else None)
             mi.command(f"-inferior-tty-set {mi_quote(self._terminal.name)}")
         self.agent.load()
         agent_config = Path(self._tmp.name) / "agent.json"
@@ -232,6 +242,17 @@ class Recorder:
         # The libraries were loaded before we came: read the symbols we want now.
         self._drain_events()
         self.policy.decide_new()
+        self._break_in_later_libraries()
+
+    def _break_in_later_libraries(self) -> None:
+        """The names set by address, found again in the libraries loaded since the last stop."""
+        items = self.later.breakpoints()
+        if items:
+            try:
+                self.agent.break_address(items)
+            except AgentError as exc:
+                self.warn(f"{exc.message}; --break {items[0]['label']} is not broken on in "
+                          f"{os.path.basename(items[0]['library'])}")
 
     def _abort_startup(self) -> None:
         """Start-up failed before anything was recorded: no gdb and no empty session left behind."""
@@ -275,6 +296,8 @@ class Recorder:
                 if ev.kind == "gdb-exited":
                     self._gdb_gone(ev.payload)
                     break
+                if ev.kind == "console":
+                    self._on_console(ev.payload)
                 if ev.kind == "notify" and self._on_notify(ev.message, ev.payload or {}):
                     break
         except GdbDied:
@@ -289,6 +312,14 @@ class Recorder:
             self._close()
             raise
         return self._close()
+
+    def _on_console(self, text: object) -> None:
+        """gdb's own messages while the target runs: a child process it let go is a warning."""
+        m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
+        if m:
+            self.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its hits are "
+                      "not recorded (pttrace follows one process; DataLoader workers, multiprocessing and "
+                      "subprocesses run untraced)")
 
     def _gdb_gone(self, rc: int | None) -> None:
         """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
@@ -324,6 +355,8 @@ class Recorder:
             path = payload.get("target-name") or payload.get("id")
             if path and payload.get("symbols-loaded") != "1":
                 self.policy.library_loaded(path)
+            if path:
+                self.later.loaded(path)
             return False
         if message in ("breakpoint-modified", "breakpoint-created"):
             self.emit(GdbBreakpointChanged(payload))
@@ -358,6 +391,7 @@ class Recorder:
             self.mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
         elif kind is StopKind.LIBRARIES:
             self.policy.decide_new()
+            self._break_in_later_libraries()
             self.mi.command("-exec-continue", check=False)
         elif kind is StopKind.BREAKPOINT:
             return self._on_breakpoint(stop)

@@ -574,7 +574,7 @@ def make_app(source: EventSource) -> PttraceApp:
 def run_live(config) -> int:
     """``pttrace run``/``attach`` on a terminal: record with the TUI on screen."""
     # Hits as events; the target's output goes to its pane, not over the screen.
-    source = LiveSource(dataclasses.replace(config, live=True, forward_output=False))
+    source = LiveSource(dataclasses.replace(config, live=True, forward_output=False, forward_input=False))
     app = make_app(source)
 
     signalled: list[str] = []

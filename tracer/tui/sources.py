@@ -287,7 +287,7 @@ class LiveSource(EventSource):
     def __init__(self, config, engine_factory=None):
         self.config = config
         self.attached = config.pid is not None
-        self.label = f"pid {config.pid}" if self.attached else os.path.basename(config.script or "")
+        self.label = f"pid {config.pid}" if self.attached else os.path.basename(config.target_label)
         self._engine_factory = engine_factory or _engine_class()
         self.engine = None
         self.error: PttraceError | None = None

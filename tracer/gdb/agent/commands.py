@@ -2,6 +2,7 @@
 
   pttrace-setup CONFIG.json     read the configuration (below), open the session file, set breakpoints
   pttrace-break SPEC            add a breakpoint (pending if its library is not loaded yet)
+  pttrace-break-address [ITEMS] add breakpoints pttrace's index resolved (items as in address_breakpoints)
   pttrace-delete SPEC           delete a breakpoint (a record says it is gone)
   pttrace-enable SPEC           turn a breakpoint on again
   pttrace-disable SPEC          turn a breakpoint off (kept, not stopped at)
@@ -55,6 +56,19 @@ def _setup(arg: str) -> None:
         add_breakpoint(spec)
     breakpoints.place_address_breakpoints()
     LOG.info("set up: session %s, mode %s, %d address breakpoints", OUT.path, STATE.mode, len(BREAKPOINTS.unplaced))
+
+
+def _break_address(arg: str) -> None:
+    """More breakpoints resolved by pttrace's index: a name found again in a library loaded later."""
+    try:
+        items = json.loads(arg)
+    except ValueError as exc:
+        raise gdb.GdbError(f"pttrace-break-address takes a JSON list: {exc}") from None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and "library" in i and "offset" in i
+                                              and "label" in i for i in items):
+        raise gdb.GdbError("pttrace-break-address takes [{label, library, offset, ...}]")
+    BREAKPOINTS.unplaced.extend(items)
+    breakpoints.place_address_breakpoints()
 
 
 def _mode(arg: str) -> None:
@@ -141,6 +155,7 @@ def _on_new_objfile(event) -> None:
 def install() -> None:
     _Command("pttrace-setup", _setup)
     _Command("pttrace-break", add_breakpoint)
+    _Command("pttrace-break-address", _break_address)
     _Command("pttrace-delete", lambda arg: breakpoints.delete_breakpoint(arg.strip()))
     _Command("pttrace-enable", lambda arg: breakpoints.enable_breakpoint(arg.strip(), True))
     _Command("pttrace-disable", lambda arg: breakpoints.enable_breakpoint(arg.strip(), False))

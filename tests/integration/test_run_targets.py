@@ -1,0 +1,141 @@
+"""What ``pttrace run`` launches and what the target gets, on real gdb, real torch, real processes:
+``-m MODULE``, ``-c CODE``, a console script of the environment, the target's stdin in ``--batch``,
+a breakpoint name found again in a library loaded later, and a warning for a child not followed."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PTTRACE, ROOT, gdb_pids
+from tracer import storage
+
+pytestmark = pytest.mark.gdb
+
+KERNEL = "wrapper_CPU_sigmoid"  # local to libtorch_cpu.so: our index resolves it by address
+
+
+def record(tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: float = 300):
+    """``pttrace run --batch`` in ``tmp_path``; (process, the one session written)."""
+    sessions = tmp_path / "sessions"
+    before = gdb_pids()
+    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
+                          input=stdin if stdin is not None else b"", capture_output=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert gdb_pids() <= before, "a gdb was left running"
+    files = sorted(sessions.glob("*.jsonl"))
+    assert len(files) == 1, (proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+    return proc, storage.load(files[0])
+
+
+def innermost(hit) -> str:
+    return hit.frames[-1].function or ""
+
+
+def test_run_m_module_runs_it_as_python_m_with_its_arguments(tmp_path):
+    (tmp_path / "sigmoid_mod.py").write_text(
+        "import sys, torch\nprint('ARGV', sys.argv[1:])\ntorch.sigmoid(torch.ones(3))\n")
+    proc, session = record(tmp_path, "--break", KERNEL, "-m", "sigmoid_mod", "--max-hits", "7", "x")
+    assert proc.returncode == 0, proc.stderr
+    # Everything after -m MODULE is the module's, as python has it: --max-hits 7 is not pttrace's.
+    assert b"ARGV ['--max-hits', '7', 'x']" in proc.stdout
+    assert session.info.argv[1:] == ["-m", "sigmoid_mod", "--max-hits", "7", "x"]
+    assert [KERNEL in innermost(h) for h in session.hits] == [True]
+
+
+def test_run_c_code_with_arguments(tmp_path):
+    code = "import sys, torch; print('ARGV', sys.argv); torch.sigmoid(torch.ones(2))"
+    proc, session = record(tmp_path, "--break", KERNEL, "-c", code, "a", "b")
+    assert proc.returncode == 0, proc.stderr
+    assert b"ARGV ['-c', 'a', 'b']" in proc.stdout
+    assert session.info.argv[1:] == ["-c", code, "a", "b"]
+    assert len(session.hits) == 1 and KERNEL in innermost(session.hits[0])
+
+
+def test_a_missing_module_is_one_sentence_before_gdb_starts(tmp_path):
+    proc = subprocess.run([*PTTRACE, "run", "--batch", "--break", KERNEL, "-m", "no_such_module_xyz"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[0].endswith("has no module named 'no_such_module_xyz'.")
+
+
+def test_a_console_script_of_the_environment_is_run_by_name(tmp_path):
+    torchrun = Path(sys.executable).parent / "torchrun"
+    if not torchrun.is_file():
+        pytest.skip("no torchrun beside this Python")
+    proc, session = record(tmp_path, "--break", "initModule", "--max-hits", "1", "torchrun", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert session.info.argv[1:] == [str(torchrun), "--help"]
+    assert len(session.hits) == 1 and "initModule" in innermost(session.hits[0])
+
+
+def test_the_target_reads_pttraces_stdin_in_batch(tmp_path):
+    (tmp_path / "reader.py").write_text(
+        "import sys, torch\ndata = sys.stdin.read()\nprint('GOT', repr(data))\n"
+        "torch.sigmoid(torch.ones(len(data.split())))\nprint('EOF seen')\n")
+    text = b"hello world\nsecond line without newline at the end"
+    proc, session = record(tmp_path, "--break", KERNEL, "reader.py", stdin=text, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"GOT {text.decode()!r}".encode() in proc.stdout.replace(b"\r\n", b"\n")
+    assert b"EOF seen" in proc.stdout
+    assert len(session.hits) == 1 and session.info.status == "completed"
+
+
+@pytest.fixture(scope="module")
+def twin_library(tmp_path_factory) -> Path:
+    """A library of one's own with a function named like one inside torch (wrapper_CPU_sigmoid)."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("twin")
+    source = out / "twin.c"
+    source.write_text(f"int {KERNEL}(int x) {{ return 2 * x + 1; }}\n")
+    lib = out / "libtwin.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O0", "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+def test_a_name_is_found_again_in_a_library_loaded_later(tmp_path, twin_library):
+    # gdb's `break wrapper_CPU_sigmoid` breaks in both; pttrace resolved the name in torch at start-up
+    # and used to miss the library loaded at run time.
+    (tmp_path / "twin.py").write_text(
+        "import ctypes, sys, torch\ntorch.sigmoid(torch.ones(3))\n"
+        f"print('TWIN', ctypes.CDLL(sys.argv[1]).{KERNEL}(20))\n")
+    proc, session = record(tmp_path, "--break", KERNEL, "twin.py", str(twin_library))
+    assert proc.returncode == 0, proc.stderr
+    assert b"TWIN 41" in proc.stdout
+    libraries = [os.path.basename(h.frames[-1].library or "") for h in session.hits]
+    assert libraries == ["libtorch_cpu.so", "libtwin.so"], [(h.frames[-1].function, h.frames[-1].library)
+                                                            for h in session.hits]
+
+
+def test_a_forked_child_not_followed_is_a_warning(tmp_path):
+    (tmp_path / "forker.py").write_text(
+        "import os, torch\npid = os.fork()\nif pid == 0:\n    torch.sigmoid(torch.ones(2))\n    os._exit(0)\n"
+        "os.waitpid(pid, 0)\nprint('CHILD', pid)\n")
+    proc, session = record(tmp_path, "--break", KERNEL, "forker.py")
+    assert proc.returncode == 0, proc.stderr
+    child = int(proc.stdout.split(b"CHILD ")[1].split()[0])
+    assert session.hits == []
+    assert any(f"child process {child}" in w and "not followed" in w for w in session.info.warnings), \
+        session.info.warnings
+
+
+def test_dataloader_workers_and_a_python_subprocess_are_each_named_as_not_followed(tmp_path):
+    # The issue's case: `--break THPVariable_tensor` with two DataLoader workers used to give 0 hits and
+    # "warnings: none". The calls happen in the workers; the session now says which processes it missed.
+    (tmp_path / "loader.py").write_text(
+        "import subprocess, sys, torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+        "class Items(Dataset):\n    def __len__(self):\n        return 4\n"
+        "    def __getitem__(self, i):\n        return torch.tensor([i])\n"
+        "if __name__ == '__main__':\n"
+        "    print('BATCHES', len(list(DataLoader(Items(), batch_size=2, num_workers=2))))\n"
+        "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n")
+    proc, session = record(tmp_path, "--break", "THPVariable_tensor", "loader.py")
+    assert proc.returncode == 0, proc.stderr
+    assert b"BATCHES 2" in proc.stdout
+    children = {w.split("child process ")[1].split()[0] for w in session.info.warnings if "was not followed" in w}
+    assert len(children) >= 3, session.info.warnings  # two workers and the subprocess

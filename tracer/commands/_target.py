@@ -1,0 +1,108 @@
+"""What ``pttrace run`` launches, as ``python`` itself takes it: a script, ``-m MODULE``, ``-c CODE``,
+or a console script of the target's environment (``torchrun``, ``pytest``), with its arguments."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+from tracer.errors import UsageError
+
+# Asks the target interpreter whether a top-level package or module exists, without importing it
+# (``torch.distributed.run`` would import torch: seconds). The rest of the name is Python's to check.
+_FIND_TOP = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The program after the interpreter: ``kind`` "script" (``value`` its path), "module" or "code"."""
+
+    kind: str
+    value: str
+    args: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        """What follows the interpreter on its command line."""
+        if self.kind == "module":
+            return ["-m", self.value, *self.args]
+        if self.kind == "code":
+            return ["-c", self.value, *self.args]
+        return [self.value, *self.args]
+
+
+def split_run_argv(argv: list[str], value_options: set[str], python: str) -> tuple[list[str], list[str]]:
+    """Split ``pttrace run ...`` the way ``python`` reads its own command line: everything after
+    ``-m MODULE`` or ``-c CODE`` belongs to the target, even what looks like pttrace's options; so
+    does everything after a console script of the environment (``torchrun --nproc-per-node 2 ...``),
+    a program with options of its own. Returns (what pttrace parses, the target's arguments). Only
+    options before the first positional argument count: after a script, ``-m`` is argparse's."""
+    i = 1
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--" or tok == "-":
+            break
+        if not tok.startswith("-"):
+            if not os.path.exists(tok) and console_script(tok, python) is not None:
+                return argv[: i + 1], argv[i + 1 :]
+            break
+        if tok == "--python" and i + 1 < len(argv):
+            python = argv[i + 1]
+        elif tok.startswith("--python="):
+            python = tok.split("=", 1)[1]
+        if tok in ("-m", "-c"):
+            return argv[: i + 2], argv[i + 2 :]
+        if tok[:2] in ("-m", "-c") and not tok.startswith("--"):  # python's -mMODULE / -cCODE
+            return argv[:i] + [tok[:2], tok[2:]], argv[i + 1 :]
+        if tok in value_options:
+            i += 1  # its value, whatever it looks like
+        i += 1
+    return argv, []
+
+
+def console_script(name: str, python: str) -> str | None:
+    """The console script ``name`` installed beside ``python`` (its environment's ``bin``), when it is
+    a Python script; None otherwise."""
+    if os.sep in name:
+        return None
+    candidate = os.path.join(os.path.dirname(os.path.abspath(python)), name)
+    try:
+        with open(candidate, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return None
+    return candidate if first.startswith(b"#!") and b"python" in first else None
+
+
+def check_module(python: str, module: str, cwd: str | None = None) -> None:
+    """UsageError when the interpreter has no top-level package or module of that name."""
+    top = module.split(".", 1)[0]
+    if not top or not all(part.isidentifier() for part in module.split(".")):
+        raise UsageError(f"{module!r} is not a module name (-m takes a dotted name such as torch.distributed.run).")
+    try:
+        proc = subprocess.run([python, "-c", _FIND_TOP, top], capture_output=True, timeout=60, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"{python} could not be asked for module {top} ({exc}).") from None
+    if proc.returncode == 3:
+        raise UsageError(f"{python} has no module named {top!r}.")
+
+
+def target_from(target: list[str], module: str | None, code: str | None, python: str) -> Target:
+    """The Target of ``pttrace run``'s positional arguments and ``-m``/``-c``; UsageError when it is
+    missing, ambiguous or not found."""
+    if module is not None and code is not None:
+        raise UsageError("give -m MODULE or -c CODE, not both.")
+    if module is not None or code is not None:
+        kind, value = ("module", module) if module is not None else ("code", code)
+        return Target(kind, value, tuple(target))
+    if not target:
+        raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule` "
+                         "(or -m MODULE, -c CODE).")
+    script, args = target[0], tuple(target[1:])
+    if not os.path.exists(script):
+        found = console_script(script, python)
+        if found is None:
+            raise UsageError(f"script not found: {script} (nor a console script of {python}'s environment).")
+        script = found
+    if not os.path.isfile(script) or not os.access(script, os.R_OK):
+        raise UsageError(f"script is not a readable file: {script}.")
+    return Target("script", script, args)

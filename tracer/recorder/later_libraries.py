@@ -1,0 +1,66 @@
+"""Breakpoints by name in libraries loaded after start-up, as gdb's pending breakpoints are.
+
+A ``--break NAME`` that our index resolved in torch's libraries is set by address, so gdb never looks
+for NAME again; yet gdb's ``break NAME`` also breaks in a library loaded later that defines a NAME of
+its own (a ctypes library, a ``cpp_extension.load`` build, inductor's generated code). At each stop
+for library loads, every library not searched yet is searched for those names, and what it defines
+becomes more address breakpoints.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable
+
+from tracer.errors import PttraceError
+from tracer.recorder import resolve
+
+log = logging.getLogger("pttrace.recorder")
+
+
+class LaterLibraries:
+    """``specs``: the names set by address at start-up; ``searched``: the libraries already searched."""
+
+    def __init__(self, specs: list[str], searched: list[str], warn: Callable[[str], None]):
+        self.specs = list(dict.fromkeys(specs))
+        self._searched = {os.path.realpath(p) for p in searched}
+        self._new: list[str] = []
+        self._warn = warn
+
+    @property
+    def active(self) -> bool:
+        return bool(self.specs)
+
+    def loaded(self, path: str) -> None:
+        if self.specs and os.path.realpath(path) not in self._searched:
+            self._new.append(path)
+
+    def breakpoints(self) -> list[dict]:
+        """Address breakpoints ({label, library, offset, function[, plt]}) for the names the libraries
+        loaded since the last call define."""
+        from tracer.symbols import find_symbol
+
+        new, self._new = self._new, []
+        items: list[dict] = []
+        for path in new:
+            real = os.path.realpath(path)
+            if real in self._searched:
+                continue
+            self._searched.add(real)
+            for spec in self.specs:
+                try:
+                    matches = find_symbol(spec, [path])
+                except resolve.IndexFailure as exc:
+                    self._warn(f"pttrace could not search {os.path.basename(path)} for --break {spec} "
+                               f"({exc.message if isinstance(exc, PttraceError) else exc}); a {spec} defined there is not broken on")
+                    break
+                for m in matches:
+                    if m.kind != "function" or m.cold:
+                        continue
+                    item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}
+                    if m.plt:
+                        item["plt"] = True
+                    items.append(item)
+        if items:
+            log.debug("breakpoints found again in libraries loaded later: %s", items)
+        return items
