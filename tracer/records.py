@@ -11,22 +11,33 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 ``header``         ``{"schema": N, "session": {SessionInfo}}``, the first line
 ``breakpoint``     ``{spec, number, locations: [...], hits, pending, enabled}``, again when it changes;
                    ``{spec, removed: true}`` once it is removed (readers forget it)
-``hit``            ``{seq, breakpoint, thread: {id, name, lwp}, time, frames: [...], truncated?, signal?,
-                   launched_by?: {thread, frames} or {thread: null, why}}`` (a parallel worker's hit: the
-                   stack of the thread that launched its region, at that moment),
-                   frames outermost first
+``frame``          ``{id, frame: {kind, function, short, library, address, file, line, layer, ...}}``:
+                   each distinct frame once (schema 2)
+``stack``          ``{id, frames: [frame ids, outermost first], truncated?}``: each distinct call path once
+``site``           ``{id, breakpoint, thread: {id, name, lwp}, stack}``: each distinct (breakpoint, thread,
+                   stack) once
+``hit``            schema 2: ``{seq, time, site, signal?, launched_by?}``, after the definitions it
+                   refers to (the same ``write()``: a hit is never on disk before them). Schema 1:
+                   ``{seq, breakpoint, thread, time, frames: [...], truncated?, signal?, launched_by?}``;
+                   both load. ``launched_by``
+                   (a parallel worker's hit): the thread that launched its region and its stack at
+                   that moment (schema 2: ``{thread, stack}``; 1: ``{thread, frames}``), or
+                   ``{thread: null, why}``.
 ``warning``        ``{message}``: what pttrace could not see or follow
 ``dispatch_keys``  the target torch's DispatchKeySet numbering (``storage.decode_keyset``)
 ``fill``           ``{frames: [[library, offset, caller, {function, short, layer, dispatch_key, file,
                    line}], ...]}``: names for frames recorded by library and offset (see ``fill_key``)
 ``end``            ``{status, exit_code, ended, ...}``; a file without one is ``interrupted``
+
+A hot breakpoint's hit is one ``hit`` line of ~70 bytes: its frames, stack and site were written at
+its first hit (bench/RESULTS.md, "A million hits").
 """
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
-SCHEMA = 1
+SCHEMA = 2  # 2: frames, stacks and sites interned; 1: every hit with its frames
 
 HEADER = "header"
 BREAKPOINT = "breakpoint"
@@ -35,7 +46,10 @@ WARNING = "warning"
 DISPATCH_KEYS = "dispatch_keys"
 FILL = "fill"
 END = "end"
-KINDS = frozenset((HEADER, BREAKPOINT, HIT, WARNING, DISPATCH_KEYS, FILL, END))
+FRAME = "frame"
+STACK = "stack"
+SITE = "site"
+KINDS = frozenset((HEADER, BREAKPOINT, HIT, WARNING, DISPATCH_KEYS, FILL, END, FRAME, STACK, SITE))
 
 
 class BadRecord(ValueError):
@@ -63,7 +77,8 @@ def encode(record: dict[str, Any]) -> bytes:
 
 
 class CachedFrame(dict):
-    """A frame shared by many hits (the agent caches them per pc); ``text`` keeps its JSON, encoded once."""
+    """A frame shared by many hits (the agent caches them per pc); ``text`` keeps its JSON, encoded once
+    (interning looks frames up by it)."""
 
     __slots__ = ("text",)
 
@@ -77,41 +92,8 @@ def frame_text(frame: dict[str, Any]) -> str:
     return text
 
 
-def encode_hit(record: dict[str, Any]) -> bytes:
-    """``encode`` of a hit, byte for byte, with each ``CachedFrame``'s JSON reused (a hot breakpoint
-    repeats the same frames at every hit)."""
-    if "frames" not in record:
-        return encode(record)
-    head, tail, frames = {}, {}, None
-    for key, value in record.items():
-        if key == "frames":
-            frames = value
-        elif frames is None:
-            head[key] = value
-        else:
-            tail[key] = value
-    text = _dumps(head)[:-1] + ',"frames":[' + ",".join([frame_text(f) for f in frames or ()]) + "]"
-    text += ("," + _dumps(tail)[1:]) if tail else "}"
-    try:
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # a name that is not UTF-8: the slow path escapes it
-        return encode(record)
-
-
 def warning(message: str) -> dict[str, Any]:
     return {"type": WARNING, "message": message}
-
-
-def hit(seq: int, breakpoint: str | None, thread: dict[str, Any], time: float, frames: list,
-        truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> dict[str, Any]:
-    rec = {"type": HIT, "seq": seq, "breakpoint": breakpoint, "thread": thread, "time": time, "frames": frames}
-    if truncated:
-        rec["truncated"] = True
-    if signal:
-        rec["signal"] = signal
-    if launched_by is not None:
-        rec["launched_by"] = launched_by
-    return rec
 
 
 def breakpoint(spec: str, number: int | None, locations: list, pending: bool, enabled: bool,
@@ -122,6 +104,77 @@ def breakpoint(spec: str, number: int | None, locations: list, pending: bool, en
 
 def breakpoint_removed(spec: str) -> dict[str, Any]:
     return {"type": BREAKPOINT, "spec": spec, "removed": True}
+
+
+# --------------------------------------------------------------------------------------------
+# Interning (schema 2): each distinct frame, stack and site written once
+# --------------------------------------------------------------------------------------------
+class Interner:
+    """The agent's side of schema 2: a hit becomes one small line, after the definitions it is the
+    first to need. Everything goes out in one ``write()``, so a hit is never on disk before them."""
+
+    def __init__(self) -> None:
+        self._frames: dict[str, int] = {}  # frame JSON -> id
+        self._stacks: dict[tuple, int] = {}  # (frame ids, truncated) -> id
+        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, stack id) -> id
+        self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
+
+    def rollback(self) -> None:
+        """The last hit was not written (disk full): what it defined is not in the file either."""
+        for table, key in self._new:
+            del table[key]
+        self._new = []
+
+    def _stack(self, frames: list, truncated: bool, out: list[str]) -> int:
+        """The id of this call path, its frame and stack records added to ``out`` if new."""
+        ids = []
+        new = self._new
+        known = self._frames
+        for f in frames:
+            text = frame_text(f)
+            fid = known.get(text)
+            if fid is None:
+                fid = known[text] = len(known) + 1
+                new.append((known, text))
+                out.append('{"type":"frame","id":%d,"frame":%s}' % (fid, text))
+            ids.append(fid)
+        key = (tuple(ids), truncated)
+        sid = self._stacks.get(key)
+        if sid is None:
+            sid = self._stacks[key] = len(self._stacks) + 1
+            new.append((self._stacks, key))
+            stack_rec = {"type": STACK, "id": sid, "frames": ids}
+            if truncated:
+                stack_rec["truncated"] = True
+            out.append(_dumps(stack_rec))
+        return sid
+
+    def encode_hit(self, seq: int, breakpoint: str | None, thread: dict[str, Any], time: float, frames: list,
+                   truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> bytes:
+        """The hit's line, after the records of what it is the first to refer to."""
+        out: list[str] = []
+        self._new = []
+        sid = self._stack(frames, truncated, out)
+        key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), sid)
+        site_id = self._sites.get(key)
+        if site_id is None:
+            site_id = self._sites[key] = len(self._sites) + 1
+            self._new.append((self._sites, key))
+            out.append(_dumps({"type": SITE, "id": site_id, "breakpoint": breakpoint, "thread": thread, "stack": sid}))
+        rec = '{"type":"hit","seq":%d,"time":%r,"site":%d' % (seq, time, site_id)
+        if signal:
+            rec += ',"signal":' + _dumps(signal)
+        if launched_by is not None:
+            launch = {k: v for k, v in launched_by.items() if k != "frames"}
+            if launched_by.get("frames"):
+                launch["stack"] = self._stack(launched_by["frames"], False, out)
+            rec += ',"launched_by":' + _dumps(launch)
+        out.append(rec + "}")
+        text = "\n".join(out) + "\n"
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # a name that is not UTF-8: as \\u escapes, as encode() does
+            return text.encode("utf-8", "backslashreplace")
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,6 +220,64 @@ class Tail:
         return lines
 
 
+class Reader:
+    """Reads records in file order, keeping the frames, stacks and sites they define: an interned hit
+    comes back whole, ``{seq, breakpoint, thread, time, frames, truncated, signal, stack, site,
+    launched_by?}``, its
+    ``frames`` list shared by every hit of its stack (never change it; a frame changed in place is
+    changed for all of them). ``make_frame`` turns a frame's dict into what the caller keeps."""
+
+    def __init__(self, make_frame: Callable[[dict[str, Any]], Any] = lambda d: d) -> None:
+        self.make_frame = make_frame
+        self.frames: dict[int, Any] = {}
+        self.stacks: dict[int, tuple[list, bool]] = {}  # id -> (frames outermost first, truncated)
+        self.sites: dict[int, tuple[Any, Any, int]] = {}  # id -> (breakpoint, thread, stack id)
+
+    def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        """The record, complete; None for a frame or site definition (kept for the hits that follow).
+        ``BadRecord`` for a hit or definition that refers to one this file does not define."""
+        kind = rec["type"]
+        if kind == HIT:
+            site_id = rec.get("site")
+            if site_id is None:
+                return rec  # schema 1: the hit carries its frames
+            site = self.sites.get(site_id)
+            if site is None:
+                raise BadRecord(f"a hit of an undefined site {site_id}")
+            breakpoint, thread, stack_id = site
+            frames, truncated = self.stacks[stack_id]
+            out = {"type": HIT, "seq": rec["seq"], "breakpoint": breakpoint, "thread": thread,
+                   "time": rec.get("time"), "frames": frames, "truncated": truncated,
+                   "signal": rec.get("signal"), "stack": stack_id, "site": site_id}
+            launch = rec.get("launched_by")
+            if launch is not None:
+                launch = dict(launch)
+                launch_stack = launch.pop("stack", None)
+                if launch_stack is not None:
+                    if launch_stack not in self.stacks:
+                        raise BadRecord(f"a launch of an undefined stack {launch_stack}")
+                    launch["frames"] = self.stacks[launch_stack][0]
+                out["launched_by"] = launch
+            return out
+        if kind == FRAME:
+            self.frames[int(rec["id"])] = self.make_frame(rec["frame"])
+            return None
+        if kind == STACK:
+            try:
+                frames = [self.frames[int(i)] for i in rec["frames"]]
+            except KeyError as exc:
+                raise BadRecord(f"a stack of an undefined frame {exc.args[0]}") from None
+            self.stacks[int(rec["id"])] = (frames, bool(rec.get("truncated")))
+            return rec
+        if kind == SITE:
+            stack_id = int(rec["stack"])
+            if stack_id not in self.stacks:
+                raise BadRecord(f"a site of an undefined stack {stack_id}")
+            self.sites[int(rec["id"])] = (rec.get("breakpoint"), rec.get("thread"), stack_id)
+            return None
+        return rec
+
+
 # --------------------------------------------------------------------------------------------
 # Fill records: names for frames recorded by library and offset
 # --------------------------------------------------------------------------------------------
@@ -197,22 +308,33 @@ def fill_key(frame: Any, innermost: bool) -> tuple | None:
 
 
 def hits_and_end(fh: IO[bytes]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The hit records of a file as dicts, their ``fill`` records applied, and its ``end`` record (None if
-    it has none): for readers that want the records as written (tests, ``bench/``), not ``storage.load``."""
+    """The hits of a file as dicts (interned ones whole), their ``fill`` records applied, and its ``end``
+    record (None if it has none): for readers that want the records as written (tests, ``bench/``), not
+    ``storage.load``. Hits of one stack share their frame dicts."""
     hits, end, fills = [], None, {}
+    reader = Reader()
     for _lineno, rec in read(fh):
         if isinstance(rec, BadRecord):
             continue
-        kind = rec["type"]
+        try:
+            rec = reader.feed(rec)
+        except (BadRecord, KeyError, TypeError, ValueError):
+            continue
+        kind = rec["type"] if rec is not None else None
         if kind == HIT:
+            rec["thread"] = dict(rec["thread"] or {})  # each hit's own: callers change them
             hits.append(rec)
         elif kind == END:
             end = rec
         elif kind == FILL:
             fills.update(((lib, off, caller), values) for lib, off, caller, values in rec.get("frames") or [])
     if fills:
+        done: set[int] = set()
         for rec in hits:
             frames = rec.get("frames") or []
+            if id(frames) in done:
+                continue
+            done.add(id(frames))
             for i, f in enumerate(frames):
                 key = fill_key(f, i == len(frames) - 1)
                 if key in fills:

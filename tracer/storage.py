@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from tracer import records, settings
 from tracer.errors import SessionError
-from tracer.model import SCHEMA, Breakpoint, Hit, Session, SessionInfo
+from tracer.model import SCHEMA, Breakpoint, Frame, Hit, Launch, Session, SessionInfo, Thread
 from tracer.records import fill_frame, fill_key
 
 SUFFIX = ".jsonl"
@@ -98,6 +98,33 @@ def _iter_records(path: Path, report: LoadReport) -> Iterator[tuple[int, dict[st
                 yield lineno, rec
 
 
+class HitReader:
+    """``records.Reader`` building model objects: the hits of one stack share one list of ``Frame``s
+    (a million hits of a hot breakpoint hold its frames once), the hits of one site one ``Thread``."""
+
+    def __init__(self) -> None:
+        self.records = records.Reader(Frame.from_dict)
+        self._threads: dict[int, Thread] = {}  # site id -> its thread
+
+    def feed(self, rec: dict[str, Any]) -> Hit | dict[str, Any] | None:
+        """A ``Hit`` for a hit record, else what ``records.Reader.feed`` returns."""
+        out = self.records.feed(rec)
+        if out is None or out["type"] != records.HIT:
+            return out
+        site = out.get("site")
+        if site is None:
+            return Hit.from_dict(out)
+        thread = self._threads.get(site)
+        if thread is None:
+            thread = self._threads[site] = Thread.from_dict(out["thread"])
+        launch = out.get("launched_by")
+        if launch is not None:
+            launch = Launch(Thread.from_dict(launch["thread"]) if launch.get("thread") else None,
+                            launch.get("frames") or [], launch.get("why"))
+        return Hit(seq=int(out["seq"]), breakpoint=out["breakpoint"], thread=thread, time=float(out["time"] or 0.0),
+                   frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch)
+
+
 def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings)."""
     path = Path(path)
@@ -109,9 +136,13 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
     ended: dict[str, Any] | None = None
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
-    for lineno, rec in _iter_records(path, report):
-        kind = rec.get("type")
+    reader = HitReader()
+    for lineno, raw in _iter_records(path, report):
+        kind = raw.get("type")
         try:
+            rec = reader.feed(raw)
+            if rec is None or kind == records.STACK:
+                continue  # a definition, kept by the reader
             if kind == "header":
                 schema = int(rec.get("schema", 0))
                 if schema > SCHEMA:
@@ -126,7 +157,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                 bp = Breakpoint.from_dict(rec)
                 bps[bp.spec] = bp
             elif kind == "hit":
-                hits.append(Hit.from_dict(rec))
+                hits.append(rec)
             elif kind == "warning":
                 warnings.append(str(rec.get("message")))
             elif kind == "dispatch_keys":
@@ -141,6 +172,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                 report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
         except SessionError:
             raise
+        except records.BadRecord as bad:
+            report.bad_lines.append((lineno, bad.why))
         except (KeyError, TypeError, ValueError) as exc:
             report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
     if session is None:
@@ -177,15 +210,23 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
     hits.sort(key=lambda h: h.seq)
     if fills:
         apply_fills(hits, fills)
+    if ended is None:
+        _name_from_index(hits)
     if key_table is not None:
         _decode_keysets(hits, key_table)
     session.hits = hits
     return session
 
 
+def _distinct_paths(hits: list[Hit]) -> list[list[Frame]]:
+    """Each frame list once (the hits of one stack share theirs), a parallel worker's launcher's too."""
+    paths = {id(h.frames): h.frames for h in hits}
+    paths.update((id(h.launched_by.frames), h.launched_by.frames) for h in hits if h.launched_by is not None)
+    return list(paths.values())
+
+
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
-    stacks = [h.frames for h in hits] + [h.launched_by.frames for h in hits if h.launched_by is not None]
-    for frames in stacks:
+    for frames in _distinct_paths(hits):
         last = len(frames) - 1
         for i, f in enumerate(frames):
             if f.offset is None:
@@ -195,6 +236,18 @@ def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
                 values = fills.get(key)
                 if values is not None:
                     fill_frame(f, values)
+
+
+def _name_from_index(hits: list[Hit]) -> None:
+    """A session whose writer was killed (no ``end``) may lack the fill records of its last hits: their
+    frames are named here, from pttrace's index of each frame's library, as the writer would have."""
+    from tracer.fill import FrameFiller
+
+    filler = None
+    for frames in _distinct_paths(hits):
+        if any(f.offset is not None and fill_key(f, False) is not None for f in frames):
+            filler = filler or FrameFiller()
+            filler.fill(frames)
 
 
 def decode_keyset(bits: int, table: dict[str, Any]) -> list[str]:
@@ -230,8 +283,8 @@ def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
     # A tuple: frames stay hashable by value (the JSON export caches encoded frames by their fields),
     # and one decoded tuple is shared by every frame with the same key set.
     cache: dict[int, tuple[str, ...]] = {}
-    for h in hits:
-        for f in h.frames:
+    for frames in _distinct_paths(hits):
+        for f in frames:
             if f.keyset is not None and f.keys is None:
                 keys = cache.get(f.keyset)
                 if keys is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, ROOT, run_pttrace
-from tracer import storage
+from tracer import records, storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -33,7 +33,10 @@ def _record(tmp: Path, name: str, args: list[str], env: dict | None = None) -> P
 
 
 def _raw_hits(path: Path) -> list[dict]:
-    return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "hit"]
+    """The hits as the agent wrote them (no fill applied)."""
+    reader = records.Reader()
+    hits = (reader.feed(json.loads(line)) for line in path.read_text().splitlines())
+    return [r for r in hits if r is not None and r["type"] == "hit"]
 
 
 def _path(hit) -> list[tuple]:
@@ -76,17 +79,19 @@ def test_session_cut_off_keeps_library_and_offset_and_the_fills_written(two_runs
     cfi_path, _ = two_runs
     lines = cfi_path.read_text().splitlines()
     kinds = [json.loads(line)["type"] for line in lines]
-    # Cut before any fill record and the end: frames keep where they are, nothing is lost.
+    # Cut before any fill record and the end (pttrace killed before it wrote them): the frames were
+    # written by library and offset, and read back named from our index, as a whole session's are.
     first_fill = kinds.index("fill")
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(line for line, k in zip(lines[:first_fill], kinds) if k != "end") + "\n")
     session = storage.load(cut)
+    full = storage.load(cfi_path)
     assert session.info.status == "interrupted"
-    cpu = [f for h in session.hits for f in h.frames if (f.library or "").endswith("/libtorch_cpu.so")]
-    assert cpu and all(f.function is None and f.offset for f in cpu)
+    raw = [f for h in _raw_hits(cut) for f in h["frames"] if (f.get("library") or "").endswith("/libtorch_cpu.so")]
+    assert raw and all(f["function"] is None and f["offset"] for f in raw)
+    assert session.hits and [_path(h) for h in session.hits] == [_path(h) for h in full.hits[:len(session.hits)]]
     # Cut after the fills but before the end: interrupted, and named.
     cut.write_text("\n".join(line for line, k in zip(lines, kinds) if k != "end") + "\n")
-    full = storage.load(cfi_path)
     session = storage.load(cut)
     assert session.info.status == "interrupted"
     assert [_path(h) for h in session.hits] == [_path(h) for h in full.hits]

@@ -116,6 +116,45 @@ def test_gdb_killed_mid_run_keeps_every_hit(tmp_path, no_leftovers):
     assert not processes_named(str(TARGETS / "loop.py")), "the launched target survived"
 
 
+def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_path, no_leftovers):
+    # GIVEN a hot breakpoint in libtorch_cpu.so, whose frames gdb gets no names for (the agent records
+    # them by library and offset; pttrace's fill records would have named them)
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "at::_ops::add_Tensor::call", "--session-dir",
+                          str(tmp_path), str(ROOT / "bench" / "hot_add.py"), "100000"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_hits(tmp_path, 20)
+        helpers = children_of(p.pid)
+        # WHEN pttrace itself is killed, with no chance to write anything more
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(_alive(c) for c in helpers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [c for c in helpers if _alive(c)], "gdb outlived the pttrace that started it"
+    finally:
+        if p.poll() is None:
+            p.kill()
+    # THEN the session has no fill record, yet every frame reads back named, its hits in order
+    (path,) = tmp_path.glob("*.jsonl")
+    assert '"type":"fill"' not in path.read_text()
+    s = storage.load(path)
+    assert s.info.status == "interrupted" and len(s.hits) >= 20
+    assert [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))
+    cpu = [f for h in s.hits for f in h.frames if (f.library or "").endswith("/libtorch_cpu.so")]
+    assert cpu and all(f.offset is not None for f in cpu)  # recorded by offset...
+    assert all(f.function and f.layer for h in s.hits for f in h.frames if f.kind == "native")  # ...named now
+    assert s.hits[-1].innermost.function.startswith("at::_ops::add_Tensor::call(")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftovers, sig):
     p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 
@@ -19,20 +18,55 @@ def _frames():
     return [py, native, dict(native, keyset=0x8000)]
 
 
-def test_encode_hit_is_encode_byte_for_byte_and_reuses_cached_text():
-    rec = records.hit(7, "at::add", {"id": 1, "name": "python", "lwp": 42}, 1.5, _frames(), truncated=True,
-                      signal="SIGSEGV")
-    assert records.encode_hit(rec) == records.encode(rec)
-    assert rec["frames"][0].text == json.dumps(rec["frames"][0], ensure_ascii=False, separators=(",", ":"))
-    assert records.encode_hit(rec) == records.encode(rec)  # the second time from the cached text
+THREAD = {"id": 1, "name": "python", "lwp": 42}
+
+
+def _interned(*hits) -> bytes:
+    interner = records.Interner()
+    return b"".join(interner.encode_hit(*h) for h in hits)
+
+
+def test_an_interned_hit_reads_back_as_written_and_a_repeat_costs_one_short_line():
+    frames = _frames()
+    data = _interned((1, "at::add", THREAD, 1.5, frames), (2, "at::add", THREAD, 2.25, frames, False, "SIGSEGV"),
+                     (3, "at::add", THREAD, 3.0, frames[:2], True))
+    lines = data.splitlines()
+    # GIVEN three hits, the second on the first's stack: frames, stack and site once, then one line
+    assert [records.decode(x)["type"] for x in lines] == ["frame"] * 3 + ["stack", "site", "hit", "hit", "stack",
+                                                                           "site", "hit"]
+    assert len(lines[6]) < 100
+    hits, end = records.hits_and_end(io.BytesIO(data))
+    assert end is None
+    assert [(h["seq"], h["time"], h["breakpoint"], h["thread"], h["truncated"], h["signal"]) for h in hits] == [
+        (1, 1.5, "at::add", THREAD, False, None), (2, 2.25, "at::add", THREAD, False, "SIGSEGV"),
+        (3, 3.0, "at::add", THREAD, True, None)]
+    assert hits[0]["frames"] == [dict(f) for f in frames] and hits[2]["frames"] == [dict(f) for f in frames[:2]]
+    assert hits[0]["frames"] is hits[1]["frames"]  # one list per stack
 
 
 def test_a_name_that_is_not_utf8_is_kept_as_an_escape_and_reads_back():
     bad = "f\udcff"  # a byte that was not UTF-8, surrogate-escaped
-    rec = records.hit(1, None, {}, 0.0, [CachedFrame({"kind": "native", "function": bad})])
-    data = records.encode_hit(rec)
-    assert data == records.encode(rec) and data.isascii()
-    assert records.decode(data)["frames"][0]["function"] == bad
+    data = _interned((1, None, {}, 0.0, [CachedFrame({"kind": "native", "function": bad})]))
+    assert data.isascii()
+    assert records.hits_and_end(io.BytesIO(data))[0][0]["frames"][0]["function"] == bad
+    assert records.decode(records.encode({"type": "warning", "message": bad}))["message"] == bad
+
+
+def test_a_hit_not_written_takes_back_what_it_defined():
+    interner = records.Interner()
+    frames = _frames()
+    interner.encode_hit(1, "b", THREAD, 0.0, frames)
+    interner.rollback()  # the write failed: disk full
+    again = interner.encode_hit(2, "b", THREAD, 0.0, frames)
+    assert [records.decode(x)["type"] for x in again.splitlines()][:3] == ["frame"] * 3
+
+
+def test_a_hit_of_a_site_the_file_does_not_define_is_a_bad_record():
+    reader = records.Reader()
+    with pytest.raises(records.BadRecord, match="undefined site 4"):
+        reader.feed({"type": "hit", "seq": 1, "time": 0.0, "site": 4})
+    with pytest.raises(records.BadRecord, match="undefined frame 9"):
+        reader.feed({"type": "stack", "id": 1, "frames": [9]})
 
 
 @pytest.mark.parametrize("line, why", [(b"{not json", "not valid JSON"), (b"[1, 2]", "not a session record"),
@@ -67,7 +101,7 @@ def test_hits_and_end_applies_fill_records_to_the_frames_they_name():
     frames = [dict(f) for f in _frames()]
     frames[1]["function"] = frames[2]["function"] = None
     lib = frames[1]["library"]
-    data = records.encode(records.hit(1, "b", {}, 0.0, frames))
+    data = records.encode({"type": "hit", "seq": 1, "breakpoint": "b", "thread": {}, "time": 0.0, "frames": frames})
     data += records.encode({"type": "fill", "frames": [[lib, 0x1234, True, {"function": "caller()", "layer": "kernel"}],
                                                        [lib, 0x1234, False, {"function": "inner()"}]]})
     data += records.encode({"type": "end", "status": "completed"})
@@ -81,3 +115,13 @@ def test_fill_key_only_for_native_frames_missing_a_name_or_place():
     assert records.fill_key({"kind": "native", "library": "l", "offset": 5, "function": None}, True) == ("l", 5, False)
     assert records.fill_key({"kind": "native", "library": "l", "offset": 5, "function": "f", "file": "a.c"}, True) is None
     assert records.fill_key({"kind": "python", "offset": 5}, False) is None
+
+
+def test_a_workers_launcher_stack_is_interned_and_read_back():
+    frames = _frames()
+    launch = {"thread": {"id": 1, "name": "python", "lwp": 7}, "frames": frames[:2]}
+    data = _interned((1, "b", THREAD, 0.5, frames[1:], False, None, launch),
+                     (2, "b", THREAD, 0.7, frames[1:], False, None, {"thread": None, "why": "not found"}))
+    hits, _ = records.hits_and_end(io.BytesIO(data))
+    assert hits[0]["launched_by"] == {"thread": launch["thread"], "frames": [dict(f) for f in frames[:2]]}
+    assert hits[1]["launched_by"] == {"thread": None, "why": "not found"}

@@ -87,3 +87,50 @@ def test_unwritable_directory_is_one_sentence(tmp_path):
     blocker.write_text("")
     with pytest.raises(SessionError, match="cannot write the session file"):
         storage.SessionWriter(blocker / "sub" / "a.jsonl")
+
+
+def _interned_session(path, hits: int) -> list[int]:
+    """A schema-2 session as the agent writes it: returns where each hit's line ends."""
+    from tracer import records
+
+    write_session(path, hits=0, end=False)
+    interner = records.Interner()
+    frames = [records.CachedFrame({"kind": "python", "function": "<module>", "file": "x.py", "line": 3,
+                                   "layer": "python", "source": "f()"}),
+              records.CachedFrame({"kind": "native", "function": "f()", "library": "/l.so", "address": 16,
+                                   "layer": "runtime"})]
+    ends = []
+    with open(path, "ab") as fh:
+        for seq in range(1, hits + 1):
+            fh.write(interner.encode_hit(seq, "f", {"id": 1, "name": "python", "lwp": 42}, float(seq),
+                                         frames if seq % 2 else frames[1:]))
+            ends.append(fh.tell())
+    return ends
+
+
+def test_an_interned_session_cut_anywhere_loads_every_complete_hit(tmp_path):
+    whole = tmp_path / "whole.jsonl"
+    ends = _interned_session(whole, hits=4)
+    data = whole.read_bytes()
+    full = storage.load(whole)
+    assert [h.seq for h in full.hits] == [1, 2, 3, 4] and full.breakpoint("f").hits == 4
+    assert full.hits[0].frames is full.hits[2].frames  # one list of Frames per stack
+    assert [f.function for f in full.hits[1].frames] == ["f()"]
+    cut = tmp_path / "cut.jsonl"
+    for at in range(ends[0] - 40, len(data) + 1):
+        cut.write_bytes(data[:at])
+        s = storage.load(cut)
+        complete = sum(1 for e in ends if e - 1 <= at)  # its newline is not needed
+        assert s.info.status == "interrupted"
+        assert [h.seq for h in s.hits] == list(range(1, complete + 1)), at
+        assert [h.to_dict() for h in s.hits] == [h.to_dict() for h in full.hits[:complete]]
+
+
+def test_a_schema_1_session_still_loads(tmp_path):
+    p = tmp_path / "old.jsonl"
+    write_session(p)
+    text = p.read_text().replace('"schema":2', '"schema":1')
+    p.write_text(text)
+    s = storage.load(p)
+    assert s.schema == 1 and [h.seq for h in s.hits] == [1, 2, 3]
+    assert [f.function for f in s.hits[0].frames] == ["<module>", "f()"]

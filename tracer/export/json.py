@@ -12,6 +12,7 @@ import json
 
 from tracer.model import Frame, Hit, Session
 
+CONTRACT = 1  # the version of this object's shape; the session file's own schema (records.SCHEMA) is apart
 _FRAMES_SLOT = "\x00frames\x00"
 _FRAMES_SLOT_JSON = json.dumps(_FRAMES_SLOT)
 
@@ -63,7 +64,7 @@ def render(session: Session, finder=None) -> str:
     if finder is not None and finder.notes:
         info["warnings"] = list(info.get("warnings") or []) + finder.notes
     session_obj = json.dumps(info, ensure_ascii=False, indent=2).replace("\n", "\n  ")
-    out = ["{\n", f'  "schema": {int(session.schema)},\n', f'  "session": {session_obj},\n', '  "breakpoints": ']
+    out = ["{\n", f'  "schema": {CONTRACT},\n', f'  "session": {session_obj},\n', '  "breakpoints": ']
     _array(out, (_compact(b.to_dict()) for b in session.breakpoints))
     out.append(',\n  "hits": ')
     _array(out, hits)

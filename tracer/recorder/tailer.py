@@ -1,5 +1,6 @@
-"""Following the session file the agent appends to: each new hit's frames get names and file:line
-from our index (``fill`` records), and, for a live UI, each new record becomes an event."""
+"""Following the session file the agent appends to: each new call path's frames get names and
+file:line from our index (``fill`` records), and, for a live UI, each new record becomes an event.
+Read a chunk at a time, a line at a time: a million-hit session is never all in memory."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +12,7 @@ from typing import Callable
 from tracer import records, storage
 from tracer.errors import PttraceError
 from tracer.fill import FrameFiller
-from tracer.model import Breakpoint, Hit
+from tracer.model import Breakpoint
 from tracer.recorder.events import BreakpointRecorded, HitRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")
@@ -28,6 +29,7 @@ class SessionTailer:
         self._filler = FrameFiller()
         self._lock = threading.Lock()
         self._tail = records.Tail()
+        self._reader = storage.HitReader()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
 
@@ -46,33 +48,42 @@ class SessionTailer:
                 log.debug("fill record not written: %s", exc.message)
 
     def scan(self, emit: bool) -> None:
-        """Read the records appended since the last scan: fill the new hits' frames, and with
+        """Read the records appended since the last scan: fill each new call path's frames, and with
         ``emit``, turn the records into events."""
         with self._lock:
             try:
-                with open(self.path, "rb") as fh:
-                    lines = self._tail.lines(fh)  # the agent may be half-way through the last line
+                fh = open(self.path, "rb")
             except OSError as exc:
                 log.debug("cannot read %s: %s", self.path, exc)
                 return
-            for raw in lines:
-                if b'"offset"' not in raw and not emit:
-                    continue  # only frames recorded by library and offset need our index
-                try:
-                    rec = records.decode(raw)
-                except records.BadRecord:
-                    continue
-                kind = rec.get("type")
-                if kind == "hit":
-                    self.fill(rec.get("frames") or [])
-                    if rec.get("launched_by"):  # a parallel worker's launching thread: its stack too
-                        self.fill(rec["launched_by"].get("frames") or [])
-                    if emit:
-                        self._emit(HitRecorded(Hit.from_dict(rec)))
-                elif emit and kind == "breakpoint":
-                    self._emit(BreakpointRecorded(Breakpoint.from_dict(rec)))
-                elif emit and kind == "warning":
-                    self._emit(WarningRaised(str(rec.get("message"))))
+            with fh:
+                for raw in self._tail.lines(fh):  # the agent may be half-way through the last line
+                    self._scan_line(raw, emit)
+
+    def _scan_line(self, raw: bytes, emit: bool) -> None:
+        # Without a UI only frames need a look (to be filled): an interned hit refers to its stack,
+        # a schema-1 hit matters if it has a frame recorded by library and offset.
+        if not emit and raw.startswith(b'{"type":"hit"') and (b'"site":' in raw or b'"offset"' not in raw):
+            return
+        try:
+            decoded = records.decode(raw)
+            rec = self._reader.feed(decoded)
+        except (records.BadRecord, KeyError, TypeError, ValueError):
+            return
+        kind = decoded["type"]
+        if kind == records.STACK:  # each distinct path once, filled before its hits are shown
+            self.fill(self._reader.records.stacks[int(decoded["id"])][0])
+        elif kind == records.HIT:
+            if "site" not in decoded:
+                self.fill(rec.frames)
+                if rec.launched_by is not None:  # a parallel worker's launching thread: its stack too
+                    self.fill(rec.launched_by.frames)
+            if emit:
+                self._emit(HitRecorded(rec))
+        elif emit and kind == records.BREAKPOINT:
+            self._emit(BreakpointRecorded(Breakpoint.from_dict(rec)))
+        elif emit and kind == records.WARNING:
+            self._emit(WarningRaised(str(rec.get("message"))))
 
     def start(self) -> None:
         """Follow the file on a thread, until ``stop()``: for a UI that shows hits as they happen."""

@@ -5,7 +5,6 @@ import time
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer import records
 from tracer.classify import kernel_below_adapter
 from tracer.gdb.agent import launcher, native
 from tracer.gdb.agent.errors import READ_ERRORS
@@ -66,6 +65,6 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             STATE.pending_launcher = True
             return False
     STATE.hits += 1
-    OUT.write_hit(records.hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by))
+    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by)
     STATS.write()
     return True

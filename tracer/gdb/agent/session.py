@@ -1,7 +1,8 @@
 """The agent's side of the session file: hits, breakpoints and warnings, appended as they happen.
 
 Records are encoded by ``tracer.records`` (the code every reader decodes them with); each is one
-``write()`` on an ``O_APPEND`` descriptor, so pttrace's own records never interleave with these.
+``write()`` on an ``O_APPEND`` descriptor, so pttrace's own records never interleave with these. A hit
+is interned (schema 2): its frames, stack and site are written once, at the first hit that needs them.
 An ``OSError`` (disk full, directory gone) reaches the caller: the breakpoint stops so pttrace notices.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ class SessionOut:
         self.fd = -1
         self.path = ""
         self._warned: set[str] = set()
+        self._interner = records.Interner()
 
     def open(self, path: str) -> None:
         self.path = path
@@ -25,9 +27,16 @@ class SessionOut:
         if self.fd >= 0:
             os.write(self.fd, records.encode(record))
 
-    def write_hit(self, record: dict) -> None:
-        if self.fd >= 0:
-            os.write(self.fd, records.encode_hit(record))
+    def write_hit(self, seq: int, breakpoint: str | None, thread: dict, time: float, frames: list,
+                  truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> None:
+        if self.fd < 0:
+            return
+        data = self._interner.encode_hit(seq, breakpoint, thread, time, frames, truncated, signal, launched_by)
+        try:
+            os.write(self.fd, data)
+        except OSError:
+            self._interner.rollback()
+            raise
 
     def warn(self, message: str) -> None:
         """A warning every view shows, written once however often it recurs."""
