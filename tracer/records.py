@@ -203,21 +203,25 @@ def read(fh: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | BadRecord]]:
 
 
 class Tail:
-    """Reads a file that is still being written: complete lines only, the cut last line kept for later."""
+    """Reads a file that is still being written: complete lines only, the cut last line kept for later.
+    A chunk at a time: a million-hit session is never all in memory."""
+
+    CHUNK = 1 << 20
 
     def __init__(self) -> None:
         self.pos = 0
         self._partial = b""
 
-    def lines(self, fh: IO[bytes]) -> list[bytes]:
+    def lines(self, fh: IO[bytes]) -> Iterator[bytes]:
         fh.seek(self.pos)
-        chunk = fh.read()
-        self.pos += len(chunk)
-        if not chunk:
-            return []
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()
-        return lines
+        while True:
+            chunk = fh.read(self.CHUNK)
+            if not chunk:
+                return
+            self.pos += len(chunk)
+            lines = (self._partial + chunk).split(b"\n")
+            self._partial = lines.pop()
+            yield from lines
 
 
 class Reader:

@@ -89,9 +89,10 @@ def test_tail_returns_complete_lines_only_and_keeps_the_cut_one():
     tail = records.Tail()
     whole = records.encode(records.warning("one"))
     second = records.encode(records.warning("two"))
+    tail.CHUNK = 7  # lines longer than a chunk, cut anywhere
     fh.write(whole + second[:10])
     assert [records.decode(x)["message"] for x in tail.lines(fh)] == ["one"]
-    assert tail.lines(fh) == []
+    assert list(tail.lines(fh)) == []
     fh.seek(0, io.SEEK_END)
     fh.write(second[10:])
     assert [records.decode(x)["message"] for x in tail.lines(fh)] == ["two"]
