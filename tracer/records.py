@@ -2,8 +2,8 @@
 
 One module for both sides of the file. The agent inside gdb writes ``hit``, ``breakpoint`` and
 ``warning`` records with it; pttrace writes the others with it; every reader (``storage.load``, the
-engine's tail of a live session, ``bench/``) decodes with it. It imports the standard library only:
-gdb's Python runs it.
+recorder's tail of a live session in ``recorder/tailer.py``, ``bench/``) decodes with it. It imports
+the standard library only: gdb's Python runs it.
 
 A session file is JSON lines, each one record, each written with one ``write()`` on an ``O_APPEND``
 descriptor (several writers never interleave, and a file cut anywhere keeps every complete line):
@@ -191,10 +191,14 @@ def decode(raw: bytes) -> dict[str, Any]:
     return rec
 
 
-def read(fh: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | BadRecord]]:
-    """Each non-blank line of a file: (line number, its record or the ``BadRecord`` it is)."""
+HIT_PREFIX = b'{"type":"hit"'  # how every hit line starts, as encode and Interner write it
+
+
+def read(fh: IO[bytes], skip: bytes | None = None) -> Iterator[tuple[int, dict[str, Any] | BadRecord]]:
+    """Each non-blank line of a file: (line number, its record or the ``BadRecord`` it is); lines
+    starting with ``skip`` are passed over undecoded."""
     for lineno, raw in enumerate(fh, 1):
-        if not raw.strip():
+        if not raw.strip() or (skip is not None and raw.startswith(skip)):
             continue
         try:
             yield lineno, decode(raw)

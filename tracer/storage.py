@@ -83,7 +83,7 @@ class LoadReport:
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _iter_records(path: Path, report: LoadReport) -> Iterator[tuple[int, dict[str, Any]]]:
+def _iter_records(path: Path, report: LoadReport, skip: bytes | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -91,7 +91,7 @@ def _iter_records(path: Path, report: LoadReport) -> Iterator[tuple[int, dict[st
     except OSError as exc:
         raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
     with fh:
-        for lineno, rec in records.read(fh):
+        for lineno, rec in records.read(fh, skip):
             if isinstance(rec, records.BadRecord):
                 report.bad_lines.append((lineno, rec.why))
             else:
@@ -125,19 +125,20 @@ class HitReader:
                    frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch)
 
 
-def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
-    """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings)."""
+def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True) -> Session:
+    """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
+    ``hits=False``: everything but the hits (a million of them take seconds to read)."""
     path = Path(path)
     report = report if report is not None else LoadReport()
     session: Session | None = None
     bps: dict[str, Breakpoint] = {}
-    hits: list[Hit] = []
+    loaded: list[Hit] = []
     warnings: list[str] = []
     ended: dict[str, Any] | None = None
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
     reader = HitReader()
-    for lineno, raw in _iter_records(path, report):
+    for lineno, raw in _iter_records(path, report, None if hits else records.HIT_PREFIX):
         kind = raw.get("type")
         try:
             rec = reader.feed(raw)
@@ -157,7 +158,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
                 bp = Breakpoint.from_dict(rec)
                 bps[bp.spec] = bp
             elif kind == "hit":
-                hits.append(rec)
+                loaded.append(rec)
             elif kind == "warning":
                 warnings.append(str(rec.get("message")))
             elif kind == "dispatch_keys":
@@ -201,20 +202,20 @@ def load(path: str | os.PathLike, report: LoadReport | None = None) -> Session:
         info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
     # Hit counts come from the hits themselves: they are what was actually recorded.
     counts: dict[str, int] = {}
-    for h in hits:
+    for h in loaded:
         if h.breakpoint is not None:
             counts[h.breakpoint] = counts.get(h.breakpoint, 0) + 1
     for spec, bp in bps.items():
         bp.hits = counts.get(spec, 0)
     session.breakpoints = list(bps.values())
-    hits.sort(key=lambda h: h.seq)
+    loaded.sort(key=lambda h: h.seq)
     if fills:
-        apply_fills(hits, fills)
+        apply_fills(loaded, fills)
     if ended is None:
-        _name_from_index(hits)
+        _name_from_index(loaded)
     if key_table is not None:
-        _decode_keysets(hits, key_table)
-    session.hits = hits
+        _decode_keysets(loaded, key_table)
+    session.hits = loaded
     return session
 
 

@@ -134,3 +134,11 @@ def test_a_schema_1_session_still_loads(tmp_path):
     s = storage.load(p)
     assert s.schema == 1 and [h.seq for h in s.hits] == [1, 2, 3]
     assert [f.function for f in s.hits[0].frames] == ["<module>", "f()"]
+
+
+def test_load_without_hits_reads_the_rest(tmp_path):
+    p = tmp_path / "s.jsonl"
+    _interned_session(p, hits=3)
+    s = storage.load(p, hits=False)
+    assert s.hits == [] and [b.spec for b in s.breakpoints] == ["f"] and s.info.id == "s1"
+    assert len(storage.load(p).hits) == 3

@@ -86,7 +86,7 @@ def write_suggestions(session_path: Path, writer: storage.SessionWriter, torch_l
     """For breakpoints that never resolved: say so in the session, with close names."""
     from tracer.symbols import suggest
 
-    session = storage.load(session_path)
+    session = storage.load(session_path, hits=False)
     for bp in session.breakpoints:
         if any(loc.address for loc in bp.locations):
             continue
