@@ -29,7 +29,7 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
                    line}], ...]}``: names for frames recorded by library and offset (see ``fill_key``)
 ``end``            ``{status, exit_code, ended, ...}``; a file without one is ``interrupted``
 
-A hot breakpoint's hit is one ``hit`` line of ~70 bytes: its frames, stack and site were written at
+A hot breakpoint's hit is one ``hit`` line of ~60 bytes: its frames, stack and site were written at
 its first hit (bench/RESULTS.md, "A million hits").
 """
 from __future__ import annotations
