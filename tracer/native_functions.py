@@ -9,7 +9,8 @@ that could be derived from the operator's, so they are read, not guessed.
 
 The file is YAML, but a regular subset of it: a ``- func:`` line opens an entry, its fields are indented
 by two spaces, ``dispatch:`` entries by four. This reads that subset (no YAML library in the target's
-environment is assumed).
+environment is assumed), and is the one reader of the file: ``--op`` and ``pttrace ops`` ask it for
+kernels, ``tracer.sources`` for the line each entry starts at.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ class Kernel:
     name: str  # as written: ``relu``, ``mm_out_cpu``
     structured: bool  # at::native::structured_<name>::impl, else the function at::native::<name>
     implicit: bool = False  # no dispatch section: CompositeImplicitAutograd by default
+    ufunc: bool = False  # generated from the ufunc_inner_loop section, not named in dispatch:
+
+    @property
+    def written(self) -> bool:
+        """Named in the entry's ``dispatch:`` section (not a default nor a generated ufunc kernel)."""
+        return not (self.implicit or self.ufunc)
 
     @property
     def qualified(self) -> str:
@@ -55,6 +62,11 @@ class NativeEntry:
     delegate: str | None = None  # structured_delegate: the out= overload whose kernel it runs
     returns: str = ""  # as the schema writes it: Tensor, Tensor(a!), (Tensor, Tensor), ()
     out: bool = False  # an out= overload: its C++ name ends in _out
+    line: int = 0  # of its ``- func:`` line, from 1
+    schema: str = ""  # that line after ``- func:``
+    variants: tuple[str, ...] = ("function",)  # function, method
+    python_module: str | None = None  # nn, linalg, special, fft, sparse, nested
+    autogen: tuple[str, ...] = ()  # overloads codegen makes from this entry: ``foo.out``
 
     @property
     def struct(self) -> str:
@@ -96,8 +108,9 @@ def top_level_split(text: str) -> list[str]:
     return parts
 
 
-def _entry(name: str, overload: str, args: str, returns: str, fields: dict,
+def _entry(head: tuple[int, str, str, str, str, str], fields: dict,
            dispatch: list[tuple[tuple[str, ...], str]]) -> NativeEntry:
+    line, schema, name, overload, args, returns = head
     count = sum(1 for a in top_level_split(args) if a and a != "*")
     structured = fields.get("structured", "").lower() == "true"
     delegate = fields.get("structured_delegate") or None
@@ -105,57 +118,70 @@ def _entry(name: str, overload: str, args: str, returns: str, fields: dict,
                     for keys, k in dispatch)
     if structured and "ufunc_inner_loop" in fields:
         # A ufunc operator's CPU and CUDA kernels are generated from its inner loops, not named.
-        kernels += tuple(Kernel((key,), f"ufunc_{name}_{key}", True) for key in ("CPU", "CUDA")
+        kernels += tuple(Kernel((key,), f"ufunc_{name}_{key}", True, ufunc=True) for key in ("CPU", "CUDA")
                          if not any(key in k.keys for k in kernels))
     if not dispatch and not delegate:
         cpp = name + "_out" if _is_out(args) else name
         kernels = (Kernel(("CompositeImplicitAutograd",), cpp, False, implicit=True),)
-    return NativeEntry(name, overload, count, kernels, delegate, returns, _is_out(args))
+    return NativeEntry(name, overload, count, kernels, delegate, returns, _is_out(args), line, schema,
+                       _listed(fields.get("variants") or "function"), fields.get("python_module") or None,
+                       _listed(fields.get("autogen", "")))
+
+
+def _listed(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
 def _is_out(args: str) -> bool:
     return bool(re.search(r"\(\w!\)", args.split("*", 1)[1])) if "*" in args else False
 
 
-def parse(text: str) -> dict[str, NativeEntry]:
-    """{``name`` or ``name.overload``: entry}."""
-    out: dict[str, NativeEntry] = {}
-    current: tuple[str, str, str, str] | None = None
+def entries(text: str) -> list[NativeEntry]:
+    """Every entry, in the file's order."""
+    out: list[NativeEntry] = []
+    head: tuple[int, str, str, str, str, str] | None = None
     fields: dict[str, str] = {}
     dispatch: list[tuple[tuple[str, ...], str]] = []
     section = None
-
-    def close() -> None:
-        if current is not None:
-            entry = _entry(*current, fields, dispatch)
-            out[f"{entry.name}.{entry.overload}" if entry.overload else entry.name] = entry
-
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("- func:"):
-            close()
+            if head is not None:
+                out.append(_entry(head, fields, dispatch))
             m = _FUNC.match(line)
-            current = (m.group(1), m.group(2) or "", m.group(3), m.group(4)) if m else None
+            head = (number, line[len("- func:"):].strip(), m.group(1), m.group(2) or "", m.group(3), m.group(4)
+                    ) if m else None
             fields, dispatch, section = {}, [], None
             continue
-        if current is None or line.lstrip().startswith("#"):
+        if head is None or line.lstrip().startswith("#"):
             continue
         m = _FIELD.match(line.split("#", 1)[0])
         if m:
             section = m.group(1)
-            fields[section] = m.group(2)
+            fields.setdefault(section, m.group(2))
             continue
         if section == "dispatch":
             m = _DISPATCH.match(line.split("#", 1)[0].rstrip())
             if m:
                 keys = tuple(k.strip() for k in m.group(1).split(",") if k.strip())
                 dispatch.append((keys, m.group(2)))
-    close()
+    if head is not None:
+        out.append(_entry(head, fields, dispatch))
     return out
+
+
+def parse(text: str) -> dict[str, NativeEntry]:
+    """{``name`` or ``name.overload``: entry}."""
+    return {f"{e.name}.{e.overload}" if e.overload else e.name: e for e in entries(text)}
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
 
 
 @lru_cache(maxsize=4)
 def load(path: str) -> dict[str, NativeEntry]:
-    return parse(Path(path).read_text())
+    return parse(read(path))
 
 
 def entries_for(libraries: list[str]) -> dict[str, NativeEntry] | None:

@@ -88,6 +88,21 @@ def test_composite_implicit_by_default(excerpt):
     assert dropout.qualified == "at::native::dropout"
 
 
+def test_entries_in_file_order_with_their_lines_and_fields():
+    # What tracer.sources links a frame to: the entry's line, its schema as written, and the kernels
+    # its dispatch: section names (not the default nor the generated ufunc ones).
+    entries = nf.entries(EXCERPT + "- func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n"
+                                   "  python_module: nn  # a comment\n  autogen: relu_copy, relu_copy.out\n")
+    lines = EXCERPT.splitlines()
+    assert [e.line for e in entries] == [n for n, text in enumerate(lines, 1) if text.startswith("- func:")] + [
+        len(lines) + 1]
+    relu, add_out, dropout, relu_out = entries[0], entries[2], entries[5], entries[6]
+    assert relu.schema == "relu(Tensor self) -> Tensor" and relu.variants == ("function", "method")
+    assert [k.name for k in add_out.kernels if k.written] == ["add_out_sparse_cpu", "add_out_mps"]
+    assert not any(k.written for k in dropout.kernels) and dropout.variants == ("function",)
+    assert relu_out.out and relu_out.python_module == "nn" and relu_out.autogen == ("relu_copy", "relu_copy.out")
+
+
 @pytest.mark.parametrize("text,parts", [
     ("a, b<c, d>, e[1, 2]", ["a", "b<c, d>", "e[1, 2]"]),
     ("", []),

@@ -2,7 +2,9 @@
 
 Both files ship with the wheel under ``torchgen/packaged/``. They are read line by line, not with a
 YAML loader: only each entry's first line (its schema), its ``dispatch:`` kernel names and, for
-derivatives, whether it makes a backward Node are needed, and a line scan of 16k lines takes ~20 ms.
+derivatives, whether it makes a backward Node are needed, and a line scan of 16k lines takes ~30 ms.
+native_functions.yaml is read by ``tracer.native_functions`` (which ``--op`` reads it with too);
+derivatives.yaml here.
 
 Names codegen derives from an entry ``name.overload`` (see torchgen's ``gen.py`` and the autograd
 ``load_derivatives.py``): ``at::_ops::name_overload`` (the operator struct), ``wrapper_<Key>_name_overload``
@@ -17,9 +19,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-_FUNC_RE = re.compile(r"^- func:\s*([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\s*\(", re.M)
+from tracer import native_functions as nf
+
 _NAME_RE = re.compile(r"^- name:\s*([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\s*\(", re.M)
-_DISPATCH_LINE_RE = re.compile(r"^\s+[A-Za-z0-9_, ]+:\s*([A-Za-z0-9_:]+)\s*(?:#.*)?$")
 # Lines of a derivatives entry that are not a backward formula for an input.
 _NOT_BACKWARD = {"name", "result", "dispatch", "output_differentiability", "Default"}
 
@@ -54,30 +56,6 @@ def _entries(path: str, head: re.Pattern) -> list[tuple[int, re.Match, str]]:
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
         out.append((line, m, text[m.start():end]))
     return out
-
-
-def _field(block: str, key: str) -> str | None:
-    """The value of an entry's top-level ``key:`` (two-space indented), comments cut."""
-    at = block.find(f"\n  {key}:")
-    if at < 0:
-        return None
-    start = at + len(key) + 4
-    end = block.find("\n", start)
-    return block[start:end if end >= 0 else None].split("#")[0].strip()
-
-
-def _dispatch_kernels(block: str) -> tuple[str, ...]:
-    at = block.find("\n  dispatch:")
-    if at < 0:
-        return ()
-    kernels = []
-    for text in block[at + 1:].split("\n")[1:]:
-        if not text.startswith("    "):
-            break
-        m = _DISPATCH_LINE_RE.match(text)
-        if m:
-            kernels.append(m.group(1).rsplit("::", 1)[-1])
-    return tuple(kernels)
 
 
 @functools.lru_cache(maxsize=4)
@@ -122,9 +100,6 @@ class YamlIndex:
         return YamlEntry(self.path, line, name, overload, schema, tuple(kernels), tuple(variants), module, node)
 
 
-_OUT_RE = re.compile(r"\*.*\(\w!\)")  # a mutable tensor after the "*": an out= overload (C++ name name_out)
-
-
 def _parse_native_functions(path: str) -> tuple[list[tuple], dict]:
     rows: list[tuple] = []
     tables: dict[str, dict[str, list[int]]] = {"struct": {}, "kernel_name": {}, "name": {}, "dispatch": {}}
@@ -138,20 +113,14 @@ def _parse_native_functions(path: str) -> tuple[list[tuple], dict]:
         for form in {struct, f"{cpp}_{overload}" if overload else cpp, f"{overload}_{name}", f"{overload}_{cpp}"}:
             tables["kernel_name"].setdefault(form, []).append(n)
 
-    for line, m, block in _entries(path, _FUNC_RE):
-        n = len(rows)
-        name, overload = m.group(1), m.group(2) or ""
-        kernels = _dispatch_kernels(block)
-        variants = [v.strip() for v in (_field(block, "variants") or "function").split(",") if v.strip()]
-        schema = block.split("\n", 1)[0][len("- func:"):].strip()
-        rows.append((line, name, overload, schema, list(kernels), variants, _field(block, "python_module") or None,
-                     None))
-        names_of(n, name, overload, bool(_OUT_RE.search(schema.rsplit("->", 1)[0])))
+    for n, e in enumerate(nf.entries(nf.read(path))):
+        kernels = [k.name.rsplit("::", 1)[-1] for k in e.kernels if k.written]
+        rows.append((e.line, e.name, e.overload, e.schema, kernels, list(e.variants), e.python_module, None))
+        names_of(n, e.name, e.overload, e.out)
         # Overloads codegen makes from this entry (``autogen: foo.out``) have no entry of their own: this one.
-        for generated in (_field(block, "autogen") or "").split(","):
-            if generated.strip():
-                g_name, _, g_overload = generated.strip().partition(".")
-                names_of(n, g_name, g_overload, g_overload == "out" or g_overload.endswith("_out"))
+        for generated in e.autogen:
+            g_name, _, g_overload = generated.partition(".")
+            names_of(n, g_name, g_overload, g_overload == "out" or g_overload.endswith("_out"))
         for k in kernels:  # at::native::<kernel> named in dispatch:
             tables["dispatch"].setdefault(k, []).append(n)
     return rows, tables
