@@ -58,7 +58,7 @@ class Settings:
 
     source_dir: str | None = None
     """A source checkout of torch (or of one's own code) to read frames' sources from
-    (``--source-dir`` of show, export and view; ``$PTTRACE_SOURCE_DIR``)."""
+    (``--source-dir``; ``$PTTRACE_SOURCE_DIR``)."""
 
     verbose: bool = False
     """Log what the recorder asks gdb and why it stops, on stderr (``--verbose``)."""

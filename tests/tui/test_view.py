@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import shutil
 
+import pytest
 from rich.color import ColorType
 from rich.console import Console
 from rich.style import Style
@@ -295,16 +296,25 @@ def test_a_native_frame_with_a_line_table_shows_its_cpp_source(fixture_session):
     run_pilot(scenario())
 
 
-def test_a_dwarf_path_from_another_machine_is_shown_from_the_source_dir(fixture_session, monkeypatch):
-    """As gdb's ``set substitute-path``: the recorded path's longest tail found under PTTRACE_SOURCE_DIR."""
+@pytest.mark.parametrize("given_by", ["PTTRACE_SOURCE_DIR", "run", "attach"])
+def test_a_dwarf_path_from_another_machine_is_shown_from_the_source_dir(fixture_session, monkeypatch, given_by):
+    """As gdb's ``set substitute-path``: the recorded path's longest tail found under the source directory,
+    given by the variable or by the ``--source-dir`` of ``run`` and ``attach`` (whose TUI has this pane)."""
     from tests.tui.support import ROOT
+    from tracer.cli import build_parser
+    from tracer.commands.run import settings_from
 
     session = copy.deepcopy(fixture_session)
     hit = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
     kernel = hit.frames[-1]
     kernel.file, kernel.line = "/home/tk/work/pttrace/scripts/debug_ext/pttrace_demo.cpp", 22
     session.hits = [hit]
-    monkeypatch.setenv("PTTRACE_SOURCE_DIR", str(ROOT / "scripts"))
+    if given_by == "PTTRACE_SOURCE_DIR":
+        monkeypatch.setenv("PTTRACE_SOURCE_DIR", str(ROOT / "scripts"))
+    else:  # the flag wins over the variable
+        monkeypatch.setenv("PTTRACE_SOURCE_DIR", str(ROOT / "tests"))
+        target = "script.py" if given_by == "run" else "1"
+        settings_from(build_parser().parse_args([given_by, target, "-b", "f", "--source-dir", str(ROOT / "scripts")]))
 
     async def scenario():
         app = make_app(SessionSource(session))

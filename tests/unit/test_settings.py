@@ -56,6 +56,18 @@ def test_every_field_is_documented():
         assert after.strip().startswith('"""'), f"{f.name} has no docstring"
 
 
+@pytest.mark.parametrize("command", [["run", "script.py"], ["attach", "1"]])
+def test_a_source_dir_that_is_not_a_directory_is_one_sentence(command, tmp_path, monkeypatch, capsys):
+    # Said before gdb starts or any process is looked at: exit 2, no traceback.
+    from tracer.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "script.py").write_text("pass\n")
+    missing = tmp_path / "nope"
+    assert main([*command, "--source-dir", str(missing)]) == 2
+    assert capsys.readouterr().err == f"pttrace: --source-dir {missing} is not a directory\n"
+
+
 def test_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "pttrace"

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from tracer.errors import UsageError
 
 
-def add_source_dir(p: argparse.ArgumentParser) -> None:
+def add_source_dir(p) -> None:
+    """On a parser or an argument group."""
     p.add_argument("--source-dir", metavar="DIR", default=None,
                    help="a PyTorch source checkout: frames get the file:line of their definition in its .cpp "
                         "files, and DWARF paths from another machine are found in it "
@@ -17,3 +21,11 @@ def finder_for(args: argparse.Namespace, session=None):
 
     commit = session.info.torch_git_version if session is not None else None
     return SourceFinder(source_dir_setting(getattr(args, "source_dir", None)), commit)
+
+
+def checked_source_dir(args: argparse.Namespace) -> str | None:
+    """The command's --source-dir, if given and a directory (else a UsageError before any work)."""
+    given = getattr(args, "source_dir", None)
+    if given and not os.path.isdir(given):
+        raise UsageError(f"--source-dir {given} is not a directory")
+    return given

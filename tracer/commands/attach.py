@@ -143,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.pid!r} is not a process id.")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be a positive number of seconds.")
+    settings = settings_from(args)
     exe = check_target(pid, force=args.force)
     python = target_python(pid) or (exe if exe and os.path.exists(exe) else args.python)
-    settings = settings_from(args)
     config = TraceConfig(
         breakpoints=tuple(args.breakpoints),
         python=python,

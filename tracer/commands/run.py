@@ -38,6 +38,9 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
                    help="let gdb resolve every --break by name (none set by address from pttrace's index)")
     g.add_argument("--debug-dir", dest="debug_dirs", action="append", default=None, metavar="DIR",
                    help="a root of separate debug files, searched before /usr/lib/debug; repeat for more")
+    from tracer.commands._sources import add_source_dir
+
+    add_source_dir(g)  # for the TUI's source pane
     g.add_argument("--verbose", "-v", action="store_const", const=True, default=None,
                    help="log what pttrace asks gdb and why the target stops, on stderr")
     g.add_argument("--log", dest="log_file", type=Path, default=None, metavar="FILE",
@@ -47,13 +50,14 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace):
     """The settings of this run: the environment's, the flags over them; installed for every module."""
     from tracer import settings
+    from tracer.commands._sources import checked_source_dir
     from tracer.logs import configure_logging
 
     s = settings.Settings.from_environment(
         gdb=args.gdb, session_dir=args.session_dir, all_symbols=args.all_symbols, cfi=args.cfi,
         cfi_libs=tuple(args.cfi_libs) if args.cfi_libs else None, break_by_name=args.break_by_name,
-        debug_dirs=tuple(args.debug_dirs) if args.debug_dirs else None, verbose=args.verbose,
-        log_file=args.log_file)
+        debug_dirs=tuple(args.debug_dirs) if args.debug_dirs else None,
+        source_dir=checked_source_dir(args), verbose=args.verbose, log_file=args.log_file)
     settings.install(s)
     configure_logging(s.verbose, s.log_file)
     return s

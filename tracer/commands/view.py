@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 
 from tracer.commands._sessions import add_session_dir, session_dir
@@ -28,13 +27,14 @@ def run(args: argparse.Namespace) -> int:
     path = storage.resolve(args.session, session_dir(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("`pttrace view` needs a terminal; use `pttrace show` or `pttrace export` otherwise.")
-    if args.source_dir:
-        if not os.path.isdir(args.source_dir):
-            raise UsageError(f"--source-dir {args.source_dir} is not a directory")
+    from tracer.commands._sources import checked_source_dir
+
+    source_dir = checked_source_dir(args)
+    if source_dir:
         # The source pane reads the setting where `pttrace run` and `attach` give it too.
         from tracer import settings
 
-        settings.install(dataclasses.replace(settings.current(), source_dir=args.source_dir))
+        settings.install(dataclasses.replace(settings.current(), source_dir=source_dir))
     from tracer.tui.app import view_session
 
     return view_session(path)
