@@ -7,6 +7,7 @@ import sys
 
 from tracer import __version__
 from tracer.errors import PttraceError
+from tracer.escape import visible
 
 # Each subcommand lives in tracer/commands/<module>.py with ``add_parser(subparsers)`` that sets
 # ``func=run`` on its parser, and ``run(args) -> int``. argparse needs every parser up front, so each
@@ -47,9 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except PttraceError as exc:
-        print(f"pttrace: {exc.message}", file=sys.stderr)
+        # Messages quote paths, names and records: the one place they reach the terminal.
+        print(f"pttrace: {visible(exc.message)}", file=sys.stderr)
         if exc.hint:
-            print(f"  {exc.hint}", file=sys.stderr)
+            print(f"  {visible(exc.hint)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("pttrace: interrupted.", file=sys.stderr)

@@ -2,9 +2,14 @@
 
 Frames are stored outermost first. Unknown values are ``None``; ``to_dict``/``from_dict`` give the
 JSON shape of the contract, and tolerate missing keys so that older or partial files still load.
+``from_dict`` is the edge where a record becomes the model: a value of the wrong type (a session
+file is anyone's to edit) raises ``RecordError`` naming it, so that the reader skips that record and
+says so, and nothing past the edge ever meets a ``null`` frame or a string where a number belongs.
+Control characters are made visible before, where the JSON line is decoded (``records.decode``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -24,6 +29,70 @@ def _field_names(cls) -> frozenset[str]:
 def _pick(cls, data: dict[str, Any]) -> dict[str, Any]:
     names = _field_names(cls)
     return {k: v for k, v in data.items() if k in names}
+
+
+# ---------------------------------------------------------------- validation at the edge
+
+class RecordError(ValueError):
+    """A record holding a value of the wrong type; the message names it (``frame 3: line is a string``)."""
+
+
+STR, INT, BOOL, NUM, STRS = "a string", "an integer", "true or false", "a number", "a list of strings"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__)
+
+
+def _fits(value: Any, want: str) -> bool:
+    t = type(value)
+    if want == STR:
+        return t is str
+    if want == INT:
+        return t is int
+    if want == BOOL:
+        return t is bool
+    if want == NUM:
+        return t is int or (t is float and math.isfinite(value))
+    return t is list and all(type(x) is str for x in value)  # STRS
+
+
+def check(what: str, data: Any, types: dict[str, str], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``data`` if it is an object whose known keys hold ``types`` (or null); raises ``RecordError``."""
+    if type(data) is not dict:
+        raise RecordError(f"{what} is {_kind(data)}, not an object")
+    for key in required:
+        if data.get(key) is None:
+            raise RecordError(f"{what} has no {key}")
+    for key, value in data.items():
+        want = types.get(key)
+        if want is not None and value is not None and not _fits(value, want):
+            raise RecordError(f"{what}: {key} is {_kind(value)}, not {want}")
+    return data
+
+
+def objects(what: str, value: Any) -> list:
+    """A list of records (null: none); anything else raises ``RecordError``."""
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise RecordError(f"{what} is {_kind(value)}, not a list")
+    return value
+
+
+_FRAME_TYPES = {
+    "kind": STR, "function": STR, "short": STR, "library": STR, "address": INT, "file": STR, "line": INT,
+    "layer": STR, "dispatch_key": STR, "source": STR, "decl_file": STR, "decl_line": INT, "inlined": BOOL,
+    "keyset": INT, "keys": STRS, "offset": INT,
+}
+# Key and type tuples of frames already checked: a session repeats a few dozen frame shapes over
+# hundreds of thousands of frames, so most frames cost one set lookup (lists are checked each time).
+_GOOD_FRAME_SHAPES: set[tuple] = set()
 
 
 @dataclass
@@ -71,11 +140,16 @@ class Frame:
         return d
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Frame":
-        try:
-            return cls(**data)  # the common case, and the hot one: every frame of every hit
-        except TypeError:
-            return cls(**_pick(cls, data))  # keys from a newer or older writer
+    def from_dict(cls, data: dict[str, Any], what: str = "a frame") -> "Frame":
+        if type(data) is not dict:
+            raise RecordError(f"{what} is {_kind(data)}, not an object")
+        shape = (*data, *map(type, data.values()))  # its keys, then their values' types
+        if shape in _GOOD_FRAME_SHAPES:
+            return cls(**data)  # the hot case: every frame of every hit
+        check(what, data, _FRAME_TYPES, ("kind",))
+        if list not in shape and _field_names(cls) >= data.keys():
+            _GOOD_FRAME_SHAPES.add(shape)
+        return cls(**_pick(cls, data))  # keys from a newer or older writer are left out
 
     @property
     def location(self) -> str | None:
@@ -104,8 +178,8 @@ class Location:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Location":
-        return cls(**_pick(cls, data))
+    def from_dict(cls, data: dict[str, Any], what: str = "a location") -> "Location":
+        return cls(**_pick(cls, check(what, data, _LOCATION_TYPES)))
 
 
 @dataclass
@@ -128,9 +202,13 @@ class Breakpoint:
         return d
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Breakpoint":
-        kw = _pick(cls, data)
-        kw["locations"] = [Location.from_dict(x) for x in data.get("locations") or []]
+    def from_dict(cls, data: dict[str, Any], what: str = "a breakpoint") -> "Breakpoint":
+        kw = _pick(cls, check(what, data, _BREAKPOINT_TYPES, ("spec",)))
+        kw["locations"] = [Location.from_dict(x, f"location {i} of {what}")
+                           for i, x in enumerate(objects(f"the locations of {what}", data.get("locations")), 1)]
+        for key in ("hits", "pending", "enabled", "suggestions"):
+            if kw.get(key, 0) is None:
+                del kw[key]
         return cls(**kw)
 
 
@@ -145,7 +223,7 @@ class Thread:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Thread":
-        return cls(**_pick(cls, data or {}))
+        return cls(**_pick(cls, check("the thread", data, _THREAD_TYPES))) if data is not None else cls()
 
 
 @dataclass
@@ -166,9 +244,12 @@ class Launch:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Launch":
+        check("launched_by", data, {"why": STR})
         thread = data.get("thread")
         return cls(Thread.from_dict(thread) if thread else None,
-                   [Frame.from_dict(f) for f in data.get("frames") or []], data.get("why"))
+                   [Frame.from_dict(f, f"launching frame {i}") for i, f in enumerate(objects("launching frames",
+                                                                                          data.get("frames")))],
+                   data.get("why"))
 
 
 @dataclass(slots=True)  # a million hits of a hot breakpoint: ~80 bytes each, not ~400
@@ -200,12 +281,13 @@ class Hit:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Hit":
+        check("the hit", data, _HIT_TYPES, ("seq",))
         return cls(
-            seq=int(data["seq"]),
+            seq=data["seq"],
             breakpoint=data.get("breakpoint"),
             thread=Thread.from_dict(data.get("thread")),
             time=float(data.get("time") or 0.0),
-            frames=[Frame.from_dict(f) for f in data.get("frames") or []],
+            frames=[Frame.from_dict(f, f"frame {i}") for i, f in enumerate(objects("frames", data.get("frames")))],
             truncated=bool(data.get("truncated", False)),
             signal=data.get("signal"),
             launched_by=Launch.from_dict(data["launched_by"]) if data.get("launched_by") else None,
@@ -238,10 +320,10 @@ class SessionInfo:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SessionInfo":
-        kw = _pick(cls, data)
+        kw = {k: v for k, v in _pick(cls, check("the session", data, _INFO_TYPES)).items() if v is not None}
         kw.setdefault("id", "unknown")
         kw.setdefault("mode", "run")
-        kw.setdefault("argv", [])
+        kw["argv"] = list(kw.get("argv") or [])
         kw["warnings"] = list(kw.get("warnings") or [])
         return cls(**kw)
 
@@ -264,11 +346,12 @@ class Session:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Session":
+        check("the session document", data, {"schema": INT})
         return cls(
             info=SessionInfo.from_dict(data.get("session") or {}),
-            breakpoints=[Breakpoint.from_dict(b) for b in data.get("breakpoints") or []],
-            hits=[Hit.from_dict(h) for h in data.get("hits") or []],
-            schema=int(data.get("schema", SCHEMA)),
+            breakpoints=[Breakpoint.from_dict(b) for b in objects("breakpoints", data.get("breakpoints"))],
+            hits=[Hit.from_dict(h) for h in objects("hits", data.get("hits"))],
+            schema=data.get("schema", SCHEMA),
         )
 
     def breakpoint(self, spec: str) -> Breakpoint | None:
@@ -276,3 +359,14 @@ class Session:
             if bp.spec == spec:
                 return bp
         return None
+
+
+_LOCATION_TYPES = {"function": STR, "library": STR, "address": INT, "file": STR, "line": INT, "enabled": BOOL,
+                   "note": STR}
+_BREAKPOINT_TYPES = {"spec": STR, "number": INT, "hits": INT, "pending": BOOL, "enabled": BOOL,
+                     "suggestions": STRS, "error": STR}
+_THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT}
+_HIT_TYPES = {"seq": INT, "breakpoint": STR, "time": NUM, "truncated": BOOL, "signal": STR}
+_INFO_TYPES = {"id": STR, "mode": STR, "argv": STRS, "pid": INT, "python": STR, "torch_version": STR,
+               "torch_git_version": STR, "gdb_version": STR, "started": STR, "status": STR, "warnings": STRS,
+               "exit_code": INT, "ended": STR, "cwd": STR}

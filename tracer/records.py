@@ -3,7 +3,7 @@
 One module for both sides of the file. The agent inside gdb writes ``hit``, ``breakpoint`` and
 ``warning`` records with it; pttrace writes the others with it; every reader (``storage.load``, the
 recorder's tail of a live session in ``recorder/tailer.py``, ``bench/``) decodes with it. It imports
-the standard library only: gdb's Python runs it.
+the standard library only (and ``tracer.escape``, which does too): gdb's Python runs it.
 
 A session file is JSON lines, each one record, each written with one ``write()`` on an ``O_APPEND``
 descriptor (several writers never interleave, and a file cut anywhere keeps every complete line):
@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import json
 from typing import IO, Any, Callable, Iterator
+
+from tracer.escape import clean, json_line_may_hide_controls
 
 SCHEMA = 2  # 2: frames, stacks and sites interned; 1: every hit with its frames
 
@@ -180,13 +182,28 @@ class Interner:
 # --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
-def decode(raw: bytes) -> dict[str, Any]:
-    """One line back into its record; ``BadRecord`` if it is not one."""
+def decode_json(raw: bytes) -> Any:
+    """One JSON line from a session or the agent, every string in it safe to print
+    (``escape.visible``: no control character reaches a terminal or a markdown file); ``BadRecord``
+    if it is not JSON, or nested too deeply to be a record."""
     try:
-        rec = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+        try:
+            text, unsafe = raw.decode("utf-8"), json_line_may_hide_controls(raw)
+        except UnicodeDecodeError:  # not UTF-8: the bytes are kept as surrogates, then spelled out
+            text, unsafe = raw.decode("utf-8", errors="surrogateescape"), True
+        value = json.loads(text)
+        return clean(value) if unsafe else value
+    except RecursionError:
+        raise BadRecord("nested too deeply to be a session record") from None
     except ValueError:
         raise BadRecord("not valid JSON") from None
-    if not isinstance(rec, dict) or "type" not in rec:
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    """One line back into its record; ``BadRecord`` if it is not one. The values' types are checked
+    where the record becomes the model (``model.*.from_dict``, ``storage.load``)."""
+    rec = decode_json(raw)
+    if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
         raise BadRecord("not a session record")
     return rec
 
@@ -196,13 +213,16 @@ HIT_PREFIX = b'{"type":"hit"'  # how every hit line starts, as encode and Intern
 
 def read(fh: IO[bytes], skip: bytes | None = None) -> Iterator[tuple[int, dict[str, Any] | BadRecord]]:
     """Each non-blank line of a file: (line number, its record or the ``BadRecord`` it is); lines
-    starting with ``skip`` are passed over undecoded."""
+    starting with ``skip`` are passed over undecoded. A last line without its line break that is not a
+    whole record is one still being written (or cut by a crash): passed over, not damage."""
     for lineno, raw in enumerate(fh, 1):
         if not raw.strip() or (skip is not None and raw.startswith(skip)):
             continue
         try:
             yield lineno, decode(raw)
         except BadRecord as bad:
+            if not raw.endswith(b"\n"):
+                break
             yield lineno, bad
 
 

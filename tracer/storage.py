@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 from tracer import records, settings
 from tracer.errors import SessionError
-from tracer.model import SCHEMA, Breakpoint, Frame, Hit, Launch, Session, SessionInfo, Thread
+from tracer.model import (INT, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
+                          Thread, check, objects)
 from tracer.records import fill_frame, fill_key
 
 SUFFIX = ".jsonl"
@@ -88,14 +89,19 @@ def _iter_records(path: Path, report: LoadReport, skip: bytes | None = None) -> 
         fh = open(path, "rb")
     except FileNotFoundError:
         raise SessionError(f"no session file at {path}.") from None
+    except IsADirectoryError:
+        raise SessionError(f"{path} is a directory, not a session file.") from None
     except OSError as exc:
         raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
     with fh:
-        for lineno, rec in records.read(fh, skip):
-            if isinstance(rec, records.BadRecord):
-                report.bad_lines.append((lineno, rec.why))
-            else:
-                yield lineno, rec
+        try:
+            for lineno, rec in records.read(fh, skip):
+                if isinstance(rec, records.BadRecord):
+                    report.bad_lines.append((lineno, rec.why))
+                else:
+                    yield lineno, rec
+        except OSError as exc:
+            raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
 
 
 class HitReader:
@@ -135,6 +141,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     loaded: list[Hit] = []
     warnings: list[str] = []
     ended: dict[str, Any] | None = None
+    ended_bps: list[Breakpoint] = []
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
     reader = HitReader()
@@ -145,7 +152,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
             if rec is None or kind == records.STACK:
                 continue  # a definition, kept by the reader
             if kind == "header":
-                schema = int(rec.get("schema", 0))
+                schema = check("the header", rec, {"schema": INT}).get("schema") or 0
                 if schema > SCHEMA:
                     raise SessionError(
                         f"{path} uses session schema {schema}, newer than this pttrace understands ({SCHEMA}); "
@@ -160,22 +167,22 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
             elif kind == "hit":
                 loaded.append(rec)
             elif kind == "warning":
-                warnings.append(str(rec.get("message")))
+                warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
             elif kind == "dispatch_keys":
-                key_table = rec
+                key_table = _key_table(rec)
             elif kind == "fill":
-                for library, offset, caller, values in rec.get("frames") or []:
-                    if isinstance(values, dict):
-                        fills[(library, int(offset), bool(caller))] = values
+                fills.update(_fill_entries(rec))
             elif kind == "end":
-                ended = rec
+                ended = check("the end record", rec, _END_TYPES)
+                ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
+                             for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
             else:
                 report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
         except SessionError:
             raise
         except records.BadRecord as bad:
             report.bad_lines.append((lineno, bad.why))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # RecordError (a value of the wrong type) among them
             report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
     if session is None:
         if report.bad_lines:
@@ -193,8 +200,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         for w in ended.get("warnings") or []:
             if w not in info.warnings:
                 info.warnings.append(w)
-        for b in ended.get("breakpoints") or []:
-            bp = Breakpoint.from_dict(b)
+        for bp in ended_bps:
             bps[bp.spec] = bp
     else:
         info.status = "interrupted"
@@ -224,6 +230,32 @@ def _distinct_paths(hits: list[Hit]) -> list[list[Frame]]:
     paths = {id(h.frames): h.frames for h in hits}
     paths.update((id(h.launched_by.frames), h.launched_by.frames) for h in hits if h.launched_by is not None)
     return list(paths.values())
+
+
+_END_TYPES = {"status": STR, "exit_code": INT, "ended": STR, "warnings": STRS}
+_FILL_TYPES = {"function": STR, "short": STR, "layer": STR, "dispatch_key": STR, "file": STR, "line": INT}
+
+
+def _fill_entries(rec: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    out: dict[tuple, dict[str, Any]] = {}
+    for i, entry in enumerate(objects("the fill's frames", rec.get("frames")), 1):
+        if type(entry) is not list or len(entry) != 4:
+            raise RecordError(f"fill entry {i} is not [library, offset, caller, names]")
+        library, offset, caller, values = entry
+        if type(library) is not str or type(offset) is not int or type(caller) is not bool:
+            raise RecordError(f"fill entry {i} is not [library, offset, caller, names]")
+        out[(library, offset, caller)] = check(f"fill entry {i}", values, _FILL_TYPES)
+    return out
+
+
+def _key_table(rec: dict[str, Any]) -> dict[str, Any]:
+    keys = objects("its keys", rec.get("keys"))
+    if not all(type(k) is list and len(k) == 2 and type(k[0]) is str and type(k[1]) is int for k in keys):
+        raise RecordError("its keys are not [name, mask] pairs")
+    bits = rec.get("bits") or {}
+    if type(bits) is not dict or not all(type(v) is str for v in bits.values()):
+        raise RecordError("its bits are not {bit: name}")
+    return {"keys": keys, "bits": bits}
 
 
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:

@@ -26,10 +26,12 @@ def sdir(tmp_path):
     return d
 
 
-def write_truncated(path, keep_lines: int, cut: int = 200):
-    """The first ``keep_lines`` lines, then the next one cut short: what a crash mid-write leaves."""
+def write_truncated(path, keep_lines: int, cut: int = 200, then: str = "\n"):
+    """The first ``keep_lines`` lines, then the next one cut short, then ``then``: with a line break,
+    a damaged line (a writer that died mid-record, and another that went on); without, the last
+    record of a session still being written."""
     lines = SIGMOID.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:keep_lines]) + lines[keep_lines][:cut])
+    path.write_text("".join(lines[:keep_lines]) + lines[keep_lines][:cut] + then)
     return path
 
 
@@ -193,6 +195,21 @@ def test_a_truncated_file_names_the_bad_line_and_exports_the_good_part(tmp_path,
     assert "line 9 of the session file is damaged" in meta["warnings"]
     assert "at::wrapper_CPU_sigmoid" in code_spans(md)
     assert "at::wrapper_CPU_sigmoid_backward" not in md
+
+
+def test_a_session_being_written_exports_its_complete_lines_without_complaint(tmp_path, capsys):
+    # GIVEN a session whose writer is in the middle of its fourth hit: the last line has no line break yet
+    p = write_truncated(tmp_path / "live.jsonl", keep_lines=8, then="")
+    # WHEN exported, and listed
+    assert main(["export", str(p)]) == 0
+    captured = capsys.readouterr()
+    # THEN the complete hits are there, and nothing calls the half-written line damaged
+    assert captured.err == ""
+    meta = dict((k.strip("*"), v) for k, v in tables(captured.out)[0][1:])
+    assert meta["hits"] == "3 in 3 distinct call paths" and "damaged" not in meta["warnings"]
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "live" in line)
+    assert "damaged" not in row and " 3 " in row
 
 
 def test_a_truncated_file_exports_as_json_too(tmp_path, capsys):

@@ -44,16 +44,27 @@ def test_file_without_end_is_interrupted_and_keeps_hits(tmp_path):
     assert len(s.hits) == 5
 
 
-def test_torn_last_line_and_garbage_are_reported_by_line(tmp_path):
+def test_torn_line_and_garbage_are_reported_by_line(tmp_path):
     p = tmp_path / "a.jsonl"
     write_session(p, hits=2, end=False)
     with open(p, "a") as fh:
-        fh.write('{"type":"hit","seq":3,"fra')  # cut mid-write
+        fh.write('{"type":"hit","seq":3,"fra\n')  # cut mid-write, and another writer went on
     report = storage.LoadReport()
     s = storage.load(p, report)
     assert len(s.hits) == 2
     assert report.bad_lines and report.bad_lines[0][0] == 5
     assert any("line 5" in w for w in s.info.warnings)
+
+
+def test_a_last_line_without_its_line_break_is_still_being_written(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_session(p, hits=2, end=False)
+    with open(p, "a") as fh:
+        fh.write('{"type":"hit","seq":3,"fra')
+    report = storage.LoadReport()
+    s = storage.load(p, report)
+    assert len(s.hits) == 2 and report.bad_lines == [] and s.info.warnings == []
+    assert s.info.status == "interrupted"
 
 
 def test_not_a_session(tmp_path):

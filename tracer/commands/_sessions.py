@@ -28,14 +28,16 @@ def load(ref: str, args: argparse.Namespace):
     already on disk.
     """
     from tracer import storage
+    from tracer.escape import visible
 
     path = storage.resolve(ref, session_dir(args))
     report = storage.LoadReport()
     session = storage.load(path, report)
+    shown = visible(str(path))
     for lineno, why in report.bad_lines[:MAX_DAMAGE_LINES]:
-        print(f"pttrace: line {lineno} of {path} is damaged ({why}); skipped it and kept the rest.",
+        print(f"pttrace: line {lineno} of {shown} is damaged ({visible(why)}); skipped it and kept the rest.",
               file=sys.stderr)
     more = len(report.bad_lines) - MAX_DAMAGE_LINES
     if more > 0:
-        print(f"pttrace: {more} more damaged line{'s' if more > 1 else ''} in {path} skipped.", file=sys.stderr)
+        print(f"pttrace: {more} more damaged line{'s' if more > 1 else ''} in {shown} skipped.", file=sys.stderr)
     return session

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracer.errors import PttraceError
+from tracer.escape import visible
 from tracer.export.paths import frame_location, visible_frames
 from tracer.model import Breakpoint, Session
 
@@ -38,21 +39,24 @@ def _suggest(spec: str, session: Session) -> list[str]:
 def print_summary(session: Session, config=None, quiet: bool = False, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=False)
     info = session.info
+    # Every string here comes from the session (the target's names, its warnings): into Text, never
+    # into markup, where ``[/x]`` would be read as a tag.
     if quiet:
-        console.print(session.path)
+        console.print(Text(str(session.path)))
         return
     console.print()
-    console.rule(f"pttrace session {info.id}")
-    status = f"[bold]{info.status}[/]"
+    console.rule(Text(f"pttrace session {info.id}"))
+    status = Text.assemble("status: ", (info.status, "bold"))
     if info.exit_code is not None:
-        status += f" (exit code {info.exit_code})"
-    console.print(f"status: {status}   hits: {len(session.hits)}")
+        status.append(f" (exit code {info.exit_code})")
+    status.append(f"   hits: {len(session.hits)}")
+    console.print(status)
     for w in info.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
     for bp in session.breakpoints:
         _print_breakpoint(console, bp, session)
-    console.print(f"\nsession saved to [bold]{session.path}[/]")
-    console.print(f"export it with: pttrace export {info.id} -o notes.md")
+    console.print(Text.assemble("\nsession saved to ", (str(session.path), "bold")))
+    console.print(Text(f"export it with: pttrace export {info.id} -o notes.md"))
 
 
 def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> None:
@@ -64,7 +68,7 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
         console.print("  [red]never resolved[/]: no function of that name was loaded by the program.")
         suggestions = bp.suggestions or _suggest(bp.spec, session)
         if suggestions:
-            console.print("  did you mean: " + ", ".join(suggestions))
+            console.print(Text("  did you mean: " + ", ".join(visible(s) for s in suggestions)))
         return
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
     table.add_column("location")
@@ -75,14 +79,14 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
         where = loc.function or "?"
         if loc.file:
             where += f"  ({loc.file}:{loc.line})"
-        table.add_row(Text(where), os.path.basename(loc.library or "?"), hex(loc.address) if loc.address else "?",
-                      loc.note or ("" if loc.enabled else "disabled"))
+        table.add_row(Text(where), Text(os.path.basename(loc.library or "?")),
+                      hex(loc.address) if loc.address else "?", Text(loc.note or ("" if loc.enabled else "disabled")))
     console.print(table)
     first = next((h for h in session.hits if h.breakpoint == bp.spec), None)
     if first is None:
         return
-    console.print(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.name or ''}), "
-                  "outermost first:")
+    console.print(Text(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.name or ''}), "
+                       "outermost first:"))
     cwd = session.info.cwd
     # Start-up and interpreter frames folded, paths relative to site-packages or the working directory:
     # what fits a terminal line is the part a reader needs (torch/nn/modules/activation.py:361).

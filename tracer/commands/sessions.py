@@ -6,7 +6,6 @@ counted by their first bytes and only the header, breakpoint and end records are
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -40,8 +39,13 @@ class Summary:
 
 
 def summarize(path: Path) -> Summary:
+    """What a listing shows of one file; whatever the file holds, a Summary (``readable`` False if it
+    is not a session), so that one bad file never hides the others."""
+    from tracer.model import RecordError, SessionInfo
+    from tracer.records import BadRecord, decode
+
     s = Summary(path=path, id=path.stem)
-    header = None
+    info = None
     try:
         with open(path, "rb") as fh:
             for raw in fh:
@@ -51,34 +55,39 @@ def summarize(path: Path) -> Summary:
                     s.hits += 1
                     continue
                 try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    s.damaged += 1
-                    continue
-                kind = rec.get("type") if isinstance(rec, dict) else None
-                if kind == "header" and header is None:
-                    header = rec.get("session") or {}
-                elif kind == "hit":
-                    s.hits += 1
-                elif kind == "breakpoint" and rec.get("spec") and rec["spec"] not in s.breakpoints:
-                    s.breakpoints.append(str(rec["spec"]))
-                elif kind == "end":
-                    s.status = str(rec.get("status") or "completed")
-                    for b in rec.get("breakpoints") or []:
-                        if b.get("spec") and b["spec"] not in s.breakpoints:
-                            s.breakpoints.append(str(b["spec"]))
-                elif kind is None:
-                    s.damaged += 1
+                    rec = decode(raw)
+                    kind = rec["type"]
+                    if kind == "header" and info is None:
+                        info = SessionInfo.from_dict(rec.get("session") or {})
+                    elif kind == "hit":
+                        s.hits += 1
+                    elif kind == "breakpoint":
+                        _add_spec(s, rec)
+                    elif kind == "end":
+                        status = rec.get("status")
+                        s.status = status if isinstance(status, str) else "completed"
+                        bps = rec.get("breakpoints")
+                        for b in bps if isinstance(bps, list) else []:
+                            _add_spec(s, b)
+                except (BadRecord, RecordError):
+                    if raw.endswith(b"\n"):
+                        s.damaged += 1  # else a record still being written
     except OSError:
         s.readable = False
         return s
-    if header is None:
+    if info is None:
         s.readable = False
         return s
-    s.id = str(header.get("id") or s.id)
-    s.started = header.get("started")
-    s.argv = [str(a) for a in header.get("argv") or []]
+    s.id = info.id if info.id != "unknown" else s.id
+    s.started = info.started
+    s.argv = info.argv
     return s
+
+
+def _add_spec(s: Summary, rec) -> None:
+    spec = rec.get("spec") if isinstance(rec, dict) else None
+    if isinstance(spec, str) and spec and spec not in s.breakpoints:
+        s.breakpoints.append(spec)
 
 
 def _date(started: str | None) -> str:
@@ -103,14 +112,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from tracer import storage
+    from tracer.escape import visible
 
     directory = session_dir(args)
     files = storage.list_sessions(directory)
     console = Console(highlight=False)
     if not files:
-        console.print(Text(f"No sessions in {directory}/ yet; record one with `pttrace run`."))
+        console.print(Text(visible(f"No sessions in {directory}/ yet; record one with `pttrace run`.")))
         return 0
-    table = Table(title=f"Sessions in {directory}/", title_justify="left", box=box.SIMPLE_HEAD,
+    table = Table(title=Text(visible(f"Sessions in {directory}/")), title_justify="left", box=box.SIMPLE_HEAD,
                   padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False, expand=True)
     table.add_column("id", style="bold", no_wrap=True)
     table.add_column("date", no_wrap=True)
@@ -121,14 +131,14 @@ def run(args: argparse.Namespace) -> int:
     for path in files:
         s = summarize(path)
         if not s.readable:
-            table.add_row(Text(path.stem), "?", Text("(not a readable session file)", style="grey50"), "", "",
+            table.add_row(Text(visible(path.stem)), "?", Text("(not a readable session file)", style="grey50"), "", "",
                           Text("unreadable", style="red"))
             continue
         status = Text(s.status, style="green" if s.status == "completed" else "yellow")
         if s.damaged:
             status.append(f" ({s.damaged} damaged line{'s' if s.damaged > 1 else ''})", style="red")
         # The file name is what `show`/`export` accept; it is the session id unless the file was renamed.
-        table.add_row(Text(path.stem), _date(s.started), Text(_command(s.argv)),
+        table.add_row(Text(visible(path.stem)), Text(_date(s.started)), Text(_command(s.argv)),
                       Text("\n".join(s.breakpoints)), f"{s.hits:,}", status)
     console.print(table)
     return 0

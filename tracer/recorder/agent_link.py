@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tracer import records
 from tracer.errors import PttraceError
 from tracer.gdb.mi import GdbCommandError, MiConnection, MiResult
 
@@ -105,9 +106,9 @@ class AgentLink:
         """The selected thread's call path ({thread, frames, truncated}), or None when it cannot be read
         (the target is running)."""
         res = self._ask("pttrace-snapshot")
-        try:
-            data = json.loads("".join(res.console).strip().splitlines()[-1])
-        except (ValueError, IndexError):
+        try:  # names from the target: decoded like a session's records, control characters spelled out
+            data = records.decode_json("".join(res.console).strip().splitlines()[-1].encode("utf-8", "surrogateescape"))
+        except (records.BadRecord, IndexError):
             return None
         return data if isinstance(data, dict) else None
 

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tracer.errors import UsageError
-from tracer.model import Frame, Hit, Thread
+from tracer.model import Frame, Hit, RecordError, Thread, objects
 
 if TYPE_CHECKING:
     from tracer.recorder.recorder import Recorder
@@ -78,5 +78,9 @@ class Controller:
             return None
         frames = data.get("frames") or []
         self._rec.tailer.fill(frames)
-        return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
-                   frames=[Frame.from_dict(f) for f in frames], truncated=bool(data.get("truncated")))
+        try:
+            return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
+                       frames=[Frame.from_dict(f) for f in objects("frames", frames)],
+                       truncated=bool(data.get("truncated")))
+        except RecordError:
+            return None

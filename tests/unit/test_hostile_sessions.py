@@ -1,0 +1,297 @@
+"""Sessions are files people share: damaged or crafted ones give a session or one sentence, never a
+traceback, and nothing in them reaches a terminal or a markdown file as a control sequence.
+
+Everything runs through ``tracer.cli.main`` as a user runs it; a traceback there is an exception
+out of ``main`` (it only turns PttraceErrors into exit codes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+
+import pytest
+
+from tests.unit.export_support import SIGMOID, SIGMOID_ID
+from tracer.cli import main
+from tracer.escape import visible
+from tracer.tui.sources import SessionSource
+
+LINES = SIGMOID.read_text().splitlines()
+RECORDS = [json.loads(line) for line in LINES]
+
+# What a terminal would act on: C0 controls but tab and line feed, DEL, C1, bidi overrides. SGR colour
+# sequences (ESC [ ... m) are rich's own and are removed before looking.
+_SGR_RE = re.compile(r"\x1b\[[0-9;]*m")
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.delenv("PTTRACE_SESSION_DIR", raising=False)
+
+
+def write(path, records_or_lines):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n"
+                            for r in records_or_lines))
+    return path
+
+
+def records():
+    return json.loads(json.dumps(RECORDS))
+
+
+def raw_controls(text: str) -> list[str]:
+    return _CONTROL_RE.findall(_SGR_RE.sub("", text))
+
+
+# ---------------------------------------------------------------- the crashes the issue found
+
+def test_a_schema_too_big_for_any_number_is_one_sentence(tmp_path, capsys):
+    lines = list(LINES)
+    lines[0] = lines[0].replace('"schema":1', '"schema":1e400')
+    p = write(tmp_path / "s.jsonl", lines)
+    for command in (["export", str(p)], ["show", str(p)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"pttrace: {p} is not a pttrace session: line 1 is malformed header record "
+                       "(the header: schema is a number, not an integer)."]
+    with pytest.raises(Exception, match="schema is a number") as info:
+        SessionSource.open(p)
+    assert info.type.__name__ == "SessionError"
+
+
+def test_a_line_of_100000_brackets_is_a_damaged_line(tmp_path, capsys):
+    p = write(tmp_path / "s.jsonl", LINES[:5] + ["[" * 100_000] + LINES[5:])
+    assert main(["export", str(p), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "line 6 of" in captured.err and "nested too deeply" in captured.err
+    assert len(json.loads(captured.out)["hits"]) == 4
+
+
+def test_a_null_frame_skips_its_hit_and_says_which(tmp_path, capsys):
+    recs = records()
+    hit = next(r for r in recs if r["type"] == "hit")
+    hit["frames"][0] = None
+    p = write(tmp_path / "s.jsonl", recs)
+    assert main(["show", str(p)]) == 0
+    captured = capsys.readouterr()
+    assert "malformed hit record (frame 0 is null, not an object)" in captured.err
+    assert "3 hits in" in captured.out  # the other three
+
+
+def test_a_header_whose_session_is_a_string_hides_no_other_session(tmp_path, capsys):
+    d = tmp_path / "sessions"
+    d.mkdir()
+    shutil.copy(SIGMOID, d / f"{SIGMOID_ID}.jsonl")
+    recs = records()
+    recs[0]["session"] = "oops"
+    write(d / "20260101-000000-bad0.jsonl", recs)
+    (d / "20260101-000000-bad1.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
+    (d / "20260101-000000-dir2.jsonl").mkdir()
+    assert main(["sessions", "--session-dir", str(d)]) == 0
+    out = capsys.readouterr().out
+    good = next(line for line in out.splitlines() if SIGMOID_ID in line)
+    assert "completed" in good and "THPVariable_tensor" in good
+    for stem in ("bad0", "bad1", "dir2"):
+        assert "unreadable" in next(line for line in out.splitlines() if stem in line)
+    assert main(["export", str(d / "20260101-000000-bad0.jsonl")]) == 2
+    assert "the session is a string, not an object" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field,value,why", [
+    ("line", "12", "line is a string, not an integer"),
+    ("address", 1.5, "address is a number, not an integer"),
+    ("function", ["a"], "function is a list, not a string"),
+    ("keys", [1, 2], "keys is a list, not a list of strings"),
+    ("inlined", "yes", "inlined is a string, not true or false"),
+])
+def test_wrong_types_in_a_frame_are_named(tmp_path, capsys, field, value, why):
+    recs = records()
+    hit = next(r for r in recs if r["type"] == "hit")
+    hit["frames"][2][field] = value
+    p = write(tmp_path / "s.jsonl", recs)
+    for fmt in ("markdown", "json", "folded"):
+        assert main(["export", str(p), "--format", fmt]) == 0
+        assert f"(frame 2: {why})" in capsys.readouterr().err
+
+
+def test_records_of_other_kinds_with_wrong_types_are_skipped(tmp_path, capsys):
+    recs = records()
+    end = recs[-1]
+    assert end["type"] == "end"
+    bad = [
+        {"type": "warning", "message": {"x": 1}},
+        {"type": "fill", "frames": [["lib.so", "16", True, {}]]},
+        {"type": "dispatch_keys", "keys": [["CPU", "1"]], "bits": []},
+        {"type": "breakpoint", "spec": None},
+        {"type": "hit", "seq": 9, "time": "noon", "frames": []},
+        {"type": "hit", "seq": 10, "thread": [1], "frames": []},
+        {"type": 7},
+    ]
+    p = write(tmp_path / "s.jsonl", recs[:-1] + bad + [end])
+    assert main(["export", str(p), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [h["seq"] for h in doc["hits"]] == [1, 2, 3, 4]
+    damaged = [w for w in doc["session"]["warnings"] if "damaged" in w]
+    assert len(damaged) == len(bad)
+    assert "time is a string, not a number" in " ".join(damaged)
+
+
+# ---------------------------------------------------------------- terminal and markdown injection
+
+OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
+TITLE = "\x1b]0;owned\x07"
+INJECTIONS = [OSC52, TITLE, "\x9b31m", "\x1b[2J", "a\nforged line", "\u202eevil", "\x00nul", "\x7f"]
+
+
+def hostile_session(tmp_path, name="evil.jsonl"):
+    recs = records()
+    recs[0]["session"]["argv"] = ["python", f"x{OSC52}.py"]
+    recs[0]["session"]["warnings"] = [f"warn {TITLE}"]
+    recs[0]["session"]["id"] = f"id{TITLE}"
+    for r in recs:
+        if r["type"] == "hit":
+            r["thread"]["name"] = f"t{OSC52}"
+            for i, f in enumerate(r["frames"]):
+                bad = INJECTIONS[i % len(INJECTIONS)]
+                for key in ("function", "short", "file", "library", "source", "dispatch_key"):
+                    if f.get(key):
+                        f[key] = f[key] + bad
+        if r["type"] == "breakpoint":
+            r["spec"] = r["spec"] + OSC52
+            for loc in r["locations"]:
+                loc["function"] += TITLE
+    return write(tmp_path / name, recs)
+
+
+def test_control_sequences_never_reach_a_terminal(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich writes for a terminal (its colours are filtered out)
+    d = tmp_path / "sessions"
+    d.mkdir()
+    p = hostile_session(d)
+    (d / f"name{TITLE}.jsonl").write_text(SIGMOID.read_text())
+    runs = [["show", str(p)], ["show", str(p), "--all-frames"], ["diff", str(p), str(SIGMOID)],
+            ["sessions", "--session-dir", str(d)], ["export", str(p)], ["export", str(p), "--format", "json"],
+            ["export", str(p), "--format", "folded"], ["show", f"nope{OSC52}", "--session-dir", str(d)]]
+    for argv in runs:
+        code = main(argv)
+        captured = capsys.readouterr()
+        assert code == (2 if argv[1].startswith("nope") else 0), argv
+        assert raw_controls(captured.out) == [] and raw_controls(captured.err) == [], argv
+    # The names are still there, spelled out where one can read them.
+    assert main(["show", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07" in out and "\\x9b31m" in out and "\\u202eevil" in out
+    assert "a\\nforged line" in out
+
+
+def test_control_sequences_never_reach_a_markdown_file(tmp_path, capsys):
+    p = hostile_session(tmp_path)
+    out = tmp_path / "notes.md"
+    assert main(["export", str(p), "-o", str(out)]) == 0
+    md = out.read_text()
+    assert raw_controls(md) == []
+    assert "\\x1b]0;owned\\x07" in md
+
+
+def test_visible_spells_out_controls_and_leaves_text_alone():
+    assert visible("at::_ops::sigmoid::call(at::Tensor const&)") == "at::_ops::sigmoid::call(at::Tensor const&)"
+    assert visible("déjà vu\tö 中文 🙂") == "déjà vu\tö 中文 🙂"
+    assert visible("\x1b]0;t\x07\r\n\x9b\u202e\udcff") == "\\x1b]0;t\\x07\\r\\n\\x9b\\u202e\\udcff"
+
+
+# ---------------------------------------------------------------- a seeded fuzz over mutated sessions
+
+FUZZ_CASES = int(os.environ.get("PTTRACE_FUZZ_CASES", "40"))
+FUZZ_SEED = int(os.environ.get("PTTRACE_FUZZ_SEED", "20261123"))
+_ODD_VALUES = [None, 0, -1, 2 ** 64, 1e308, 1.5, True, "", "x" * 5000, "\x1b]0;t\x07", [], [None], {}, {"a": []},
+               "[/bold]", "../../etc/passwd", "/proc/self/environ"]
+
+
+def _odd(rng: random.Random):
+    if rng.random() < 0.1:
+        depth = rng.choice([3, 50, 5000])
+        return json.loads("[" * depth + "]" * depth) if depth < 900 else None
+    return rng.choice(_ODD_VALUES)
+
+
+def _paths(value, prefix=()):
+    """Every (path, container) inside a decoded record, to pick a place to mutate."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield prefix + (k,)
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield prefix + (i,)
+            yield from _paths(v, prefix + (i,))
+
+
+def mutate(rng: random.Random) -> bytes:
+    recs = records()
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 3)):
+        rec = rng.choice(recs)
+        places = list(_paths(rec))
+        if places:
+            where = rng.choice(places)
+            parent = rec
+            for step in where[:-1]:
+                parent = parent[step]
+            if rng.random() < 0.15 and isinstance(parent, dict):
+                parent.pop(where[-1], None)
+            else:
+                parent[where[-1]] = _odd(rng)
+    lines = [json.dumps(r, ensure_ascii=rng.random() < 0.5) for r in recs]
+    data = ("\n".join(lines) + "\n").encode()
+    roll = rng.random()
+    if roll < 0.15:  # bytes damaged on disk
+        buf = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        data = bytes(buf)
+    elif roll < 0.25:  # cut anywhere
+        data = data[: rng.randrange(len(data))]
+    elif roll < 0.3:  # lines shuffled or repeated
+        parts = data.splitlines(keepends=True)
+        rng.shuffle(parts)
+        data = b"".join(parts + parts[: rng.randint(0, 3)])
+    return data
+
+
+def test_no_mutated_session_gives_a_traceback(tmp_path, capsys):
+    rng = random.Random(FUZZ_SEED)
+    d = tmp_path / "sessions"
+    d.mkdir()
+    outcomes = {0: 0, 2: 0}
+    for case in range(FUZZ_CASES):
+        p = d / f"case{case:04d}.jsonl"
+        p.write_bytes(mutate(rng))
+        runs = [["export", str(p), "--format", fmt] for fmt in ("markdown", "json", "folded")]
+        runs += [["show", str(p), "--all-frames"], ["diff", str(p), str(SIGMOID)]]
+        for argv in runs:
+            try:
+                code = main(argv)
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                pytest.fail(f"seed {FUZZ_SEED} case {case}: {' '.join(argv[:1])} raised {exc!r}\n"
+                            f"{p.read_bytes()[:2000]!r}")
+            captured = capsys.readouterr()
+            assert code in (0, 2), (case, argv)
+            assert raw_controls(captured.out) == [] and raw_controls(captured.err) == [], (case, argv)
+            if code == 2:
+                assert len(captured.err.strip().splitlines()) == 1, (case, argv, captured.err)
+            outcomes[code] += 1
+        try:
+            SessionSource.open(p)
+        except Exception as exc:  # noqa: BLE001
+            assert type(exc).__name__ == "SessionError", (case, exc)
+    assert main(["sessions", "--session-dir", str(d)]) == 0
+    assert raw_controls(capsys.readouterr().out) == []
+    # The mutations are mostly survivable damage, some fatal: both paths were taken.
+    assert outcomes[0] > 0 and outcomes[2] > 0, outcomes
+
