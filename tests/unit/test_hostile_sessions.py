@@ -295,3 +295,25 @@ def test_no_mutated_session_gives_a_traceback(tmp_path, capsys):
     # The mutations are mostly survivable damage, some fatal: both paths were taken.
     assert outcomes[0] > 0 and outcomes[2] > 0, outcomes
 
+
+# ---------------------------------------------------------------- export never replaces a recording
+
+def test_export_refuses_to_write_over_a_session_file(tmp_path, capsys):
+    d = tmp_path / "sessions"
+    d.mkdir()
+    own = d / f"{SIGMOID_ID}.jsonl"
+    shutil.copy(SIGMOID, own)
+    other = shutil.copy(SIGMOID, d / "20260101-000000-0000.jsonl")
+    before = own.read_bytes()
+    for target in (own, d / "." / own.name, other):
+        for fmt, force in (("markdown", []), ("json", ["--force"])):
+            assert main(["export", SIGMOID_ID, "--session-dir", str(d), "-o", str(target), "--format", fmt,
+                         *force]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"pttrace: will not write over {target}: it is ")
+    assert own.read_bytes() == before and other.read_bytes() == before
+    # A notes file of the same name stem, or any other file, is written as before.
+    notes = d / f"{SIGMOID_ID}.md"
+    notes.write_text("old notes\n")
+    assert main(["export", SIGMOID_ID, "--session-dir", str(d), "-o", str(notes), "--force"]) == 0
+    assert notes.read_text().startswith("# pttrace")

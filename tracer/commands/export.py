@@ -37,9 +37,11 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         suffix = os.path.splitext(args.output or "")[1].lower()
         fmt = _BY_SUFFIX.get(suffix, "markdown")
-    if args.output and args.output != "-" and os.path.isfile(args.output) and not args.force:
-        raise UsageError(f"{args.output} exists; pass --force to overwrite it.")
     session = load(args.session, args)
+    if args.output and args.output != "-":
+        refuse_session_file(args.output, session.path)  # --force or not
+        if os.path.isfile(args.output) and not args.force:
+            raise UsageError(f"{args.output} exists; pass --force to overwrite it.")
     finder = finder_for(args, session) if fmt in ("markdown", "json") else None
     text = render(session, fmt, all_frames=args.all_frames, finder=finder)
     if not args.output or args.output == "-":
@@ -50,6 +52,30 @@ def run(args: argparse.Namespace) -> int:
     n = len(session.hits)
     print(f"pttrace: wrote {n:,} hit{'' if n == 1 else 's'} as {fmt} to {args.output}.", file=sys.stderr)
     return 0
+
+
+def refuse_session_file(path: str, session_path: str | None) -> None:
+    """An export never replaces a recording: the session being exported, or any other session file."""
+    if not os.path.isfile(path):
+        return
+    try:
+        same = session_path is not None and os.path.samefile(path, session_path)
+    except OSError:
+        same = False
+    if same or _starts_with_a_header(path):
+        what = "the session being exported" if same else "a pttrace session file"
+        raise UsageError(f"will not write over {path}: it is {what}, the recording itself; "
+                         "give -o another name (notes.md).")
+
+
+def _starts_with_a_header(path: str) -> bool:
+    from tracer.records import BadRecord, decode
+
+    try:
+        with open(path, "rb") as fh:
+            return decode(fh.readline(1 << 20))["type"] == "header"
+    except (OSError, BadRecord):
+        return False
 
 
 def write(path: str, text: str) -> None:
