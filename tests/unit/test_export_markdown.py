@@ -10,6 +10,7 @@ from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, code_s
                             native, one_hit_session, parser, python, tables, unclosed_fence)
 from tracer.export import markdown
 from tracer.export import paths as P
+from tracer.export.local_files import SourceTrust
 
 PATH_HEADER = ["#", "layer", "function", "dispatch key", "library", "file:line"]
 
@@ -156,7 +157,9 @@ def test_source_excerpts_for_readable_python_and_native_files(tmp_path):
                           "  return x.sigmoid();\n}\n")
     frames = [python("<module>", str(script), 4, "y = x.sigmoid()"),
               native("my_sigmoid(at::Tensor const&)", str(tmp_path / "ext.so"), file=str(kernel_src), line=4)]
-    md = markdown.render(one_hit_session(frames, cwd=str(tmp_path)))
+    # The native file is quoted when something vouches for it: here the source directory it is under.
+    assert "my_sigmoid(const at::Tensor& x)" not in markdown.render(one_hit_session(frames, cwd=str(tmp_path)))
+    md = markdown.render(one_hit_session(frames, cwd=str(tmp_path)), trust=SourceTrust(dirs=(str(tmp_path),)))
     blocks = dict(fences(md))
     assert blocks["python"].splitlines() == [
         "  2  ", "  3  x = torch.ones(3)", "> 4  y = x.sigmoid()", "  5  print(y)"]
@@ -172,7 +175,7 @@ def test_recorded_line_is_shown_when_the_file_is_gone_or_changed(tmp_path):
     md = markdown.render(one_hit_session(frames))
     py = [c for info, c in fences(md) if info == "python"]
     assert py == ["> 3  y = model(x)\n", "> 2  b = 3\n"]
-    assert "The file has changed since the recording" in md
+    assert "a = 1" not in md  # a file that disagrees with the recording is not this frame's source
 
 
 TORCH_SPEC = importlib.util.find_spec("torch")
@@ -185,7 +188,10 @@ def test_a_debug_build_frame_in_an_installed_torch_header_gets_an_excerpt_and_a_
     text = header.read_text().splitlines()
     line = text.index("    return (*functor_)(std::forward<ParameterTypes>(args)...);") + 1
     frames = [native(CPU_ADAPTER, "/tmp/ext/my_ops.so", file=str(header), line=line)]
-    md = markdown.render(one_hit_session(frames))
+    # The header is quoted because the extension's DWARF names it (here: what the library would say).
+    named = SourceTrust(dwarf_files=lambda library: {str(header)} if library == "/tmp/ext/my_ops.so" else set())
+    assert not [c for info, c in fences(markdown.render(one_hit_session(frames))) if info == "cpp"]
+    md = markdown.render(one_hit_session(frames), trust=named)
     assert (f"https://github.com/pytorch/pytorch/blob/{TORCH_COMMIT}/aten/src/ATen/core/boxing/impl/"
             f"make_boxed_from_unboxed_functor.h#L{line}") in md
     cpp = [c for info, c in fences(md) if info == "cpp"]

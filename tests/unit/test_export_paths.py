@@ -6,6 +6,7 @@ import pytest
 from tests.unit.export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, python
 from tracer.export import paths as P
 from tracer.export.source import SourceReader, github_url, pinned_ref, repo_path
+from tracer.model import Frame
 
 
 def test_each_hit_of_the_sigmoid_session_is_its_own_path():
@@ -166,11 +167,16 @@ def test_display_paths_are_short():
 def test_source_reader_excerpts_and_relative_paths(tmp_path):
     (tmp_path / "m.py").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     reader = SourceReader(cwd=str(tmp_path))
-    assert reader.excerpt("m.py", 1) == [(1, "line 1"), (2, "line 2"), (3, "line 3")]
-    assert reader.excerpt(str(tmp_path / "m.py"), 10, context=1) == [(9, "line 9"), (10, "line 10")]
-    assert reader.excerpt("m.py", 11) is None
-    assert reader.excerpt("/no/such/file.cpp", 3) is None
-    assert reader.excerpt("m.py", None) is None
+
+    def py(file, line, source=None):
+        return Frame(kind="python", function="f", file=file, line=line, source=source or f"line {line}")
+
+    assert reader.excerpt(py("m.py", 1)) == [(1, "line 1"), (2, "line 2"), (3, "line 3")]
+    assert reader.excerpt(py(str(tmp_path / "m.py"), 10), context=1) == [(9, "line 9"), (10, "line 10")]
+    assert reader.excerpt(py("m.py", 11)) is None
+    assert reader.excerpt(py("m.py", 3, "something else")) is None  # not what ran there: not shown
+    assert reader.excerpt(Frame(kind="native", file="/no/such/file.cpp", line=3)) is None
+    assert reader.excerpt(py("m.py", None)) is None
 
 
 def test_frame_labels():

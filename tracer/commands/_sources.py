@@ -15,6 +15,20 @@ def add_source_dir(p) -> None:
                         "(default: $PTTRACE_SOURCE_DIR)")
 
 
+def trust_for(finder):
+    """What vouches for quoting a native frame's file: the source directory, and its library's DWARF here."""
+    from tracer.export.local_files import SourceTrust
+
+    dirs = (finder.source_dir,) if finder is not None and finder.source_dir else ()
+    return SourceTrust(dirs=dirs, dwarf_files=_dwarf_file_names)
+
+
+def _dwarf_file_names(library: str):
+    from tracer.symbols.source_names import dwarf_file_names  # only when a native file is here to vouch for
+
+    return dwarf_file_names(library)
+
+
 def finder_for(args: argparse.Namespace, session=None):
     """The SourceFinder for a command: its --source-dir (or $PTTRACE_SOURCE_DIR), the session's torch commit."""
     from tracer.sources import SourceFinder, source_dir_setting

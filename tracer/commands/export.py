@@ -6,7 +6,7 @@ import os
 import sys
 
 from tracer.commands._sessions import add_session_dir, load
-from tracer.commands._sources import add_source_dir, finder_for
+from tracer.commands._sources import add_source_dir, finder_for, trust_for
 from tracer.errors import UsageError
 from tracer.export import FORMATS
 _BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded"}
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         if os.path.isfile(args.output) and not args.force:
             raise UsageError(f"{args.output} exists; pass --force to overwrite it.")
     finder = finder_for(args, session) if fmt in ("markdown", "json") else None
-    text = render(session, fmt, all_frames=args.all_frames, finder=finder)
+    trust = trust_for(finder) if fmt == "markdown" else None
+    text = render(session, fmt, all_frames=args.all_frames, finder=finder, trust=trust)
     if not args.output or args.output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -3,13 +3,14 @@
 FORMATS = ("markdown", "json", "folded")
 
 
-def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None) -> str:
+def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None, trust=None) -> str:
     """``session`` in ``fmt``. Modules are imported on demand to keep the CLI's start-up light.
-    ``finder`` (a ``tracer.sources.SourceFinder``) gives frames without DWARF their sources."""
+    ``finder`` (a ``tracer.sources.SourceFinder``) gives frames without DWARF their sources;
+    ``trust`` (``local_files.SourceTrust``) says which native sources named by frames may be quoted."""
     if fmt == "markdown":
         from tracer.export import markdown
 
-        return markdown.render(session, all_frames=all_frames, finder=finder)
+        return markdown.render(session, all_frames=all_frames, finder=finder, trust=trust)
     if fmt == "json":
         from tracer.export import json as json_export
 

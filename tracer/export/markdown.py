@@ -13,6 +13,7 @@ import shlex
 
 from tracer.export import op_calls as O
 from tracer.export import paths as P
+from tracer.export.local_files import SourceTrust
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
 from tracer.model import Breakpoint, Frame, Session
 
@@ -83,13 +84,15 @@ def plural(n: int, word: str) -> str:
 
 class MarkdownRenderer:
     def __init__(self, session: Session, all_frames: bool = False, context: int = 2,
-                 reader: SourceReader | None = None, finder=None):
+                 reader: SourceReader | None = None, finder=None, trust: SourceTrust | None = None):
         self.session = session
         self.info = session.info
         self.all_frames = all_frames
         self.context = context
         self.finder = finder  # a tracer.sources.SourceFinder: sources of frames without DWARF
-        self.reader = reader or SourceReader(session.info.cwd, finder.local_file if finder else None)
+        if trust is None:
+            trust = SourceTrust(dirs=(finder.source_dir,) if finder is not None and finder.source_dir else ())
+        self.reader = reader or SourceReader(session.info.cwd, finder.local_file if finder else None, trust)
         self.ref = pinned_ref(self.info.torch_git_version, self.info.torch_version)
         self.cwd = self.info.cwd
 
@@ -406,7 +409,7 @@ class MarkdownRenderer:
         for ref in refs:
             several = f" (one of {ref.candidates} that fit)" if ref.candidates > 1 else ""
             out += [f"- **{text(ref.label)}**{several}: {self.ref_link(ref)} {code(ref.what)}", ""]
-            excerpt = self.reader.excerpt(ref.file, ref.line, self.context)
+            excerpt = self.reader.found_excerpt(ref.file, ref.line, self.context)
             if excerpt is not None:
                 width = len(str(excerpt[-1][0]))
                 lines = "\n".join(f"{'>' if n == ref.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
@@ -415,20 +418,16 @@ class MarkdownRenderer:
 
     def source(self, frame: Frame) -> list[str]:
         lang = language(frame.file) or ("python" if frame.kind == "python" else "")
-        excerpt = self.reader.excerpt(frame.file, frame.line, self.context)
+        # Only a file that is plausibly this frame's source is quoted (local_files.source_lines): for a
+        # Python frame, one whose line says what the recording says; else the line as it ran.
+        excerpt = self.reader.excerpt(frame, self.context)
         recorded = frame.source if frame.kind == "python" else None
-        note: list[str] = []
-        if excerpt is not None and recorded is not None:
-            current = dict(excerpt).get(frame.line, "")
-            if current.strip() != recorded.strip():
-                excerpt = None
-                note = ["The file has changed since the recording; this is the line as it ran:", ""]
         if excerpt is not None:
             width = len(str(excerpt[-1][0]))
             body = "\n".join(f"{'>' if n == frame.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
             return fenced(body, lang) + [""]
         if recorded:
-            return note + fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
+            return fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
         return []
 
 
@@ -439,6 +438,7 @@ def _short(function: str) -> str:
 
 
 def render(session: Session, all_frames: bool = False, context: int = 2, reader: SourceReader | None = None,
-           finder=None) -> str:
+           finder=None, trust: SourceTrust | None = None) -> str:
     """The markdown document for ``session``."""
-    return MarkdownRenderer(session, all_frames=all_frames, context=context, reader=reader, finder=finder).render()
+    return MarkdownRenderer(session, all_frames=all_frames, context=context, reader=reader, finder=finder,
+                            trust=trust).render()

@@ -19,6 +19,9 @@ import sys
 import sysconfig
 from urllib.parse import quote
 
+from tracer.export.local_files import NO_TRUST, SourceTrust, read_text, source_lines
+from tracer.model import Frame
+
 GITHUB = "https://github.com/pytorch/pytorch"
 
 _INCLUDE_RE = re.compile(r"(?:^|/)torch/include/(.+)$")
@@ -166,34 +169,23 @@ def relocated(file: str, cwd: str | None) -> list[str]:
 
 
 class SourceReader:
-    """Reads source files once each, and cuts excerpts around a line.
+    """Reads the file each frame names through ``local_files.source_lines`` (the one check of what
+    may be shown), and cuts excerpts around a line. Relative paths (DWARF without ``comp_dir``, a
+    script run from the session's cwd) are tried against ``cwd``; ``mapper`` maps a recorded path onto
+    this machine (``SourceFinder.local_file``: a DWARF path from another machine in ``--source-dir``)."""
 
-    Relative paths (DWARF without ``comp_dir``, a script run from the session's cwd) are tried
-    against ``cwd``. Files that cannot be read, or are too big to be source, give no excerpt.
-    """
-
-    MAX_BYTES = 16 * 1024 * 1024
-
-    def __init__(self, cwd: str | None = None, mapper=None):
+    def __init__(self, cwd: str | None = None, mapper=None, trust: SourceTrust = NO_TRUST):
         self.cwd = cwd
-        self.mapper = mapper  # recorded path -> a file on this machine (``SourceFinder.local_file``)
-        self._files: dict[str, list[str] | None] = {}
+        self.mapper = mapper
+        self.trust = trust
+        self._seen: dict[tuple, tuple[str, ...] | None] = {}
 
-    def lines(self, file: str) -> list[str] | None:
-        if file in self._files:
-            return self._files[file]
-        text: list[str] | None = None
-        for candidate in self._candidates(file):
-            try:
-                if os.path.getsize(candidate) > self.MAX_BYTES:
-                    continue
-                with open(candidate, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read().splitlines()
-                break
-            except OSError:
-                continue
-        self._files[file] = text
-        return text
+    def lines(self, frame: Frame) -> tuple[str, ...] | None:
+        key = (frame.kind, frame.file, frame.library, frame.line, frame.source)
+        if key not in self._seen:
+            self._seen[key] = next((text for text in (source_lines(frame, c, self.trust)
+                                                      for c in self._candidates(frame.file or "")) if text), None)
+        return self._seen[key]
 
     def _candidates(self, file: str) -> list[str]:
         found = [file] if os.path.isabs(file) or not self.cwd else [os.path.join(self.cwd, file), file]
@@ -201,13 +193,23 @@ class SourceReader:
         mapped = self.mapper(file) if self.mapper else None
         return found + [mapped] if mapped else found
 
-    def excerpt(self, file: str | None, line: int | None, context: int = 2) -> list[tuple[int, str]] | None:
-        """``[(lineno, text), ...]`` around ``line``, or None if the file or line is not there."""
-        if not file or not line or line < 1:
+    def excerpt(self, frame: Frame, context: int = 2) -> list[tuple[int, str]] | None:
+        """``[(lineno, text), ...]`` around the frame's line, or None if no file here may be shown for it."""
+        if not frame.file or not frame.line or frame.line < 1:
             return None
-        text = self.lines(file)
-        if text is None or line > len(text):
+        return _cut(self.lines(frame), frame.line, context)
+
+    def found_excerpt(self, file: str, line: int | None, context: int = 2) -> list[tuple[int, str]] | None:
+        """The same around a place pttrace found itself (``SourceRef``: the definition index of the
+        installed torch or of ``--source-dir``), never a path a session names."""
+        if not line or line < 1:
             return None
-        lo = max(1, line - context)
-        hi = min(len(text), line + context)
-        return [(n, text[n - 1]) for n in range(lo, hi + 1)]
+        return _cut(read_text(file), line, context)
+
+
+def _cut(text: tuple[str, ...] | None, line: int, context: int) -> list[tuple[int, str]] | None:
+    if text is None or line > len(text):
+        return None
+    lo = max(1, line - context)
+    hi = min(len(text), line + context)
+    return [(n, text[n - 1]) for n in range(lo, hi + 1)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.errors import UsageError
+from tracer.escape import visible
 from tracer.sources import generated, names, tags, yaml_ops
 
 DEFINITION = "definition"
@@ -225,7 +226,7 @@ class SourceFinder:
             except OSError:
                 self._lines[file] = []
         lines = self._lines[file]
-        return lines[line - 1] if line <= len(lines) else None
+        return visible(lines[line - 1]) if line <= len(lines) else None
 
     # -- frames
     def refs(self, function: str | None, library: str | None = None) -> list[SourceRef]:

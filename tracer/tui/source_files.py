@@ -2,28 +2,28 @@
 
 A session may come from another checkout or another machine, so a recorded path is tried as is,
 then relative to the current directory (when it was under the recording's cwd), then under this
-interpreter's site-packages (same torch, different prefix). A Python frame carries the text of
-its line: if the file found here says something else at that line, it is flagged as changed.
+interpreter's site-packages (same torch, different prefix). Each candidate goes through
+``local_files.source_lines``, the one check of what may be shown: a Python file whose line says what
+the recording says (a file that says something else is not shown), a native source its library's
+DWARF names here or under the source directory (``--source-dir``, ``$PTTRACE_SOURCE_DIR``).
 """
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.export.local_files import SourceTrust, read_text, source_lines
 from tracer.export.source import relocated
 from tracer.model import Frame
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
 _CPP_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".inl", ".ipp", ".tcc"}
 
 
 @dataclass
 class Located:
-    path: Path | None  # the file on this machine, None when it is not here
+    path: Path | None  # the file on this machine, None when no file here may be shown for the frame
     moved_from: str | None = None  # the recorded path, when the file was found elsewhere
-    changed: bool = False  # the line's text differs from what was recorded
 
 
 def language(file: str | None) -> str:
@@ -42,51 +42,48 @@ def _candidates(file: str, cwd: str | None) -> list[tuple[Path, bool]]:
     return here + [(Path(c), True) for c in relocated(file, cwd)]
 
 
-def locate(frame: Frame, cwd: str | None = None) -> Located:
-    """Where this frame's file is here, if anywhere."""
+def _dwarf_file_names(library: str):
+    # Imported when a native file is here to be vouched for: tracer.symbols costs 0.2 s to import,
+    # too much for the first key press that shows a frame.
+    from tracer.symbols.source_names import dwarf_file_names
+
+    return dwarf_file_names(library)
+
+
+def default_trust() -> SourceTrust:
+    """The source directory (``--source-dir``, ``$PTTRACE_SOURCE_DIR``), and the libraries' DWARF here."""
+    from tracer import settings
+
+    source_dir = settings.current().source_dir
+    return SourceTrust(dirs=(source_dir,) if source_dir else (), dwarf_files=_dwarf_file_names)
+
+
+def may_show(frame: Frame, path: str | os.PathLike, trust: SourceTrust | None = None) -> bool:
+    return source_lines(frame, path, trust if trust is not None else default_trust()) is not None
+
+
+def present(frame: Frame, cwd: str | None = None) -> bool:
+    """Whether a file the frame names is here at all (for telling "not here" from "not shown")."""
+    if not frame.file or frame.file.startswith("<"):
+        return False
+    return any(os.path.isfile(candidate) for candidate, _ in _candidates(frame.file, cwd))
+
+
+def locate(frame: Frame, cwd: str | None = None, trust: SourceTrust | None = None) -> Located:
+    """Where this frame's file is here, if anywhere it may be shown from."""
     if not frame.file or frame.file.startswith("<"):
         return Located(None)
+    trust = trust if trust is not None else default_trust()
     for candidate, elsewhere in _candidates(frame.file, cwd):
-        try:
-            if not candidate.is_file():
-                continue
-        except OSError:
-            continue
-        moved = frame.file if elsewhere and str(candidate) != frame.file else None
-        changed = False
-        if frame.kind == "python" and frame.source and frame.line:
-            here = line_text(candidate, frame.line)
-            changed = here is None or here.strip() != frame.source.strip()
-            if changed and moved is not None:
-                continue  # a stranger's file that does not match: keep looking
-        return Located(candidate, moved, changed)
+        if may_show(frame, candidate, trust):
+            moved = frame.file if elsewhere and str(candidate) != frame.file else None
+            return Located(candidate, moved)
     return Located(None)
 
 
-@functools.lru_cache(maxsize=32)
-def _read_lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
-    try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
-            return tuple(fh.read().splitlines())
-    except OSError:
-        return None
-
-
 def read_lines(path: Path) -> tuple[str, ...] | None:
-    try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
-        return None
-    return _read_lines(str(path), mtime)
-
-
-def line_text(path: Path, line: int) -> str | None:
-    lines = read_lines(path)
-    if lines is None or not 1 <= line <= len(lines):
-        return None
-    return lines[line - 1]
+    """A located file's lines (UTF-8 text, made safe to print); see ``local_files.read_text``."""
+    return read_text(path)
 
 
 def window(total: int, line: int, height: int) -> tuple[int, int]:

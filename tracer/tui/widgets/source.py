@@ -166,7 +166,7 @@ class SourcePane(Static, can_focus=True):
         located = SF.locate(frame, self.cwd)
         if located.path is None and frame.file and settings.current().source_dir:
             mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
-            if mapped:
+            if mapped and SF.may_show(frame, mapped):
                 located = SF.Located(Path(mapped), moved_from=frame.file)
         if located.path is not None and frame.line:
             body = self._excerpt(frame, located)
@@ -245,9 +245,6 @@ class SourcePane(Static, can_focus=True):
         notes: list[Text] = []
         if located.moved_from:
             notes.append(Text(f"recorded at {located.moved_from}; shown from {path}", style="grey62"))
-        if located.changed:
-            notes.append(Text(f"the file has changed since the recording; line {frame.line} ran as: "
-                              f"{(frame.source or '').strip()}", style="yellow"))
         height = max(3, self.content_region.height or 15) - len(notes)
         start, end = SF.window(len(lines), frame.line, height)
         width = len(str(end))
@@ -277,6 +274,13 @@ class SourcePane(Static, can_focus=True):
         if located is not None and located.path is not None and str(located.path) == message.path:
             self._render_frame()
 
+    def _why_not_shown(self, frame: Frame, why: str) -> str:
+        # Only a file plausibly the frame's source is read (export/local_files.py): a session may name any path.
+        if not SF.present(frame, self.cwd):
+            where = frame.file if frame.kind == "python" else f"{frame.file} (line {frame.line})"
+            return f"{where} is not on this machine.\n"
+        return f"{frame.file} is here but not shown: it {why}.\n"
+
     def _not_here(self, frame: Frame, located: SF.Located) -> Text:
         t = Text()
         if frame.kind == "python":
@@ -284,14 +288,16 @@ class SourcePane(Static, can_focus=True):
                 t.append(f"{frame.file} is not a file: Python compiled this code from a string or froze it.\n",
                          style="yellow")
             else:
-                t.append(f"{frame.file} is not on this machine.\n", style="bold yellow")
+                t.append(self._why_not_shown(frame, "does not say what the recording says at that line"),
+                         style="bold yellow")
             if frame.source:
                 t.append(f"\nline {frame.line}, as recorded:\n", style="grey62")
                 t.append_text(_coloured(frame.source.strip(), "python"))
             return t
         name = frame.function or (hex(frame.address) if frame.address else "??")
         if frame.file:
-            t.append(f"{frame.file} (line {frame.line}) is not on this machine.\n", style="bold yellow")
+            t.append(self._why_not_shown(frame, "is not named by its library's line tables here (--source-dir DIR "
+                                               "vouches for the files under DIR)"), style="bold yellow")
         else:
             lib = os.path.basename(frame.library) if frame.library else "this library"
             t.append(f"No file:line for this frame: {lib} has no line tables (DWARF).\n", style="bold yellow")

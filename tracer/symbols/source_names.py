@@ -1,0 +1,34 @@
+"""The source files a library's DWARF names: what vouches for reading a native frame's file here.
+
+A session says a frame of ``libfoo.so`` ran ``/home/me/foo.cpp:12``; whoever wrote the session may
+have written anything there. The library on this machine is the witness: if its line tables name
+that file, the file is that library's source (tracer/export/local_files.py decides with this).
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from tracer.errors import SymbolError
+
+
+@lru_cache(maxsize=32)
+def dwarf_file_names(library: str) -> frozenset[str]:
+    """Every file the line tables of ``library`` (or its separate debug file) name, normalised;
+    empty when it has no DWARF, is not here, or cannot be read. Each unit's tables are the ones
+    ``where`` decodes and caches, so a library looked up before costs little."""
+    from tracer.symbols import _dwarf, _index
+    from tracer.symbols.dwarf import DECODE_ERRORS
+
+    try:
+        reader = _dwarf(_index(library))
+        if reader is None:
+            return frozenset()
+        names: set[str] = set()
+        for offset in reader.unit_offsets():
+            table, _functions = reader.tables(offset)
+            if table is not None:
+                names.update(os.path.normpath(f) for f in table.files if f and f != "<unknown>")
+        return frozenset(names)
+    except (SymbolError, OSError, *DECODE_ERRORS):
+        return frozenset()
