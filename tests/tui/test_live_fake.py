@@ -17,6 +17,7 @@ from tracer.tui.app import MAX_BATCHES_PER_SECOND, make_app
 from tracer.tui.screens import AddBreakpoint, ConfirmQuit
 from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.hits import HitsTable
+from tracer.tui.sources import breakpoint_from_mi
 from tracer.tui.widgets.output import OutputLog
 
 SIZE = (160, 48)
@@ -279,6 +280,30 @@ def test_add_a_breakpoint_with_completion_then_remove_it(fake_source):
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_the_targets_control_sequences_are_shown_not_obeyed(fake_source):
+    """The target's output keeps its colours; a window title, a clipboard write, a C1 CSI or a bidi
+    override in it (or in a breakpoint name gdb reports) is spelled out, never sent to the terminal."""
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            fake_source.push("output", "\x1b[31mred\x1b[0m ok\n")
+            fake_source.push("output", "a\x1b]52;c;ZWNobw==\x07b \x9b2J \u202eevil\n")
+            log = app.query_one(OutputLog)
+            await wait_until(pilot, lambda: len(shown(log)) == 2, timeout=3)
+            assert shown(log)[0] == "red ok" and log.lines[0].cell_length >= 6
+            assert shown(log)[1] == "a52;c;ZWNobw==b \\x9b2J \\u202eevil"  # ESC ] and BEL dropped
+            for strip in log.lines:
+                assert not any(ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e" for ch in strip.text)
+            await pilot.press("q")
+
+    run_pilot(scenario())
+    bp = breakpoint_from_mi({"bkpt": {"number": "2", "addr": "0x10", "original-location": "f\x1b]0;t\x07",
+                                      "func": "g\x9b1m", "fullname": "/x\n.cpp", "line": "3"}})
+    assert bp.spec == "f\\x1b]0;t\\x07" and bp.locations[0].function == "g\\x9b1m"
+    assert bp.locations[0].file == "/x\\n.cpp"
 
 
 def test_output_and_warnings_go_to_the_output_pane(fake_source):

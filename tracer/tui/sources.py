@@ -31,6 +31,7 @@ from typing import Callable
 
 from tracer import storage
 from tracer.errors import PttraceError
+from tracer.escape import visible
 from tracer.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
@@ -118,6 +119,10 @@ def _hex(text) -> int | None:
         return None
 
 
+def _visible(text):
+    return visible(text) if isinstance(text, str) else None
+
+
 def breakpoint_from_mi(payload) -> Breakpoint | None:
     """gdb's ``=breakpoint-created/modified`` payload as a Breakpoint; None if it is not one of ours."""
     bkpt = payload.get("bkpt") if isinstance(payload, dict) else None
@@ -138,11 +143,12 @@ def breakpoint_from_mi(payload) -> Breakpoint | None:
         if function and function.endswith("@plt"):
             continue  # the recorder drops stubs too
         line = row.get("line")
-        locations.append(Location(function=function, address=address, file=row.get("fullname") or row.get("file"),
+        file = row.get("fullname") or row.get("file")
+        locations.append(Location(function=_visible(function), address=address, file=_visible(file),
                                   line=int(line) if str(line or "").isdigit() else None,
                                   enabled=row.get("enabled", "y") == "y"))
     number = bkpt.get("number")
-    return Breakpoint(spec=bkpt["original-location"], number=int(number) if str(number).isdigit() else None,
+    return Breakpoint(spec=_visible(bkpt["original-location"]), number=int(number) if str(number).isdigit() else None,
                       locations=locations, pending=not locations, enabled=bkpt.get("enabled", "y") == "y")
 
 

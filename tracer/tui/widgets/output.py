@@ -6,8 +6,18 @@ from collections import deque
 from rich.text import Text
 from textual.widgets import RichLog
 
+from tracer.escape import visible
+
 PARTIAL_LINE_WAIT = 0.3  # seconds a line without its end waits for the rest before it is shown
 MAX_LINES = 5000
+
+
+def shown(line: str) -> Text:
+    """A line of the target's output as the pane shows it: its colours kept (SGR sequences), any other
+    control sequence (a window title, a clipboard write, cursor moves) spelled out, never obeyed."""
+    text = Text.from_ansi(line)
+    safe = visible(text.plain)
+    return text if safe == text.plain else Text(safe)
 
 
 class OutputLog(RichLog):
@@ -31,7 +41,7 @@ class OutputLog(RichLog):
         lines = data.split("\n")
         self._partial = lines.pop()
         for line in lines:
-            self._add(Text(line))
+            self._add(shown(line))
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
@@ -41,13 +51,13 @@ class OutputLog(RichLog):
     def _flush_partial(self) -> None:
         self._timer = None
         if self._partial:
-            self._add(Text(self._partial))
+            self._add(shown(self._partial))
             self._partial = ""
 
     def note(self, message: str, style: str = "yellow") -> None:
         """pttrace's own remarks (warnings), told apart from the target's output by their colour."""
         self._flush_partial()
-        self._add(Text(f"pttrace: {message}", style=style))
+        self._add(Text(f"pttrace: {visible(message)}", style=style))
 
     def _add(self, line: Text) -> None:
         self._lines.append(line)
