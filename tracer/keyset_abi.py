@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tracer.cxxtext import split_top
+
 INT_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 KEYSET = "c10::DispatchKeySet"
 
@@ -137,23 +139,6 @@ def integer_words(cpp: str) -> int | None:
     if t == "c10::Scalar" or t.startswith(_MEMORY_PREFIXES):
         return 1  # a copy made by the caller, passed by its address
     return None
-
-
-def split_top(text: str) -> list[str]:
-    """Split at commas outside brackets."""
-    parts, depth, last = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "<([{":
-            depth += 1
-        elif c in ">)]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[last:i].strip())
-            last = i + 1
-    tail = text[last:].strip()
-    if tail or parts:
-        parts.append(tail)
-    return parts
 
 
 @dataclass(frozen=True)

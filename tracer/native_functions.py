@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from tracer.cxxtext import split_top
+
 YAML_IN_SITE_PACKAGES = ("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
 # A key whose kernels torchgen generates as structured kernels when the operator is structured;
 # any other key of a structured operator registers a plain function.
@@ -91,27 +93,10 @@ def yaml_path(libraries: list[str]) -> Path | None:
     return None
 
 
-def top_level_split(text: str) -> list[str]:
-    """Split at commas outside brackets: ``"a, b<c, d>, e[1, 2]"`` -> ``["a", "b<c, d>", "e[1, 2]"]``."""
-    parts, depth, last = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "<([{":
-            depth += 1
-        elif c in ">)]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[last:i].strip())
-            last = i + 1
-    tail = text[last:].strip()
-    if tail or parts:
-        parts.append(tail)
-    return parts
-
-
 def _entry(head: tuple[int, str, str, str, str, str], fields: dict,
            dispatch: list[tuple[tuple[str, ...], str]]) -> NativeEntry:
     line, schema, name, overload, args, returns = head
-    count = sum(1 for a in top_level_split(args) if a and a != "*")
+    count = sum(1 for a in split_top(args) if a and a != "*")
     structured = fields.get("structured", "").lower() == "true"
     delegate = fields.get("structured_delegate") or None
     kernels = tuple(Kernel(keys, k, structured and any(key in _STRUCTURED_KEYS for key in keys))

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from tracer import native_functions, settings
 from tracer.classify import classify, short_name, target_of
+from tracer.cxxtext import split_top
 from tracer.errors import UsageError
 from tracer.storage import decode_keyset
 
@@ -670,7 +671,7 @@ def _param_count(demangled: str) -> int | None:
     if not params:
         return None
     inner = params[1 : params.rfind(")")]
-    return len(native_functions.top_level_split(inner))
+    return len(split_top(inner))
 
 
 def _add_native(chosen: dict, res: OpResolution, ms: list, claims: list[tuple], label: str) -> None:

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from tracer.cxxtext import split_top
+
 from tracer import native_functions as nf
 from tracer import ops
 
@@ -107,9 +109,11 @@ def test_entries_in_file_order_with_their_lines_and_fields():
     ("a, b<c, d>, e[1, 2]", ["a", "b<c, d>", "e[1, 2]"]),
     ("", []),
     ("at::Tensor const&, std::optional<at::Tensor> const&, c10::ArrayRef<long>", 3),
+    ("std::function<int (int)> f, int -> x, c10::Dict<a, b>", 3),  # "->" closes nothing
+    ("c10::Dispatcher::call::impl", ["c10", "Dispatcher", "call", "impl"]),
 ])
-def test_top_level_split(text, parts):
-    got = nf.top_level_split(text)
+def test_split_top(text, parts):
+    got = split_top(text, "::") if "::" in text and "," not in text else split_top(text)
     assert (len(got) if isinstance(parts, int) else got) == parts
 
 

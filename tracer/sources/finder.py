@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.cxxtext import split_top
 from tracer.errors import UsageError
 from tracer.escape import visible
 from tracer.sources import generated, names, tags, yaml_ops
@@ -77,7 +78,7 @@ def _signature_params(signature: str | None) -> list[str] | None:
         return None
     close = names._matching(signature, 0, "(", ")")
     inner = signature[1:close] if close > 0 else signature[1:]
-    return [names.strip_param_name(p) for p in names.split_top(inner) if p and p.strip() != "void"]
+    return [names.strip_param_name(p) for p in split_top(inner) if p and p.strip() != "void"]
 
 
 def _distance(defn: tags.Definition, parsed: names.ParsedName) -> tuple[int, int] | None:
@@ -99,7 +100,7 @@ def _distance(defn: tags.Definition, parsed: names.ParsedName) -> tuple[int, int
         if not add(names.type_conflicts(list(parsed.params), source_params, wild)):
             return None
     if defn.specialization and parsed.class_targs:
-        spec_args = names.split_top(defn.specialization.strip()[1:-1])
+        spec_args = split_top(defn.specialization.strip()[1:-1])
         frame_args = list(parsed.class_targs)
         if len(spec_args) != len(frame_args) and not (spec_args and names.is_pack(spec_args[-1])):
             return None

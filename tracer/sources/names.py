@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tracer.cxxtext import split_top
+
 _ANON_RE = re.compile(r"\(anonymous namespace\)::|__anon[0-9a-f]+::")
 _SUFFIX_RE = re.compile(r"(?:\s*\[clone [^\]]*\])+$|\s*@plt$")
 _OPERATOR_RE = re.compile(r"operator\s*(\(\)|\[\]|<<=?|>>=?|<=>|->\*?|[-+*/%^&|~!=<>]=?|&&|\|\||\+\+|--|,|"
@@ -31,27 +33,6 @@ _ALIASES = {
     "OptionalSymIntArrayRef": "OptionalArrayRef", "DimnameList": "ArrayRef", "string_view": "basic_string_view",
     "string": "basic_string", "Stack": "vector", "optional": "optional",
 }
-
-
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside any (), <>, [] or {} (``->`` is not a closing angle)."""
-    out, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and text[i - 1:i] != "-"):
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            out.append(text[start:i].strip())
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    tail = text[start:].strip()
-    if tail or out:
-        out.append(tail)
-    return out
 
 
 def _matching(text: str, start: int, open_: str, close: str) -> int:
