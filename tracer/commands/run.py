@@ -194,5 +194,9 @@ def run_batch(config, quiet: bool = False) -> int:
                 print_op_hops(session)
     finally:
         for signum, handler in old.items():
-            signal.signal(signum, handler)
+            # After a signal ended the run, more of the same (a user pressing Ctrl-C again while
+            # the detach finishes) have nothing left to stop: they must not kill pttrace before
+            # it returns its exit code.
+            ended_by_signal = engine.end_reason == SIGNAL_REASONS.get(signum)
+            signal.signal(signum, signal.SIG_IGN if ended_by_signal else handler)
     return exit_code(engine.end_reason, engine.gdb_lost)
