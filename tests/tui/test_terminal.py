@@ -159,12 +159,13 @@ def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path, how):
     # WHEN m is pressed at once (or the run was started with --stop) THEN it stops at the kernel's first hit
     if how == "key m":
         term.keys("m")
-    screen = term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", timeout=120)
-    assert "kernel      at::wrapper_CPU_sigmoid" in screen and "s step" in screen
+    # (the call path fills in after the title: wait for both, a busy machine paints them apart)
+    term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", "kernel      at::wrapper_CPU_sigmoid",
+                  "s step", timeout=120)
     # WHEN f is pressed THEN the kernel returns and the path ends in the adapter that called it
     term.keys("f")
-    screen = term.wait_for("where finish stopped", timeout=60)
-    assert "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call" in screen
+    screen = term.wait_for("where finish stopped", "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call",
+                           timeout=60)
     pid = int(screen.split("│  pid ", 1)[1].split()[0])
     # WHEN q is pressed THEN pttrace asks first; n keeps the run, q then y kills the target
     term.keys("q")
