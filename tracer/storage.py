@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from tracer import records, settings
 from tracer.errors import SessionError
-from tracer.model import (INT, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
+from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
                           Thread, check, objects)
 from tracer.records import fill_frame, fill_key
 
@@ -104,6 +104,9 @@ def _iter_records(path: Path, report: LoadReport, skip: bytes | None = None) -> 
             raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
 
 
+_SITE_TYPES = {"breakpoint": STR, "seq": INT, "time": NUM, "signal": STR}
+
+
 class HitReader:
     """``records.Reader`` building model objects: the hits of one stack share one list of ``Frame``s
     (a million hits of a hot breakpoint hold its frames once), the hits of one site one ``Thread``."""
@@ -121,13 +124,20 @@ class HitReader:
         if site is None:
             return Hit.from_dict(out)
         thread = self._threads.get(site)
-        if thread is None:
+        if thread is None:  # the site's first hit: its breakpoint and thread checked once
+            check("the hit's site", {"breakpoint": out["breakpoint"]}, _SITE_TYPES)
             thread = self._threads[site] = Thread.from_dict(out["thread"])
+        # What each hit line adds (a cheaper check than Hit.from_dict: this runs a million times).
+        seq, time, signal = out["seq"], out["time"], out["signal"]
+        if (type(seq) is not int or (time is not None and type(time) not in (int, float))
+                or (signal is not None and type(signal) is not str)):
+            check("the hit", {"seq": seq, "time": time, "signal": signal}, _SITE_TYPES, ("seq",))
         launch = out.get("launched_by")
         if launch is not None:
+            check("the hit's launcher", launch, {"why": STR})
             launch = Launch(Thread.from_dict(launch["thread"]) if launch.get("thread") else None,
                             launch.get("frames") or [], launch.get("why"))
-        return Hit(seq=int(out["seq"]), breakpoint=out["breakpoint"], thread=thread, time=float(out["time"] or 0.0),
+        return Hit(seq=seq, breakpoint=out["breakpoint"], thread=thread, time=float(time or 0.0),
                    frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch)
 
 

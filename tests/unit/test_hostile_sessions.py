@@ -17,6 +17,7 @@ import pytest
 from tests.unit.export_support import SIGMOID, SIGMOID_ID
 from tracer.cli import main
 from tracer.escape import visible
+from tracer.records import Interner
 from tracer.tui.sources import SessionSource
 
 LINES = SIGMOID.read_text().splitlines()
@@ -232,8 +233,37 @@ def _paths(value, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
+def interned(recs: list[dict]) -> list[dict]:
+    """The same session in schema 2, written by the agent's own Interner: frame, stack and site
+    records the hits refer to, so the fuzz reaches the decoding of those too."""
+    interner = Interner()
+    out = []
+    for rec in recs:
+        if rec.get("type") == "header":
+            rec = dict(rec, schema=2)
+        if rec.get("type") != "hit":
+            out.append(rec)
+            continue
+        data = interner.encode_hit(rec["seq"], rec["breakpoint"], rec["thread"], rec["time"], rec["frames"],
+                                   rec.get("truncated", False), rec.get("signal"))
+        out.extend(json.loads(line) for line in data.decode().splitlines())
+    return out
+
+
+def test_the_interned_fixture_reads_back_as_the_original(tmp_path, capsys):
+    """(so that the schema-2 half of the fuzz starts from a good session)"""
+    p = write(tmp_path / "s2.jsonl", interned(records()))
+    assert main(["export", str(p), "--format", "json"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert main(["export", str(SIGMOID), "--format", "json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert [h["frames"] for h in two["hits"]] == [h["frames"] for h in one["hits"]] and len(one["hits"]) == 4
+
+
 def mutate(rng: random.Random) -> bytes:
     recs = records()
+    if rng.random() < 0.5:
+        recs = interned(recs)
     lines: list[str] = []
     for _ in range(rng.randint(1, 3)):
         rec = rng.choice(recs)
