@@ -31,6 +31,9 @@ FIELDS = {
     "runtime.interpreters_head": {"*": ("_PyRuntimeState", "interpreters.head")},
     "interp.next": {"*": ("PyInterpreterState", "next")},
     "interp.id": {"*": ("PyInterpreterState", "id")},
+    "interp.modules": {"3.10": ("PyInterpreterState", "modules"), "3.11": ("PyInterpreterState", "modules"),
+                       "3.12": ("PyInterpreterState", "imports.modules"),
+                       "3.13": ("PyInterpreterState", "imports.modules")},
     "interp.threads_head": {"3.10": ("PyInterpreterState", "tstate_head"),
                             "*": ("PyInterpreterState", "threads.head")},
     "tstate.next": {"*": ("PyThreadState", "next")},
@@ -101,9 +104,11 @@ def fields_for(minor: str) -> dict:
     return out
 
 
-def dwarf_layout(libpython: str, minor: str) -> dict:
-    """What the build's DWARF says, for the fields the reader uses (runs gdb -nx on the library)."""
-    spec = {"fields": fields_for(minor), "sizes": SIZES, "bits": STATE_BITS, "owners": OWNERS}
+def dwarf_layout(libpython: str, minor: str, fields: dict | None = None) -> dict:
+    """What the build's DWARF says, for the fields the reader uses (runs gdb -nx on the library);
+    ``fields``: {name: (C type, field path)} instead of the table's."""
+    spec = {"fields": fields_for(minor) if fields is None else fields, "sizes": SIZES, "bits": STATE_BITS,
+            "owners": OWNERS}
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = os.path.join(tmp, "spec.json")
         code_path = os.path.join(tmp, "layout.py")

@@ -1,7 +1,8 @@
 """The reader's layouts are what each debug build's DWARF says (gdb reads the DWARF).
 
 3.10-3.12: the table kept in tracer/pyruntime/tables.py. 3.13: the layout parsed from the
-_Py_DebugOffsets a running interpreter holds.
+_Py_DebugOffsets a running interpreter holds. 3.10-3.13: the object offsets the thread-name reader uses
+(tracer/pyruntime/objects.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from tests import pythons
 from tracer.pyruntime import layout as L
+from tracer.pyruntime import objects as O
 from tracer.pyruntime.process import open_runtime
 from tracer.pyruntime.tables import LAYOUTS
 
@@ -25,7 +27,7 @@ _spec.loader.exec_module(gen)
 # Layout attribute -> the table's name for it.
 ATTRS = {
     "interpreters_head": "runtime.interpreters_head", "interp_next": "interp.next", "interp_id": "interp.id",
-    "interp_threads_head": "interp.threads_head", "ts_next": "tstate.next", "ts_interp": "tstate.interp",
+    "interp_threads_head": "interp.threads_head", "interp_modules": "interp.modules", "ts_next": "tstate.next", "ts_interp": "tstate.interp",
     "ts_thread_id": "tstate.thread_id", "ts_native_thread_id": "tstate.native_thread_id",
     "ts_frame": "tstate.frame", "ts_cframe": "tstate.cframe", "cf_current": "cframe.current_frame",
     "f_previous": "frame.previous", "f_code": "frame.code", "f_lasti": "frame.lasti", "f_instr": "frame.instr",
@@ -78,3 +80,42 @@ def test_debug_offsets_equal_dwarf_313():
     assert lay.minor == 13
     assert _as_dwarf_names(lay) == _offsets(dwarf)
     assert lay.shim_owners == {dwarf["owner.cstack"]}
+
+
+# objects.py's offsets: (C type, field path) -> what the module uses.
+_OBJECT_FIELDS = {
+    "ob_type": (("PyObject", "ob_type"), lambda o: O.OB_TYPE),
+    "md_dict": (("PyModuleObject", "md_dict"), lambda o: O.MD_DICT),
+    "ma_keys": (("PyDictObject", "ma_keys"), lambda o: O.MA_KEYS),
+    "ma_values": (("PyDictObject", "ma_values"), lambda o: O.MA_VALUES),
+    "tp_basicsize": (("PyTypeObject", "tp_basicsize"), lambda o: O.TP_BASICSIZE),
+    "tp_flags": (("PyTypeObject", "tp_flags"), lambda o: O.TP_FLAGS),
+    "tp_dictoffset": (("PyTypeObject", "tp_dictoffset"), lambda o: O.TP_DICTOFFSET),
+    "dk_nentries": (("PyDictKeysObject", "dk_nentries"), lambda o: o.keys_nentries),
+    "dk_indices": (("PyDictKeysObject", "dk_indices"), lambda o: o.keys_indices),
+    "ht_cached_keys": (("PyHeapTypeObject", "ht_cached_keys"), lambda o: o.cached_keys),
+}
+
+
+@pytest.mark.parametrize("minor,version", sorted({**gen.BUILDS, **gen.CHECKED}.items()))
+def test_object_offsets_equal_dwarf(minor, version):
+    lib = gen.libpython_of(version)
+    if not Path(lib).exists():
+        pytest.skip(f"{lib} is not installed")
+    o = O.OBJECTS[int(minor.split(".")[1])]
+    fields = {name: where for name, (where, _) in _OBJECT_FIELDS.items()}
+    if o.keys_log2:
+        fields |= {"dk_log2_size": ("PyDictKeysObject", "dk_log2_size"), "dk_kind": ("PyDictKeysObject", "dk_kind"),
+                   "values": ("PyDictValues", "values")}
+    else:
+        fields["dk_size"] = ("PyDictKeysObject", "dk_size")
+    long_size, long_digits = (("long_value.lv_tag", "long_value.ob_digit") if o.long_tag
+                              else ("ob_base.ob_size", "ob_digit"))
+    fields |= {"long_size": ("PyLongObject", long_size), "long_digits": ("PyLongObject", long_digits)}
+    dwarf = gen.dwarf_layout(lib, minor, fields)
+    assert {name: dwarf[name][0] for name in _OBJECT_FIELDS} == {n: f(o) for n, (_, f) in _OBJECT_FIELDS.items()}
+    assert (dwarf["long_size"][0], dwarf["long_digits"][0]) == (O.LONG_SIZE, O.LONG_DIGITS)
+    if o.keys_log2:  # three bytes from offset 8: log2 size, log2 index bytes, kind
+        assert (dwarf["dk_log2_size"][0], dwarf["dk_kind"][0], dwarf["values"][0]) == (8, 10, o.values_items)
+    else:
+        assert dwarf["dk_size"] == [8, 8] and o.values_items == 0

@@ -4,7 +4,8 @@ GIVEN tests/targets/known_stack.py stopped (its own SIGSTOP) at the bottom of a 
 recursion under a generator, exec'd code, asyncio coroutines, and a named worker thread
 WHEN the reader reads /proc/PID/mem
 THEN every thread's frames (file, line, function), innermost first, are what pystack and py-spy read
-from the same stopped process, and the stack has the shape the target built.
+from the same stopped process, the stack has the shape the target built, and each thread's
+``threading`` name is read by its ident.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import os
 import pytest
 
 from tests import pythons
+from tracer.pyruntime.objects import ThreadNames
 from tracer.pyruntime.process import find_runtime, open_runtime
 
 CASES = pythons.interpreters()
@@ -29,9 +31,10 @@ def reading(request):
         runtime, mem = open_runtime(proc.pid)
         try:
             threads = [(ts, runtime.frames(ts.address)) for ts in runtime.threads()]
+            names = ThreadNames(runtime).names()
         finally:
             mem.close()
-        yield {"name": name, "pid": proc.pid, "runtime": runtime, "threads": threads,
+        yield {"name": name, "pid": proc.pid, "runtime": runtime, "threads": threads, "names": names,
                "defined_in": find_runtime(proc.pid)[2], "pystack": pythons.pystack_threads(proc.pid),
                "py_spy": pythons.py_spy_threads(proc.pid)}
     finally:
@@ -109,3 +112,10 @@ def test_reads_the_interpreter_it_was_given(reading):
     assert f"python3.{minor}" in os.path.basename(defined_in)
     if reading["name"].startswith("stripped"):
         assert str(pythons.CACHE) in defined_in  # the stripped copy, not the pyenv original
+
+
+def test_reads_each_threads_python_name(reading):
+    """threading._active read through sys.modules: dicts, ints and instance attributes (a dict on 3.10,
+    managed values on 3.11/3.12, inline values on 3.13) of this build, with no debug information."""
+    (main_ts, _), (worker_ts, _) = _main_and_worker(reading)
+    assert reading["names"] == {main_ts.thread_id: "MainThread", worker_ts.thread_id: "known-worker"}

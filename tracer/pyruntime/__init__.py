@@ -4,6 +4,8 @@ without debug information.
 - ``reader.PythonRuntime(read, runtime_address, minor)``: over a ``read(address, size) -> bytes``
   callback; ``threads()`` -> ``ThreadState``s, ``frames(tstate)`` -> ``FrameChain`` (one group of
   ``PyFrame``s per C-level eval frame, innermost first). Raises ``LayoutError`` (one sentence).
+- ``objects.ThreadNames(runtime).names()`` -> {thread ident: ``threading`` name} (``threading._active``
+  read through dicts and instance attributes; no code runs in the process).
 - ``layout``: the offsets per version (``tables.py`` for 3.10-3.12, ``_Py_DebugOffsets`` for 3.13+).
 - ``process``: find ``_PyRuntime`` in a live process and read /proc/PID/mem (outside gdb; it imports
   ``tracer.symbols``, so the gdb agent does not import it).

@@ -34,6 +34,7 @@ class Layout:
     interp_next: int
     interp_id: int
     interp_threads_head: int
+    interp_modules: int  # sys.modules (a dict)
     ts_next: int
     ts_interp: int
     ts_thread_id: int  # pthread_t
@@ -90,7 +91,8 @@ def from_table(minor: int) -> Layout:
     state_kind = t["unicode.state.kind"][0]
     return Layout(
         minor=minor, interpreters_head=off("runtime.interpreters_head"), interp_next=off("interp.next"),
-        interp_id=off("interp.id"), interp_threads_head=off("interp.threads_head"), ts_next=off("tstate.next"),
+        interp_id=off("interp.id"), interp_threads_head=off("interp.threads_head"),
+        interp_modules=off("interp.modules"), ts_next=off("tstate.next"),
         ts_interp=off("tstate.interp"), ts_thread_id=off("tstate.thread_id"),
         ts_native_thread_id=off("tstate.native_thread_id"), ts_frame=off("tstate.frame"),
         ts_cframe=off("tstate.cframe"), cf_current=off("cframe.current_frame"), f_previous=off("frame.previous"),
@@ -174,7 +176,7 @@ def from_debug_offsets(raw: bytes) -> Layout:
     return Layout(
         minor=minor, interpreters_head=d["runtime_state.interpreters_head"],
         interp_next=d["interpreter_state.next"], interp_id=d["interpreter_state.id"],
-        interp_threads_head=d["interpreter_state.threads_head"], ts_next=d["thread_state.next"],
+        interp_threads_head=d["interpreter_state.threads_head"], interp_modules=d["interpreter_state.imports_modules"], ts_next=d["thread_state.next"],
         ts_interp=d["thread_state.interp"], ts_thread_id=d["thread_state.thread_id"],
         ts_native_thread_id=d["thread_state.native_thread_id"], ts_frame=d["thread_state.current_frame"],
         ts_cframe=None, cf_current=None, f_previous=d["interpreter_frame.previous"],

@@ -1,0 +1,188 @@
+"""The names ``threading`` gives its threads, read from a CPython process's memory (no code run in it).
+
+``threading._active`` maps each running thread's ident (``pthread_t``, the thread state's ``thread_id``)
+to its ``Thread`` object, whose ``_name`` is ``Thread(name=...)``. Reaching it takes a few object layouts
+beyond frames: the main interpreter's ``sys.modules`` dict -> the ``threading`` module's dict ->
+``_active`` -> each ``Thread``'s attributes, which live where the version keeps instance attributes:
+
+- 3.10: a dict at ``tp_dictoffset``;
+- 3.11: "managed": a values array at ``obj - 32`` (keys shared in the type's ``ht_cached_keys``) or a
+  dict at ``obj - 24``;
+- 3.12: one word at ``obj - 24``: a values array minus one (low bit set) or a dict;
+- 3.13: values inline after the object (``tp_basicsize``) while valid, else a dict at ``obj - 24``.
+
+Offsets that differ per version are in ``OBJECTS`` (checked against each debug build's DWARF by
+tests/integration/test_pyruntime_layouts.py); the rest are the same in 3.10-3.13. Reads are bounded and
+untrusted, like the frame reader's: anything that does not look right is no name, never a guess.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .layout import LayoutError
+from .reader import PythonRuntime
+
+MAX_ENTRIES = 1 << 16  # entries of a dict read (sys.modules of a big program has a few thousand)
+MAX_DIGITS = 4  # of an int (a 64-bit ident has three 30-bit digits)
+OB_TYPE, MD_DICT, MA_KEYS, MA_VALUES = 8, 16, 32, 40
+TP_BASICSIZE, TP_FLAGS, TP_DICTOFFSET = 32, 168, 288
+LONG_SIZE, LONG_DIGITS = 16, 24  # ob_size (3.10/3.11) or lv_tag (3.12+), then the 30-bit digits
+MANAGED_DICT, INLINE_VALUES = 1 << 4, 1 << 2  # tp_flags bits (3.11+, 3.13+)
+MANAGED_DICT_AT, MANAGED_VALUES_AT = -24, -32
+
+
+@dataclass(frozen=True)
+class ObjectLayout:
+    keys_log2: bool  # 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind bytes; 3.10: dk_size
+    keys_nentries: int  # PyDictKeysObject.dk_nentries
+    keys_indices: int  # PyDictKeysObject.dk_indices
+    values_items: int  # PyDictValues.values (3.13: after a 4-byte header)
+    cached_keys: int  # PyHeapTypeObject.ht_cached_keys
+    long_tag: bool  # 3.12+: lv_tag (digit count << 3 | sign); before: ob_size (signed digit count)
+    attributes: str  # where instance attributes are: "offset", "managed", "tagged", "inline" (see above)
+
+
+OBJECTS = {
+    10: ObjectLayout(False, 32, 40, 0, 872, False, "offset"),
+    11: ObjectLayout(True, 24, 32, 0, 872, False, "managed"),
+    12: ObjectLayout(True, 24, 32, 0, 880, True, "tagged"),
+    13: ObjectLayout(True, 24, 32, 8, 880, True, "inline"),
+}
+
+
+def _u64(raw: bytes, off: int) -> int:
+    return struct.unpack_from("<Q", raw, off)[0]
+
+
+class ThreadNames:
+    """``names()`` -> {thread ident: ``threading`` name} of a runtime's threads. Raises LayoutError (one
+    sentence) for a version whose object layouts are not known here."""
+
+    def __init__(self, runtime: PythonRuntime):
+        self.runtime = runtime
+        self.read = runtime.read
+        self.obj = OBJECTS.get(runtime.layout.minor)
+        if self.obj is None:
+            raise LayoutError(f"Python thread names are not read on CPython 3.{runtime.layout.minor} yet")
+        self._active = 0  # threading._active, once found (the module keeps that dict for its life)
+
+    def names(self) -> dict[int, str]:
+        """Every thread ``threading`` knows, by ident; {} while ``threading`` is not imported or unreadable."""
+        try:
+            if not self._active:
+                self._active = self._find_active()
+            items = self._dict_items(self._active) if self._active else []
+        except Exception:
+            self._active = 0
+            return {}
+        out: dict[int, str] = {}
+        for key, thread in items:
+            try:
+                ident = self._int(key)
+                name = self.runtime.read_str(self._attribute(thread, "_name"))
+            except Exception:
+                continue
+            if ident is not None and name is not None:
+                out[ident] = name
+        return out
+
+    def _find_active(self) -> int:
+        interps = self.runtime.interpreters()
+        if not interps:
+            return 0
+        main = interps[-1]  # the main interpreter is the last on the list
+        modules = _u64(self.read(main + self.runtime.layout.interp_modules, 8), 0)
+        module = self._lookup(modules, "threading") if modules else 0
+        if not module:
+            return 0
+        return self._lookup(_u64(self.read(module + MD_DICT, 8), 0), "_active")
+
+    def _lookup(self, dict_addr: int, name: str) -> int:
+        return self._find(self._dict_items(dict_addr), name)
+
+    def _find(self, items, name: str) -> int:
+        for key, value in items:
+            if self.runtime.read_str(key) == name:
+                return value
+        return 0
+
+    # -- dicts, ints, attributes ---------------------------------------------------------------------
+    def _dict_items(self, addr: int) -> list[tuple[int, int]]:
+        if not addr:
+            return []
+        raw = self.read(addr, MA_VALUES + 8)
+        return self._keys_items(_u64(raw, MA_KEYS), _u64(raw, MA_VALUES))
+
+    def _keys_items(self, keys: int, values: int) -> list[tuple[int, int]]:
+        """(key, value) addresses of a dict's live entries; ``values``: its split values array, or 0."""
+        o = self.obj
+        head = self.read(keys, o.keys_indices)
+        if o.keys_log2:
+            log2_size, log2_index, kind = head[8], head[9], head[10]
+            if log2_size > 30 or log2_index > 34:
+                raise ValueError("not a dict's keys")
+            index_bytes, entry = 1 << log2_index, 24 if kind == 0 else 16  # DICT_KEYS_GENERAL has the hash
+        else:
+            size = _u64(head, 8)
+            if not size or size > 1 << 30 or size & (size - 1):
+                raise ValueError("not a dict's keys")
+            index_bytes, entry = size * (1 if size <= 0xFF else 2 if size <= 0xFFFF else 4), 24
+        count = _u64(head, o.keys_nentries)
+        if count > MAX_ENTRIES:
+            raise ValueError("not a dict's keys")
+        table = self.read(keys + o.keys_indices + index_bytes, count * entry) if count else b""
+        split = self.read(values + o.values_items, 8 * count) if values and count else None
+        out = []
+        for i in range(count):
+            key = _u64(table, i * entry + entry - 16)
+            value = _u64(split, 8 * i) if split is not None else _u64(table, i * entry + entry - 8)
+            if key and value:
+                out.append((key, value))
+        return out
+
+    def _int(self, addr: int) -> int | None:
+        """A non-negative int's value (idents are), None for another or a negative one."""
+        size = struct.unpack_from("<q", self.read(addr + LONG_SIZE, 8), 0)[0]
+        if self.obj.long_tag:
+            digits, sign = size >> 3, size & 3
+            if sign == 1:
+                return 0
+            if sign != 0:
+                return None
+        else:
+            digits = size
+        if digits < 0 or digits > MAX_DIGITS:
+            return None
+        raw = self.read(addr + LONG_DIGITS, 4 * digits) if digits else b""
+        return sum(struct.unpack_from("<I", raw, 4 * i)[0] << (30 * i) for i in range(digits))
+
+    def _cached_keys(self, tp: int) -> int:
+        """The keys a heap type's instances share (their values arrays index its entries)."""
+        return _u64(self.read(tp + self.obj.cached_keys, 8), 0)
+
+    def _attribute(self, obj: int, name: str) -> int:
+        """The address of an instance attribute kept in the instance's attributes (0: not found)."""
+        tp = _u64(self.read(obj + OB_TYPE, 8), 0)
+        raw = self.read(tp, TP_DICTOFFSET + 8)
+        flags, basicsize = _u64(raw, TP_FLAGS), _u64(raw, TP_BASICSIZE)
+        dictoffset = struct.unpack_from("<q", raw, TP_DICTOFFSET)[0]
+        kind = self.obj.attributes
+        if kind == "offset" or not flags & MANAGED_DICT:
+            if dictoffset <= 0 or dictoffset > 1 << 16:
+                return 0
+            return self._lookup(_u64(self.read(obj + dictoffset, 8), 0), name)
+        if kind == "managed":
+            raw = self.read(obj + MANAGED_VALUES_AT, 16)
+            values, dict_addr = _u64(raw, 0), _u64(raw, 8)
+            if values:
+                return self._find(self._keys_items(self._cached_keys(tp), values), name)
+            return self._lookup(dict_addr, name)
+        if kind == "tagged":
+            word = _u64(self.read(obj + MANAGED_DICT_AT, 8), 0)
+            if word & 1:
+                return self._find(self._keys_items(self._cached_keys(tp), word + 1), name)
+            return self._lookup(word, name)
+        if flags & INLINE_VALUES and self.read(obj + basicsize, 4)[3]:  # the values' "valid" byte
+            return self._find(self._keys_items(self._cached_keys(tp), obj + basicsize), name)
+        return self._lookup(_u64(self.read(obj + MANAGED_DICT_AT, 8), 0), name)
