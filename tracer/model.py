@@ -215,11 +215,22 @@ class Breakpoint:
 @dataclass(slots=True)  # one per site, not per hit, but a million hits hold many
 class Thread:
     id: int | None = None
-    name: str | None = None
+    name: str | None = None  # the OS name (gdb's)
     lwp: int | None = None
+    python_name: str | None = None  # threading's name (Thread(name=...)), when the interpreter keeps one
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.python_name is None:
+            del d["python_name"]
+        return d
+
+    @property
+    def names(self) -> str:
+        """The OS name, and threading's when it differs: ``python3 [Python: known-worker]``."""
+        if self.python_name is None or self.python_name == self.name:
+            return self.name or ""
+        return f"{self.name or '?'} [Python: {self.python_name}]"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Thread":

@@ -14,8 +14,8 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 ``frame``          ``{id, frame: {kind, function, short, library, address, file, line, layer, ...}}``:
                    each distinct frame once (schema 2)
 ``stack``          ``{id, frames: [frame ids, outermost first], truncated?}``: each distinct call path once
-``site``           ``{id, breakpoint, thread: {id, name, lwp}, stack}``: each distinct (breakpoint, thread,
-                   stack) once
+``site``           ``{id, breakpoint, thread: {id, name, lwp, python_name?}, stack}``: each distinct
+                   (breakpoint, thread, stack) once
 ``hit``            schema 2: ``{seq, time, site, signal?, launched_by?}``, after the definitions it
                    refers to (the same ``write()``: a hit is never on disk before them). Schema 1:
                    ``{seq, breakpoint, thread, time, frames: [...], truncated?, signal?, launched_by?}``;

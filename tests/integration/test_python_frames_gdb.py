@@ -6,7 +6,8 @@ coroutines, a named worker thread) calling bin() at the bottom
 WHEN pttrace records hits of PyNumber_ToBase (exported by every CPython, called by nothing else)
 THEN each hit has every Python frame in py-bt's order with py-bt's lines (stripped copies and Debian's
 python3.11: the shape the target built, and the lines of their pyenv original), each group where
-its C-level _PyEval_EvalFrameDefault was, and no warning about Python frames.
+its C-level _PyEval_EvalFrameDefault was, no warning about Python frames, and its thread's
+threading name next to the OS name.
 """
 from __future__ import annotations
 
@@ -90,6 +91,12 @@ def test_run_records_what_py_bt_shows(recorded):
         assert ours == recorded["py_bt"]
 
 
+def test_run_records_the_python_thread_name(recorded):
+    [hit] = recorded["session"].hits
+    assert hit.thread.python_name == "MainThread" and hit.thread.name.startswith("python3")
+    assert hit.thread.names == f"{hit.thread.name} [Python: MainThread]"
+
+
 def test_run_interleaves_each_group_at_its_eval_frame(recorded):
     [hit] = recorded["session"].hits
     frames = list(reversed(hit.frames))  # innermost first
@@ -107,7 +114,8 @@ def test_run_interleaves_each_group_at_its_eval_frame(recorded):
     assert (where["in_exec"] == at - 1) == (not recorded["name"].endswith("3.10"))
 
 
-@pytest.fixture(scope="module", params=["pyenv-3.10", "pyenv-3.12", "pyenv-3.13", "debian-3.11", "stripped-3.12"])
+@pytest.fixture(scope="module", params=["pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13", "debian-3.11",
+                                               "stripped-3.12"])
 def attached(request, tmp_path_factory):
     """``pttrace attach`` for 6 hits (both threads call bin(); later hits of a stack reuse its walk). After
     the run fixture's recordings: gdb's index cache is warm for these interpreters."""
@@ -146,6 +154,8 @@ def test_attach_records_every_thread(attached):
         assert frames == main[0]
     for frames in worker:
         assert [fn for _, _, fn in frames] == ["waiter", "run", "_bootstrap_inner", "_bootstrap"]
+    names = {(hit.thread.lwp == attached["pid"], hit.thread.python_name) for hit in session.hits}
+    assert names == {(True, "MainThread"), (False, "known-worker")}
     assert attached["reuse"]["reused"] >= 1  # the reuse path read the same frames from the thread state
 
 

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, code_spans, fences, html_code, load_sigmoid,
-                            native, one_hit_session, parser, python, tables, unclosed_fence)
+from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, clone_hit, code_spans, fences, hit_by_breakpoint,
+                            html_code, load_sigmoid, native, one_hit_session, parser, python, tables, unclosed_fence)
 from tracer.export import markdown
 from tracer.export import paths as P
 from tracer.export.local_files import SourceTrust
+from tracer.model import Thread
 
 PATH_HEADER = ["#", "layer", "function", "dispatch key", "library", "file:line"]
 
@@ -224,3 +225,16 @@ def test_source_that_contains_fences_cannot_break_out_of_its_excerpt(tmp_path):
     assert "```python" in excerpt and "````" in excerpt and "> 4  x = 1" in excerpt
     for t in tables(md):
         assert all(len(r) == len(t[0]) for r in t)
+
+
+def test_a_threads_python_name_is_shown_next_to_its_os_name():
+    s = load_sigmoid()
+    hit = hit_by_breakpoint(s, "wrapper_CPU_sigmoid")
+    worker = Thread.from_dict({"id": 2, "name": "python3", "lwp": 7, "python_name": "known-worker"})
+    main = Thread.from_dict({"id": 1, "name": "python3", "lwp": 6})
+    assert worker.to_dict()["python_name"] == "known-worker" and "python_name" not in main.to_dict()
+    s.hits = [clone_hit(hit, 1, thread=worker), clone_hit(hit, 2, thread=main),
+              clone_hit(hit, 3, thread=Thread(id=3, name="loader", python_name="loader"))]
+    assert [h.thread.names for h in s.hits] == ["python3 [Python: known-worker]", "python3", "loader"]
+    md = markdown.render(s)
+    assert r"threads 2 (python3 \[Python: known-worker\]), 1 (python3), 3 (loader)" in md  # brackets escaped

@@ -85,7 +85,7 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
     first = next((h for h in session.hits if h.breakpoint == bp.spec), None)
     if first is None:
         return
-    console.print(Text(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.name or ''}), "
+    console.print(Text(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.names}), "
                        "outermost first:"))
     cwd = session.info.cwd
     # Start-up and interpreter frames folded, paths relative to site-packages or the working directory:

@@ -226,8 +226,8 @@ class CallPath:
         for h in self.hits:
             t = h.thread
             label = f"{t.id}" if t.id is not None else "?"
-            if t.name:
-                label += f" ({t.name})"
+            if t.names:
+                label += f" ({t.names})"
             seen.setdefault(label, None)
         return list(seen)
 

@@ -303,7 +303,7 @@ class PttraceApp(App[int]):
             return  # hits recorded just before the stop must not replace where it stopped
         self._pinned = False
         hit = message.hit
-        thread = f"thread {hit.thread.id}" + (f" {hit.thread.name}" if hit.thread.name else "")
+        thread = f"thread {hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
         caption = f"hit #{hit.seq} · {hit.breakpoint or hit.signal or '?'} · {thread}"
         self.call_path.show(hit, caption, self.cwd)
 

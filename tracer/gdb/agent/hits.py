@@ -8,6 +8,7 @@ import gdb  # type: ignore[import-not-found]
 from tracer.classify import kernel_below_adapter
 from tracer.gdb.agent import launcher, native
 from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
@@ -17,9 +18,16 @@ from tracer.gdb.agent.state import CACHES, STATE
 def thread_info() -> dict:
     try:
         th = gdb.selected_thread()
-        return {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None}
+        info = {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None}
     except (AttributeError, *READ_ERRORS):  # no thread selected: None
         return {"id": None, "name": None, "lwp": None}
+    try:
+        python_name = FRAMES.python_name(th)
+    except READ_ERRORS:
+        python_name = None
+    if python_name is not None:  # threading's name (Thread(name=...)), next to the OS name
+        info["python_name"] = python_name
+    return info
 
 
 def _missing_symbols(frames: list[dict]) -> list[str]:

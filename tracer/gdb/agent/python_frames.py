@@ -22,6 +22,7 @@ from tracer.gdb.agent.pycode import SourceLines, frame_record
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.state import CACHES, STATE
 from tracer.pyruntime import LayoutError, NotRunning, PythonRuntime
+from tracer.pyruntime.objects import ThreadNames
 
 _VERSION_IN_NAME = re.compile(r"python3\.(\d+)")
 _MAX_THREADS = 4096
@@ -96,6 +97,8 @@ class CPythonFrames:
             return False
         CACHES.py_runtime = runtime
         CACHES.py_frames.clear()
+        CACHES.py_names_reader = None
+        CACHES.py_names.clear()
         LOG.info("CPython 3.%d runtime at %#x", runtime.layout.minor, address)
         return True
 
@@ -127,6 +130,33 @@ class CPythonFrames:
             return state.thread_id == int.from_bytes(thread.handle(), "little")
         except READ_ERRORS:
             return False
+
+    def python_name(self, thread) -> str | None:
+        """The thread's ``threading`` name (``Thread(name=...)``), None for a thread ``threading`` does not
+        know. Read from ``threading._active`` when a thread is first seen after threads started or ended:
+        one read of its thread state per hit otherwise."""
+        if not CACHES.py_runtime or not self.available():
+            return None
+        state = self._tstate(thread)
+        if state is None:
+            return None
+        names = CACHES.py_names
+        if state.thread_id in names:
+            return names[state.thread_id]
+        reader = CACHES.py_names_reader
+        if reader is None:
+            try:
+                reader = ThreadNames(CACHES.py_runtime)
+            except LayoutError as exc:
+                OUT.warn(f"{exc}: threads are shown by their OS names only")
+                reader = False
+            CACHES.py_names_reader = reader
+        if reader is False:
+            return None
+        if len(names) >= _MAX_THREADS:
+            names.clear()
+        names.update(reader.names())
+        return names.setdefault(state.thread_id, None)
 
     def _chain(self, thread):
         state = self._tstate(thread)

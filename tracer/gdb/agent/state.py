@@ -52,6 +52,11 @@ class Caches:
         # and the record of each Python frame it gave (PyFrame -> CachedFrame): kept while the target runs.
         self.py_runtime: Any = None
         self.py_frames: dict[Any, Any] = {}
+        # threading's thread names: the reader (tracer.pyruntime.objects.ThreadNames; False: this version's
+        # are not read) and pthread ident -> name (None: not one of threading's threads when last read).
+        # Forgotten when a thread starts or ends (names are given before start(), rarely changed).
+        self.py_names_reader: Any = None
+        self.py_names: dict[int, str | None] = {}
 
     def invalidate(self, target_exited: bool = False) -> None:
         """New or dropped symbols can rename any frame: forget every frame. When the target exited, its
@@ -62,9 +67,11 @@ class Caches:
         self.walks.clear()
         self.tstates.clear()
         self.runtime = None
+        self.py_names.clear()
         if target_exited:
             self.py_runtime = None
             self.py_frames.clear()
+            self.py_names_reader = None
 
     def forget_library_frames(self, libraries: list[str]) -> None:
         """These libraries' symbols are about to be read: their frames, and every walk, change names."""

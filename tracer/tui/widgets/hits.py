@@ -15,7 +15,7 @@ from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
 
 def haystack(hit: Hit) -> str:
     """The text a search looks in: the breakpoint, the thread, and each frame's names and place."""
-    parts = [hit.breakpoint or "", hit.signal or "", hit.thread.name or ""]
+    parts = [hit.breakpoint or "", hit.signal or "", hit.thread.names]
     for f in hit.frames:
         parts += [f.function or "", f.short or "", f.file or "",
                   os.path.basename(f.library) if f.library else ""]
@@ -63,7 +63,7 @@ class HitsTable(RowJumps, DataTable):
     def _row(self, hit: Hit) -> tuple:
         inner = hit.innermost
         origin = P.innermost_python(hit.frames)
-        thread = f"{hit.thread.id}" + (f" {hit.thread.name}" if hit.thread.name else "")
+        thread = f"{hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
         return (
             Text(str(hit.seq), justify="right"),
             Text(hit.breakpoint or (hit.signal or "?"), style="cyan" if hit.breakpoint else "bold red"),
