@@ -27,7 +27,8 @@ _spec.loader.exec_module(gen)
 # Layout attribute -> the table's name for it.
 ATTRS = {
     "interpreters_head": "runtime.interpreters_head", "interp_next": "interp.next", "interp_id": "interp.id",
-    "interp_threads_head": "interp.threads_head", "interp_modules": "interp.modules", "ts_next": "tstate.next", "ts_interp": "tstate.interp",
+    "interp_threads_head": "interp.threads_head", "interp_modules": "interp.modules", "ts_next": "tstate.next",
+    "ts_interp": "tstate.interp",
     "ts_thread_id": "tstate.thread_id", "ts_native_thread_id": "tstate.native_thread_id",
     "ts_frame": "tstate.frame", "ts_cframe": "tstate.cframe", "cf_current": "cframe.current_frame",
     "f_previous": "frame.previous", "f_code": "frame.code", "f_lasti": "frame.lasti", "f_instr": "frame.instr",

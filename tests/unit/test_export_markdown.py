@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, clone_hit, code_spans, fences, hit_by_breakpoint,
-                            html_code, load_sigmoid, native, one_hit_session, parser, python, tables, unclosed_fence)
+from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, clone_hit, code_spans, fences,
+                                      hit_by_breakpoint, html_code, load_sigmoid, native, one_hit_session, parser,
+                                      python, tables, unclosed_fence)
 from tracer.export import markdown
 from tracer.export import paths as P
 from tracer.export.local_files import SourceTrust
