@@ -376,7 +376,7 @@ _LOCATION_TYPES = {"function": STR, "library": STR, "address": INT, "file": STR,
                    "note": STR}
 _BREAKPOINT_TYPES = {"spec": STR, "number": INT, "hits": INT, "pending": BOOL, "enabled": BOOL,
                      "suggestions": STRS, "error": STR}
-_THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT}
+_THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT, "python_name": STR}
 _HIT_TYPES = {"seq": INT, "breakpoint": STR, "time": NUM, "truncated": BOOL, "signal": STR}
 _INFO_TYPES = {"id": STR, "mode": STR, "argv": STRS, "pid": INT, "python": STR, "torch_version": STR,
                "torch_git_version": STR, "gdb_version": STR, "started": STR, "status": STR, "warnings": STRS,

@@ -118,7 +118,7 @@ class Interner:
     def __init__(self) -> None:
         self._frames: dict[str, int] = {}  # frame JSON -> id
         self._stacks: dict[tuple, int] = {}  # (frame ids, truncated) -> id
-        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, stack id) -> id
+        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, stack id) -> id
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
 
     def rollback(self) -> None:
@@ -157,7 +157,7 @@ class Interner:
         out: list[str] = []
         self._new = []
         sid = self._stack(frames, truncated, out)
-        key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), sid)
+        key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"), sid)
         site_id = self._sites.get(key)
         if site_id is None:
             site_id = self._sites[key] = len(self._sites) + 1
