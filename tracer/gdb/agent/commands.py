@@ -175,4 +175,4 @@ def install() -> None:
     gdb.events.exited.connect(lambda *_args: CACHES.invalidate(target_exited=True))
     for event in ("new_thread", "thread_exited"):  # thread_exited: gdb 14+
         if getattr(gdb.events, event, None) is not None:
-            getattr(gdb.events, event).connect(lambda *_args: CACHES.py_names.clear())
+            getattr(gdb.events, event).connect(lambda *_args: CACHES.forget_thread_names())

@@ -26,6 +26,7 @@ from tracer.pyruntime.objects import ThreadNames
 
 _VERSION_IN_NAME = re.compile(r"python3\.(\d+)")
 _MAX_THREADS = 4096
+_UNSEEN = object()  # a thread whose threading name was not looked up since threads last changed
 _MAX_RECORDS = 1 << 16
 _NOT_SHOWN = "Python frames are not shown, native frames are"
 _PATIENCE = 20  # hits without a Python thread before saying so
@@ -98,7 +99,7 @@ class CPythonFrames:
         CACHES.py_runtime = runtime
         CACHES.py_frames.clear()
         CACHES.py_names_reader = None
-        CACHES.py_names.clear()
+        CACHES.forget_thread_names()
         LOG.info("CPython 3.%d runtime at %#x", runtime.layout.minor, address)
         return True
 
@@ -135,6 +136,10 @@ class CPythonFrames:
         """The thread's ``threading`` name (``Thread(name=...)``), None for a thread ``threading`` does not
         know. Read from ``threading._active`` when a thread is first seen after threads started or ended:
         one read of its thread state per hit otherwise."""
+        lwp = thread.ptid[1]
+        known = CACHES.py_name_of_lwp.get(lwp, _UNSEEN)
+        if known is not _UNSEEN:
+            return known
         if not CACHES.py_runtime or not self.available():
             return None
         state = self._tstate(thread)
@@ -142,7 +147,8 @@ class CPythonFrames:
             return None
         names = CACHES.py_names
         if state.thread_id in names:
-            return names[state.thread_id]
+            name = CACHES.py_name_of_lwp[lwp] = names[state.thread_id]
+            return name
         reader = CACHES.py_names_reader
         if reader is None:
             try:
@@ -156,7 +162,8 @@ class CPythonFrames:
         if len(names) >= _MAX_THREADS:
             names.clear()
         names.update(reader.names())
-        return names.setdefault(state.thread_id, None)
+        name = CACHES.py_name_of_lwp[lwp] = names.setdefault(state.thread_id, None)
+        return name
 
     def _chain(self, thread):
         state = self._tstate(thread)

@@ -57,6 +57,9 @@ class Caches:
         # Forgotten when a thread starts or ends (names are given before start(), rarely changed).
         self.py_names_reader: Any = None
         self.py_names: dict[int, str | None] = {}
+        # The same answers by LWP, so that a hit of a thread already named costs one dict look-up and
+        # no read of its thread state (the hot path measured it: ~0.1 ms a hit).
+        self.py_name_of_lwp: dict[int, str | None] = {}
 
     def invalidate(self, target_exited: bool = False) -> None:
         """New or dropped symbols can rename any frame: forget every frame. When the target exited, its
@@ -67,11 +70,16 @@ class Caches:
         self.walks.clear()
         self.tstates.clear()
         self.runtime = None
-        self.py_names.clear()
+        self.forget_thread_names()
         if target_exited:
             self.py_runtime = None
             self.py_frames.clear()
             self.py_names_reader = None
+
+    def forget_thread_names(self) -> None:
+        """A thread started or ended (or the runtime changed): read threading's names again."""
+        self.py_names.clear()
+        self.py_name_of_lwp.clear()
 
     def forget_library_frames(self, libraries: list[str]) -> None:
         """These libraries' symbols are about to be read: their frames, and every walk, change names."""
