@@ -179,3 +179,23 @@ def test_section_reaching_past_the_file_is_refused_before_any_read(debug_ext, tm
     crafted, _ = crafted_shstrtab(debug_ext, tmp_path / "crafted.so")
     with pytest.raises(SymbolError, match=r"section \.shstrtab ends at byte \d+"):
         ElfFile(str(crafted))
+
+
+def test_a_crafted_symbol_name_never_reaches_the_terminal_raw(debug_ext, tmp_path, fresh):
+    # GIVEN the debug extension with every "scale_add_cpu" (symbol tables, DWARF strings) rewritten to a
+    # name of the same length holding a window-title escape sequence
+    evil = b"\x1b]0;" + b"p" * (len(b"scale_add_cpu") - 5) + b"\x07"
+    data = Path(debug_ext).read_bytes()
+    crafted = tmp_path / "evil.so"
+    crafted.write_bytes(data.replace(b"scale_add_cpu", evil))
+    nm = subprocess.run(["nm", "--defined-only", str(debug_ext)], capture_output=True, text=True, check=True)
+    address = next(int(line.split()[0], 16) for line in nm.stdout.splitlines() if "scale_add_cpu" in line)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    # WHEN pttrace where names that address, and looks the spelled-out name up
+    for argv in (["where", hex(address), "--lib", str(crafted)], ["where", hex(address), "--lib", str(crafted), "--mangled"]):
+        proc = subprocess.run([sys.executable, "-m", "tracer", *argv], capture_output=True, text=True, timeout=120,
+                              env=env)
+        # THEN the name is shown, its control characters spelled out, none raw
+        assert proc.returncode == 0, proc
+        assert "\\x1b]0;" in proc.stdout, proc.stdout
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout, proc.stdout

@@ -127,9 +127,25 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
 
 
 def _console():
+    """A console whose every line goes through ``escape.visible``: the names printed come from
+    libraries, which anyone can craft (an ESC sequence in a symbol name must not reach the terminal)."""
     from rich.console import Console
+    from rich.text import Text
 
-    return Console(highlight=False, soft_wrap=True)
+    from tracer.escape import visible
+
+    class SafeConsole(Console):
+        def print(self, *objects, **kwargs) -> None:
+            safe = []
+            for obj in objects:
+                if isinstance(obj, str):
+                    obj = visible(obj)
+                elif isinstance(obj, Text) and visible(obj.plain) != obj.plain:
+                    obj = Text(visible(obj.plain), style=obj.style)  # spans no longer line up: plain
+                safe.append(obj)
+            super().print(*safe, **kwargs)
+
+    return SafeConsole(highlight=False, soft_wrap=True)
 
 
 def _label(m) -> str:
