@@ -1,7 +1,7 @@
 """What a gdb ``*stopped`` record means for the recording: a pure function of the MI payload and of
 what the recorder is waiting for, so that it is tested from recorded MI transcripts without a gdb.
 
-The recorder then acts on the ``Stop`` (tracer/recorder/recorder.py): record, continue, end the run.
+The recorder then acts on the ``Stop`` (tracer/recorder/reactions.py): record, continue, end the run.
 """
 from __future__ import annotations
 

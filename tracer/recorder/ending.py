@@ -1,0 +1,97 @@
+"""A recording's end: the target killed (launched) or detached from (attached), whatever gdb left in an
+attached target put back when gdb is gone, and the session closed with its end record."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING
+
+from tracer.errors import GdbDied, PttraceError
+from tracer.gdb.mi import GdbCommandError
+from tracer.recorder import guard, shutdown
+from tracer.recorder.agent_link import AgentError
+from tracer.recorder.events import RecorderFinished
+
+if TYPE_CHECKING:
+    from tracer.recorder.recorder import Recorder
+
+log = logging.getLogger("pttrace.recorder")
+
+
+def finish_target(rec: Recorder, interrupt: bool) -> None:
+    """End the target's part: kill a launched target, detach from an attached one."""
+    mi = rec.mi
+    if mi is None or not mi.alive:
+        return
+    if guard.process_state(mi.proc.pid) == "T":
+        # Stopped (SIGSTOP, a debugger): it could neither detach nor kill the target. Let it go on.
+        rec.warn("gdb was stopped by a signal; pttrace continued it to end the run cleanly")
+        os.kill(mi.proc.pid, signal.SIGCONT)
+    try:
+        if interrupt and rec.main.state == "running":
+            mi.command("-exec-interrupt", timeout=10, check=False)
+            rec.reactions.wait_stopped(5.0)
+        rec.agent.dump_breakpoints(timeout=20)
+        if rec.config.pid is None:
+            mi.console("kill", timeout=20, check=False)
+        else:
+            res = mi.command("-target-detach", timeout=20, check=False)
+            if res.error:
+                raise GdbCommandError(res.error)
+            rec.status = "detached"
+    except (GdbDied, GdbCommandError, AgentError) as exc:
+        log.debug("ending the target: %s", exc)
+        rec.gdb_lost = True  # whatever gdb left in the target is ours to remove (close)
+    rec.main.state = "exited" if rec.config.pid is None else "detached"
+
+
+def _leave_attached_target(rec: Recorder) -> None:
+    """gdb is gone: the attached target must run on without any breakpoint instruction of gdb's."""
+    status, messages = guard.leave_attached(rec.main.pid, rec.gdb_lost)
+    for message in messages:
+        rec.warn(message)
+    if status is not None and (status != "detached" or rec.gdb_lost or rec.status == "running"):
+        rec.status = status
+
+
+def close(rec: Recorder) -> str:
+    """gdb closed, no process of ours left, the session ended; returns the final status."""
+    mi = rec.mi
+    # After a detach gdb has forgotten the target's libraries: a dump now would file every
+    # location under the executable. The one finish_target wrote before detaching stands.
+    if mi is not None and mi.alive and rec.main.state != "detached":
+        try:
+            rec.agent.dump_breakpoints(timeout=20)
+        except (GdbDied, AgentError) as exc:
+            log.debug("last breakpoint dump: %s", exc)
+    if mi is not None:
+        mi.close()
+    if rec.config.pid is None and rec.main.pid and guard.alive(rec.main.pid):
+        # gdb went away without taking the launched target with it.
+        try:
+            os.kill(rec.main.pid, signal.SIGKILL)
+        except OSError as exc:
+            log.debug("cannot kill %s: %s", rec.main.pid, exc)
+    if rec.config.pid is not None and rec.main.state != "exited":
+        _leave_attached_target(rec)
+    rec.status = shutdown.final_status(rec.status, rec.end_reason, attached=rec.config.pid is not None)
+    if rec.status == "gdb-died" and mi is not None and mi.stderr_tail:
+        rec.warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
+    if rec.writer:
+        rec.keys.settle()
+        # Names for the frames recorded by library and offset that no fill record has yet.
+        rec.tailer.scan(emit=rec.config.live)
+        try:
+            shutdown.write_suggestions(rec.session_path, rec.writer, rec.torch_libs)
+            rec.writer.end(rec.status, rec.exit_code, reason=rec.end_reason)
+        except PttraceError as exc:
+            rec.write_error = rec.write_error or exc.message
+        rec.writer.close()
+    if rec.terminal is not None:
+        rec.terminal.close()
+    rec.mark_finished()
+    if rec.tailer is not None:
+        rec.tailer.stop()
+    rec.emit(RecorderFinished(rec.status))
+    return rec.status

@@ -1,0 +1,190 @@
+"""What the recorder does with gdb's MI events while the target runs: a process started, libraries
+loaded (symbols to read, names to break on again), each stop (read by stops.py) acted on, gdb's news of
+a child it let go, gdb gone."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from typing import TYPE_CHECKING
+
+from tracer.recorder import ending
+from tracer.recorder.agent_link import AgentError
+from tracer.recorder.events import GdbBreakpointChanged, TargetStopped
+from tracer.recorder.inferiors import Inferior
+from tracer.recorder.stops import Stop, StopKind, read_stop
+
+if TYPE_CHECKING:
+    from tracer.recorder.recorder import Recorder
+
+log = logging.getLogger("pttrace.recorder")
+# gdb 13 with the default detach-on-fork: "[Detaching after fork from child process 1234]".
+_DETACHED_CHILD = re.compile(r"Detaching after (v?fork) from child process (\d+)")
+
+
+class Reactions:
+    def __init__(self, recorder: Recorder):
+        self._rec = recorder
+
+    def console(self, text: object) -> None:
+        """gdb's own messages while the target runs: a child process it let go is a warning."""
+        m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
+        if m:
+            self._rec.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
+                           "hits are not recorded (pttrace follows one process; DataLoader workers, "
+                           "multiprocessing and subprocesses run untraced)")
+
+    def gdb_gone(self, rc: int | None) -> None:
+        """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
+        rec = self._rec
+        rec.gdb_lost = True
+        if isinstance(rc, int) and rc < 0:
+            rec.status = "interrupted"
+            rec.end_reason = f"gdb was killed by signal {-rc}"
+            rec.warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
+        else:
+            rec.status = "gdb-died"
+            rec.end_reason = "gdb-died"
+
+    def notify(self, message: str | None, payload: dict) -> bool:
+        """React to one MI notification; True when the recording is over."""
+        rec = self._rec
+        if message == "thread-group-started":
+            group = payload.get("id") or "i1"
+            inferior = rec.inferiors.setdefault(group, Inferior(group))
+            try:
+                inferior.pid = int(payload.get("pid"))
+            except (TypeError, ValueError):
+                log.debug("thread-group-started without a pid: %r", payload)
+            return False
+        if message == "stopped":
+            for inferior in rec.inferiors.values():
+                if inferior.state not in ("exited", "detached"):
+                    inferior.state = "stopped"  # all-stop mode: every inferior stops
+            stop = read_stop(payload, ending=rec.stop_requested is not None, interrupting=rec.interrupting)
+            log.debug("stop: %s", stop)
+            return self.stop(stop)
+        if message == "running":
+            rec.set_state(rec.main, "running")  # after a continue, step or finish from the controller
+            return False
+        if message == "library-loaded":
+            path = payload.get("target-name") or payload.get("id")
+            if path and payload.get("symbols-loaded") != "1":
+                rec.policy.library_loaded(path)
+            if path:
+                rec.later.loaded(path)
+            return False
+        if message in ("breakpoint-modified", "breakpoint-created"):
+            rec.emit(GdbBreakpointChanged(payload))
+        return False
+
+    def stopped(self, stop: Stop) -> None:
+        self._rec.emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame))
+
+    def stop(self, stop: Stop) -> bool:
+        """Act on one stop; True when the recording is over."""
+        rec = self._rec
+        kind = stop.kind
+        inferior = rec.inferiors.get(stop.group or "i1", rec.main)
+        if kind is StopKind.EXITED:
+            inferior.exit_code, inferior.state = stop.exit_code, "exited"
+            rec.status, rec.end_reason = "completed", "exited"
+            return True
+        if kind is StopKind.KILLED:
+            inferior.state = "exited"
+            rec.status, rec.end_reason = "target-crashed", f"killed by {stop.signal}"
+            return True
+        if kind is StopKind.INTERRUPTED:
+            rec.interrupting = False
+            self.stopped(stop)
+        elif kind is StopKind.CRASHED:
+            if stop.thread_id:
+                rec.mi.command(f"-thread-select {stop.thread_id}", check=False)
+            rec.agent.record_stop(stop.signal)
+            rec.status, rec.end_reason = "target-crashed", f"crashed with {stop.signal}"
+            self.stopped(stop)
+            ending.finish_target(rec, interrupt=False)
+            return True
+        elif kind is StopKind.SIGNAL:
+            rec.mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
+        elif kind is StopKind.LIBRARIES:
+            rec.policy.decide_new()
+            self.break_in_later_libraries()
+            rec.mi.command("-exec-continue", check=False)
+        elif kind is StopKind.BREAKPOINT:
+            return self.breakpoint(stop)
+        elif kind is StopKind.STEPPED:
+            self.stopped(stop)
+        return False
+
+    def breakpoint(self, stop: Stop) -> bool:
+        """gdb stopped at a hit the agent did not let go on: symbols it needs, the end of the
+        run (max-hits, an unwritable session), or stop mode."""
+        rec = self._rec
+        try:
+            status = rec.agent.status()
+            if (status.need_libs or status.need_launcher) and not status.write_error:
+                # The stack passed through libraries whose symbols we skipped: load them, record again.
+                # Or it is a parallel worker's: the agent reads the launching thread, then records it.
+                if status.need_libs:
+                    rec.policy.load_symbols(status.need_libs)
+                rec.agent.rerecord()
+                status = rec.agent.status()
+                if not status.stop:
+                    rec.mi.command("-exec-continue", check=False)
+                    return False
+        except AgentError as exc:
+            rec.warn(f"the agent inside gdb did not answer ({exc.message}); the run was ended so that no "
+                     "limit is missed")
+            rec.end_reason = "agent-failed"
+            ending.finish_target(rec, interrupt=False)
+            return True
+        if status.write_error:
+            rec.write_error = status.write_error
+            rec.end_reason = "session file unwritable"
+            ending.finish_target(rec, interrupt=False)
+            return True
+        self.stopped(stop)
+        if rec.config.max_hits and status.hits >= rec.config.max_hits:
+            rec.end_reason = "max-hits"
+            ending.finish_target(rec, interrupt=False)
+            return True
+        if rec.mode == "stop":
+            return False  # the controller (TUI) decides what happens next
+        rec.mi.command("-exec-continue", check=False)
+        return False
+
+    def break_in_later_libraries(self) -> None:
+        """The names set by address, found again in the libraries loaded since the last stop."""
+        rec = self._rec
+        items = rec.later.breakpoints()
+        if items:
+            try:
+                rec.agent.break_address(items)
+            except AgentError as exc:
+                rec.warn(f"{exc.message}; --break {items[0]['label']} is not broken on in "
+                         f"{os.path.basename(items[0]['library'])}")
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """Wait for the target to stop, still taking note of other events (library loads)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ev = self._rec.mi.next_event(timeout=0.1)
+            if ev is None:
+                continue
+            if ev.kind == "notify" and ev.message == "stopped":
+                self._rec.main.state = "stopped"
+                return True
+            if ev.kind == "gdb-exited":
+                return False
+            if ev.kind == "notify":
+                self.notify(ev.message, ev.payload or {})
+        return False
+
+    def drain(self) -> None:
+        """The notifications gdb sent meanwhile, acted on (a stop excepted)."""
+        while (ev := self._rec.mi.next_event(timeout=0.05)) is not None:
+            if ev.kind == "notify" and ev.message != "stopped":
+                self.notify(ev.message, ev.payload or {})
+
