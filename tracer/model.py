@@ -357,11 +357,17 @@ class Session:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Session":
+        """The JSON export read back: contract 2 (hits refer to ``stacks`` of ``frames``) or 1 (each hit
+        with its frames)."""
         check("the session document", data, {"schema": INT})
+        if "stacks" in data:
+            hits = _hits_of_stacks(data)
+        else:
+            hits = [Hit.from_dict(h) for h in objects("hits", data.get("hits"))]
         return cls(
             info=SessionInfo.from_dict(data.get("session") or {}),
             breakpoints=[Breakpoint.from_dict(b) for b in objects("breakpoints", data.get("breakpoints"))],
-            hits=[Hit.from_dict(h) for h in objects("hits", data.get("hits"))],
+            hits=hits,
             schema=data.get("schema", SCHEMA),
         )
 
@@ -370,6 +376,35 @@ class Session:
             if bp.spec == spec:
                 return bp
         return None
+
+
+def _hits_of_stacks(data: dict[str, Any]) -> list[Hit]:
+    frames = [Frame.from_dict(f, f"frame {i}") for i, f in enumerate(objects("frames", data.get("frames")))]
+
+    def stack(what: str, index: Any) -> list[Frame]:
+        if type(index) is not int or not 0 <= index < len(stacks):
+            raise RecordError(f"{what} names no stack ({_kind(index)})")
+        return stacks[index]
+
+    stacks: list[list[Frame]] = []
+    for i, ids in enumerate(objects("stacks", data.get("stacks"))):
+        if type(ids) is not list or not all(type(x) is int and 0 <= x < len(frames) for x in ids):
+            raise RecordError(f"stack {i} is not a list of frame indexes")
+        stacks.append([frames[x] for x in ids])
+    hits = []
+    for h in objects("hits", data.get("hits")):
+        check("the hit", h, _HIT_TYPES, ("seq",))
+        launch = h.get("launched_by")
+        if launch:
+            check("launched_by", launch, {"why": STR})
+            launch = Launch(Thread.from_dict(launch["thread"]) if launch.get("thread") else None,
+                            stack("its launcher", launch["stack"]) if launch.get("stack") is not None else [],
+                            launch.get("why"))
+        hits.append(Hit(seq=h["seq"], breakpoint=h.get("breakpoint"), thread=Thread.from_dict(h.get("thread")),
+                        time=float(h.get("time") or 0.0), frames=stack(f"hit {h['seq']}", h.get("stack")),
+                        truncated=bool(h.get("truncated", False)), signal=h.get("signal"),
+                        launched_by=launch or None))
+    return hits
 
 
 _LOCATION_TYPES = {"function": STR, "library": STR, "address": INT, "file": STR, "line": INT, "enabled": BOOL,

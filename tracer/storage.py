@@ -9,7 +9,9 @@ off before its fill lost nothing.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any, Iterator
 
 from tracer import records, settings
 from tracer.errors import SessionError
+from tracer.hit_table import HitTable
 from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
                           Thread, check, objects)
 from tracer.records import fill_frame, fill_key
@@ -84,26 +87,6 @@ class LoadReport:
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _iter_records(path: Path, report: LoadReport, skip: bytes | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise SessionError(f"no session file at {path}.") from None
-    except IsADirectoryError:
-        raise SessionError(f"{path} is a directory, not a session file.") from None
-    except OSError as exc:
-        raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
-    with fh:
-        try:
-            for lineno, rec in records.read(fh, skip):
-                if isinstance(rec, records.BadRecord):
-                    report.bad_lines.append((lineno, rec.why))
-                else:
-                    yield lineno, rec
-        except OSError as exc:
-            raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
-
-
 _SITE_TYPES = {"breakpoint": STR, "seq": INT, "time": NUM, "signal": STR}
 
 
@@ -141,21 +124,63 @@ class HitReader:
                    frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch)
 
 
+# A hit line as the agent's Interner writes it for a hit with no signal and no launcher: read without
+# json (a million of them are most of a big session's lines). Anything else takes the general way.
+_PLAIN_HIT = re.compile(rb'\{"type":"hit","seq":(\d+),"time":(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?),"site":(\d+)\}\n?')
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise SessionError(f"no session file at {path}.") from None
+    except IsADirectoryError:
+        raise SessionError(f"{path} is a directory, not a session file.") from None
+    except OSError as exc:
+        raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+    with fh:
+        try:
+            yield from enumerate(fh, 1)
+        except OSError as exc:
+            raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+
+
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
-    ``hits=False``: everything but the hits (a million of them take seconds to read)."""
+    ``hits=False``: everything but the hits (a million of them take a second to read).
+    The hits are a ``HitTable``: a few numbers a hit, their frames held once a stack."""
     path = Path(path)
     report = report if report is not None else LoadReport()
     session: Session | None = None
     bps: dict[str, Breakpoint] = {}
-    loaded: list[Hit] = []
+    table = HitTable()
+    plain_sites: dict[int, int] = {}  # a file's site id -> its index in the table, once its first hit is read
     warnings: list[str] = []
     ended: dict[str, Any] | None = None
     ended_bps: list[Breakpoint] = []
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
     reader = HitReader()
-    for lineno, raw in _iter_records(path, report, None if hits else records.HIT_PREFIX):
+    plain, isfinite, add = _PLAIN_HIT.fullmatch, math.isfinite, table.add
+    for lineno, raw in _lines(path):
+        if raw.startswith(records.HIT_PREFIX):
+            if not hits:
+                continue
+            m = plain(raw)
+            if m is not None:
+                site = plain_sites.get(int(m[3]))
+                time = float(m[2])
+                if site is not None and isfinite(time):
+                    add(int(m[1]), time, site)
+                    continue
+        if not raw.strip():
+            continue
+        try:
+            raw = records.decode(raw)
+        except records.BadRecord as bad:
+            if raw.endswith(b"\n"):
+                report.bad_lines.append((lineno, bad.why))
+            continue  # else: a last line still being written (or cut by a crash), not damage
         kind = raw.get("type")
         try:
             rec = reader.feed(raw)
@@ -175,7 +200,9 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                 bp = Breakpoint.from_dict(rec)
                 bps[bp.spec] = bp
             elif kind == "hit":
-                loaded.append(rec)
+                site = table.append(rec)
+                if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
+                    plain_sites[raw["site"]] = site
             elif kind == "warning":
                 warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
             elif kind == "dispatch_keys":
@@ -218,25 +245,28 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
     # Hit counts come from the hits themselves: they are what was actually recorded.
     counts: dict[str, int] = {}
-    for h in loaded:
-        if h.breakpoint is not None:
-            counts[h.breakpoint] = counts.get(h.breakpoint, 0) + 1
+    for site, n in table.site_counts().items():
+        spec = table.sites[site].breakpoint
+        if spec is not None:
+            counts[spec] = counts.get(spec, 0) + n
     for spec, bp in bps.items():
         bp.hits = counts.get(spec, 0)
     session.breakpoints = list(bps.values())
-    loaded.sort(key=lambda h: h.seq)
+    table.sort()
     if fills:
-        apply_fills(loaded, fills)
+        apply_fills(table, fills)
     if ended is None:
-        _name_from_index(loaded)
+        _name_from_index(table)
     if key_table is not None:
-        _decode_keysets(loaded, key_table)
-    session.hits = loaded
+        _decode_keysets(table, key_table)
+    session.hits = table
     return session
 
 
-def _distinct_paths(hits: list[Hit]) -> list[list[Frame]]:
+def _distinct_paths(hits: list[Hit] | HitTable) -> list[list[Frame]]:
     """Each frame list once (the hits of one stack share theirs), a parallel worker's launcher's too."""
+    if isinstance(hits, HitTable):
+        return hits.frame_lists()
     paths = {id(h.frames): h.frames for h in hits}
     paths.update((id(h.launched_by.frames), h.launched_by.frames) for h in hits if h.launched_by is not None)
     return list(paths.values())

@@ -141,14 +141,14 @@ def test_json_export_is_the_contract(hello_recording):
     proc = run_pttrace("export", session.path, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert set(data["session"]) >= {"id", "mode", "argv", "pid", "python", "torch_version", "torch_git_version",
                                     "gdb_version", "started", "status", "warnings"}
     assert {b["spec"] for b in data["breakpoints"]} >= {"initModule", "wrapper_CPU_sigmoid"}
     hit = data["hits"][0]
-    assert set(hit) >= {"seq", "breakpoint", "thread", "time", "frames"}
+    assert set(hit) >= {"seq", "breakpoint", "thread", "time", "stack"}
     frame_keys = {"kind", "function", "short", "library", "address", "file", "line", "layer", "dispatch_key"}
-    for f in hit["frames"]:
+    for f in (data["frames"][i] for i in data["stacks"][hit["stack"]]):
         assert set(f) >= frame_keys
         if f["kind"] == "python":
             assert "source" in f

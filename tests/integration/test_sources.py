@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYTHON, ROOT, run_pttrace
+from tests.unit.export_support import json_hits
 from tracer.sources import SourceFinder
 
 pytestmark = pytest.mark.skipif(shutil.which("ctags") is None, reason="universal-ctags is not installed")
@@ -110,7 +111,7 @@ def test_markdown_and_json_exports_link_the_sources_at_the_session_commit(hello_
     assert "> 5259  - func: sigmoid(Tensor self) -> Tensor" in text  # the excerpt, its line marked
     proc = run_pttrace("export", str(session.path), "--format", "json")
     data = json.loads(proc.stdout)
-    hit = next(h for h in data["hits"] if h["breakpoint"] == "wrapper_CPU_sigmoid")
+    hit = next(h for h in json_hits(data) if h["breakpoint"] == "wrapper_CPU_sigmoid")
     kernel = hit["frames"][-1]
     assert [(s["label"], Path(s["file"]).name, s["line"]) for s in kernel["sources"]][0] == \
         ("op", "native_functions.yaml", 5259)
@@ -164,7 +165,7 @@ def test_source_dir_gives_a_release_build_the_definition_dwarf_gives_the_debug_b
     assert kernel.function.startswith("pttrace_demo::scale_add_cpu(") and kernel.file is None
     proc = run_pttrace("export", str(session.path), "--format", "json", "--source-dir", "scripts/debug_ext")
     assert proc.returncode == 0, proc.stderr
-    frames = json.loads(proc.stdout)["hits"][0]["frames"]
+    frames = json_hits(json.loads(proc.stdout))[0]["frames"]
     (dwarf,) = symbols.find_symbol("pttrace_demo::scale_add_cpu", [str(debug_ext)])
     (ref,) = frames[-1]["sources"]
     assert ref["label"] == "definition"

@@ -134,3 +134,48 @@ def unclosed_fence(md: str) -> int | None:
         elif fence[0] == char and len(fence) >= length and not m.group(2).strip():
             open_at = None
     return open_at
+
+
+# ---------------------------------------------------------------- big sessions, written as the agent writes them
+
+def write_hot_session(path: Path, hits: int, paths: int = 3, threads: int = 2, end: bool = True) -> None:
+    """A schema-2 session of ``hits`` hits of a hot breakpoint, written with the agent's own ``Interner``
+    (``records.py``): the sigmoid session's recorded stacks, ``paths`` of them taking turns (each with a
+    different Python line) on ``threads`` threads; a killed writer's file if not ``end``. For export and
+    view at scale (tests and ``bench/``); a million hits take ~10 s to write."""
+    from tracer import records
+
+    base = load_sigmoid()
+    w = storage.SessionWriter(path)
+    w.header(base.info)
+    for bp in base.breakpoints:
+        w.breakpoint(bp)
+    stacks = []
+    for n in range(paths):
+        frames = [records.CachedFrame(f.to_dict()) for f in base.hits[n % len(base.hits)].frames]
+        for i, f in enumerate(frames):
+            if f["kind"] == "python":
+                frames[i] = records.CachedFrame({**f, "line": f["line"] + 1000 * (n // len(base.hits))})
+        stacks.append((base.hits[n % len(base.hits)].breakpoint, frames))
+    thread_dicts = [{"id": t + 1, "name": "python" if t == 0 else f"worker-{t}", "lwp": 4000 + t}
+                    for t in range(threads)]
+    interner = records.Interner()
+    chunk: list[bytes] = []
+    with open(path, "ab") as fh:
+        for seq in range(1, hits + 1):
+            spec, frames = stacks[seq % paths]
+            chunk.append(interner.encode_hit(seq, spec, thread_dicts[seq % threads], 1000.0 + seq * 1e-4, frames))
+            if len(chunk) >= 10000:
+                fh.write(b"".join(chunk))
+                chunk = []
+        fh.write(b"".join(chunk))
+    if end:
+        w.end("completed", 0)
+    w.close()
+
+
+def json_hits(doc: dict) -> list[dict]:
+    """The hits of a JSON export (contract 2: a hit names its stack, a stack its frames) each with its
+    ``frames`` written out, as contract 1 had them."""
+    stacks = [[doc["frames"][i] for i in ids] for ids in doc["stacks"]]
+    return [{**h, "frames": stacks[h["stack"]]} for h in doc["hits"]]

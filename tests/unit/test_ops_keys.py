@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests.unit.export_support import json_hits
 from tracer import ops, storage
 from tracer.model import Frame, Hit, SessionInfo, Thread
 
@@ -59,9 +60,9 @@ def test_session_decodes_keysets_on_load_and_exports(tmp_path):
     f = s.hits[0].frames[-1]
     assert f.keyset == 0b10111 and list(f.keys) == ["A", "B", "AutogradA", "AutogradB"]
     assert s.hits[0].frames[0].keys is None  # no key set recorded: nothing decoded
-    out = json.loads(json_export.render(s))
-    assert out["hits"][0]["frames"][-1]["keys"] == ["A", "B", "AutogradA", "AutogradB"]
-    assert "keys" not in out["hits"][0]["frames"][0]
+    out = json_hits(json.loads(json_export.render(s)))
+    assert out[0]["frames"][-1]["keys"] == ["A", "B", "AutogradA", "AutogradB"]
+    assert "keys" not in out[0]["frames"][0]
 
 
 def test_session_without_numbering_keeps_raw_bits(tmp_path):

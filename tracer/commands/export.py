@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Callable, TextIO
 
 from tracer.commands._sessions import add_session_dir, load
 from tracer.commands._sources import add_source_dir, finder_for, trust_for
@@ -31,7 +32,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.export import render
+    from tracer.export import write as write_to
 
     fmt = args.format
     if fmt is None:
@@ -44,12 +45,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.output} exists; pass --force to overwrite it.")
     finder = finder_for(args, session) if fmt in ("markdown", "json") else None
     trust = trust_for(finder) if fmt == "markdown" else None
-    text = render(session, fmt, all_frames=args.all_frames, finder=finder, trust=trust)
+
+    def produce(out) -> None:
+        write_to(session, out, fmt, all_frames=args.all_frames, finder=finder, trust=trust)
+
     if not args.output or args.output == "-":
-        sys.stdout.write(text)
+        produce(sys.stdout)
         sys.stdout.flush()
         return 0
-    write(args.output, text)
+    write(args.output, produce)
     n = len(session.hits)
     print(f"pttrace: wrote {n:,} hit{'' if n == 1 else 's'} as {fmt} to {args.output}.", file=sys.stderr)
     return 0
@@ -79,15 +83,19 @@ def _starts_with_a_header(path: str) -> bool:
         return False
 
 
-def write(path: str, text: str) -> None:
-    """Write ``text`` whole or not at all: a half-written notes file is worse than none."""
+def write(path: str, produce: Callable[[TextIO], None] | str) -> None:
+    """Write what ``produce(file)`` writes (or a text) whole or not at all: a half-written notes file is
+    worse than none."""
+    if isinstance(produce, str):
+        text = produce
+        produce = lambda fh: fh.write(text)  # noqa: E731
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         tmp = path  # a device or a fifo (/dev/null, a pipe to a viewer): no rename possible
     else:
         tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            produce(fh)
         if tmp != path:
             os.replace(tmp, path)
     except OSError as exc:

@@ -20,3 +20,14 @@ def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None
 
         return folded.render(session, all_frames=all_frames)
     raise ValueError(f"unknown export format {fmt!r}")
+
+
+def write(session, out, fmt: str = "markdown", all_frames: bool = False, finder=None, trust=None) -> None:
+    """``render`` into the text file ``out``; JSON as it is made, a batch of hits at a time (a million
+    hits are a hundred MB of it)."""
+    if fmt == "json":
+        from tracer.export import json as json_export
+
+        json_export.write(session, out, finder=finder)
+        return
+    out.write(render(session, fmt, all_frames=all_frames, finder=finder, trust=trust))

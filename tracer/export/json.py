@@ -1,72 +1,133 @@
-"""The data contract (DESIGN.md section 4) as one JSON object: ``schema``, ``session``, ``breakpoints``, ``hits``.
+"""The data contract (DESIGN.md section 4) as one JSON object, its frames and call paths written once.
 
-Laid out for people and for speed: the top level is indented, each hit is one compact line.
-Two things keep 10,000 hits quick: the compact encoder (the indenting one is pure Python), and
-encoding each distinct frame once. A training loop's hits repeat the same few dozen frames, so a
-frame's JSON text is cached by its values and hits are assembled from those texts.
+Shape (contract 2; README "The JSON export" has it whole)::
+
+    {"schema": 2, "session": {...}, "breakpoints": [...],
+     "frames": [{kind, function, short, library, address, file, line, layer, dispatch_key, ...}, ...],
+     "stacks": [[frame index, ...outermost first], ...],
+     "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?}, ...]}
+
+A hit names its call path by its index in ``stacks``, a stack its frames by their index in ``frames``
+(both from 0); a parallel worker's ``launched_by`` is ``{thread, stack, why?}``. A million hits of a hot
+loop repeat a few dozen frames: each is written once, and a hit is one short line. The document is
+written as it is made (``write``), a hit at a time from the session's hit table, never built whole.
 """
 from __future__ import annotations
 
-import dataclasses
+import io
 import json
+from typing import TextIO
 
-from tracer.model import Frame, Hit, Session
+from tracer.hit_table import HitTable, Site
+from tracer.model import Frame, Session
 
-CONTRACT = 1  # the version of this object's shape; the session file's own schema (records.SCHEMA) is apart
-_FRAMES_SLOT = "\x00frames\x00"
-_FRAMES_SLOT_JSON = json.dumps(_FRAMES_SLOT)
+CONTRACT = 2  # the version of this object's shape; the session file's own schema (records.SCHEMA) is apart
+_FLUSH_EVERY = 2000  # hit lines joined before each write (~250 KB)
 
 
 def _compact(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-class _HitEncoder:
-    def __init__(self, finder=None) -> None:
-        self._frames: dict[tuple, str] = {}
-        self._finder = finder
+def _value_key(f: Frame) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in f.__dict__.values())
 
-    def frame(self, f: Frame) -> str:
-        key = tuple(f.__dict__.values())
-        text = self._frames.get(key)
-        if text is None:
+
+class _Interned:
+    """Frames and stacks numbered in the order they are first met, each encoded once."""
+
+    def __init__(self, finder=None) -> None:
+        self._finder = finder
+        self.frames: list[str] = []
+        self.stacks: list[str] = []
+        self._frame_ids: dict[tuple, int] = {}
+        self._stack_ids: dict[tuple, int] = {}
+        self._by_list: dict[int, int] = {}  # id(list of frames) -> stack index: the sites of a stack share it
+
+    def frame(self, f: Frame) -> int:
+        key = _value_key(f)
+        index = self._frame_ids.get(key)
+        if index is None:
             d = f.to_dict()
             if self._finder is not None and f.kind != "python" and not f.file:
                 # Places found without DWARF (tracer.sources): definition / op / generated from.
                 refs = self._finder.refs(f.function, f.library)
                 if refs:
                     d["sources"] = [r.to_dict() for r in refs]
-            text = self._frames[key] = _compact(d)
-        return text
+            index = self._frame_ids[key] = len(self.frames)
+            self.frames.append(_compact(d))
+        return index
 
-    def hit(self, h: Hit) -> str:
-        # The hit's own fields through Hit.to_dict (its key order and optional keys), frames spliced in.
-        head = dataclasses.replace(h, frames=[]).to_dict()
-        head["frames"] = _FRAMES_SLOT
-        frames = "[" + ",".join(self.frame(f) for f in h.frames) + "]"
-        return _compact(head).replace(_FRAMES_SLOT_JSON, frames, 1)
+    def stack(self, frames: list[Frame]) -> int:
+        index = self._by_list.get(id(frames))
+        if index is None:
+            ids = tuple(self.frame(f) for f in frames)
+            index = self._stack_ids.get(ids)
+            if index is None:
+                index = self._stack_ids[ids] = len(self.stacks)
+                self.stacks.append(_compact(list(ids)))
+            self._by_list[id(frames)] = index
+        return index
+
+    def site(self, site: Site) -> tuple[str, str]:
+        """What a hit at ``site`` writes before its time and after it."""
+        head = ',"breakpoint":%s,"thread":%s,"time":' % (_compact(site.breakpoint), _compact(site.thread.to_dict()))
+        tail = ',"stack":%d' % self.stack(site.frames)
+        if site.truncated:
+            tail += ',"truncated":true'
+        if site.signal:
+            tail += ',"signal":' + _compact(site.signal)
+        lb = site.launched_by
+        if lb is not None:
+            launch = {"thread": lb.thread.to_dict() if lb.thread else None, "stack": self.stack(lb.frames)}
+            if lb.why:
+                launch["why"] = lb.why
+            tail += ',"launched_by":' + _compact(launch)
+        return head, tail + "}"
 
 
-def _array(out: list[str], items) -> None:
-    """Append a JSON array, one compact item a line, to ``out`` (joined once at the end: 100 MB copies add up)."""
+def _array(out: TextIO, items) -> None:
+    """A JSON array, one compact item a line."""
     first = True
     for item in items:
-        out.append("[\n    " if first else ",\n    ")
-        out.append(item)
+        out.write("[\n    " if first else ",\n    ")
+        out.write(item)
         first = False
-    out.append("[]" if first else "\n  ]")
+    out.write("[]" if first else "\n  ]")
 
 
-def render(session: Session, finder=None) -> str:
-    encoder = _HitEncoder(finder)
-    hits = [encoder.hit(h) for h in session.hits]  # first: finding sources may add warnings
+def write(session: Session, out: TextIO, finder=None) -> None:
+    """Write ``session`` to ``out`` as the contract, a batch of hits at a time."""
+    table = session.hits if isinstance(session.hits, HitTable) else HitTable(session.hits)
+    interned = _Interned(finder)
+    sites = [interned.site(s) for s in table.sites]  # first: finding sources may add warnings
     info = session.info.to_dict()
     if finder is not None and finder.notes:
         info["warnings"] = list(info.get("warnings") or []) + finder.notes
     session_obj = json.dumps(info, ensure_ascii=False, indent=2).replace("\n", "\n  ")
-    out = ["{\n", f'  "schema": {CONTRACT},\n', f'  "session": {session_obj},\n', '  "breakpoints": ']
+    out.write(f'{{\n  "schema": {CONTRACT},\n  "session": {session_obj},\n  "breakpoints": ')
     _array(out, (_compact(b.to_dict()) for b in session.breakpoints))
-    out.append(',\n  "hits": ')
-    _array(out, hits)
-    out.append("\n}\n")
-    return "".join(out)
+    out.write(',\n  "frames": ')
+    _array(out, interned.frames)
+    out.write(',\n  "stacks": ')
+    _array(out, interned.stacks)
+    out.write(',\n  "hits": ')
+    if not len(table):
+        out.write("[]")
+    batch: list[str] = []
+    sep = "[\n    "
+    for seq, time, row in zip(table.seqs, table.times, table.rows):
+        head, tail = sites[row]
+        batch.append(f'{sep}{{"seq":{seq}{head}{time!r}{tail}')
+        sep = ",\n    "
+        if len(batch) >= _FLUSH_EVERY:
+            out.write("".join(batch))
+            batch = []
+    out.write("".join(batch))
+    out.write("\n  ]\n}\n" if len(table) else "\n}\n")
+
+
+def render(session: Session, finder=None) -> str:
+    buf = io.StringIO()
+    write(session, buf, finder)
+    return buf.getvalue()

@@ -15,6 +15,7 @@ from tracer.export import op_calls as O
 from tracer.export import paths as P
 from tracer.export.local_files import SourceTrust
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
+from tracer.hit_table import HitTable
 from tracer.model import Breakpoint, Frame, Session
 
 # ---------------------------------------------------------------- escaping
@@ -98,10 +99,16 @@ class MarkdownRenderer:
 
     # -- top
     def render(self) -> str:
-        calls = O.group_calls(self.session.hits)
+        hits = self.session.hits
+        if not isinstance(hits, HitTable):
+            hits = HitTable(hits)
+        # Only the hits of --op breakpoints are looked at one by one (a hot breakpoint's million are not).
+        calls = O.group_calls(hits.where(O.is_op_site))
         # One call of an operator stops at each of its hops: its path is shown once, by its deepest hop.
-        shown = [h for h in self.session.hits if not O.is_op_hit(h)] + [c.deepest for c in calls]
-        shown.sort(key=lambda h: h.seq)
+        shown = hits.where(lambda site: not O.is_op_site(site)) if calls else hits
+        if calls:
+            shown.extend(c.deepest for c in calls)
+            shown.sort()
         paths = P.group(shown, self.all_frames)
         # The body first: finding sources may add warnings, which the header shows.
         body = self.breakpoints() + self.operator_calls(calls) + self.call_paths(paths, calls)

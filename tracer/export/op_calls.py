@@ -20,6 +20,11 @@ def is_op_hit(hit: Hit) -> bool:
     return bool(hit.frames) and (hit.breakpoint or "").startswith(OP_LABEL)
 
 
+def is_op_site(site) -> bool:
+    """``is_op_hit`` for every hit at a ``hit_table.Site``."""
+    return bool(site.frames) and (site.breakpoint or "").startswith(OP_LABEL)
+
+
 def op_of_label(label: str | None) -> str | None:
     """``op:add_[AVX2]`` -> ``add_``."""
     if not label or not label.startswith(OP_LABEL):

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from tracer.export.source import repo_path
+from tracer.hit_table import HitTable, SiteHits
 from tracer.model import Frame, Hit
 
 
@@ -197,8 +198,14 @@ class CallPath:
 
     key: tuple
     frames: list[Frame]  # visible frames of the first hit that took this path, outermost first
-    hits: list[Hit] = field(default_factory=list)
+    hits: Sequence[Hit] = field(default_factory=list)  # a list, or a big session's ``SiteHits``
     hidden: int = 0  # frames folded away in that first hit
+    firsts: list[Hit] | None = None  # of a big session: the first hit of each of its sites, in order
+
+    @property
+    def _distinct(self) -> Iterable[Hit]:
+        """Hits that tell every breakpoint, thread and signal of the path: its sites' firsts, or all."""
+        return self.firsts if self.firsts is not None else self.hits
 
     @property
     def count(self) -> int:
@@ -215,7 +222,7 @@ class CallPath:
     @property
     def breakpoints(self) -> list[str]:
         seen: dict[str, None] = {}
-        for h in self.hits:
+        for h in self._distinct:
             if h.breakpoint is not None:
                 seen.setdefault(h.breakpoint, None)
         return list(seen)
@@ -223,7 +230,7 @@ class CallPath:
     @property
     def threads(self) -> list[str]:
         seen: dict[str, None] = {}
-        for h in self.hits:
+        for h in self._distinct:
             t = h.thread
             label = f"{t.id}" if t.id is not None else "?"
             if t.names:
@@ -233,11 +240,11 @@ class CallPath:
 
     @property
     def signals(self) -> list[str]:
-        return sorted({h.signal for h in self.hits if h.signal})
+        return sorted({h.signal for h in self._distinct if h.signal})
 
     @property
     def truncated(self) -> bool:
-        return any(h.truncated for h in self.hits)
+        return any(h.truncated for h in self._distinct)
 
     @property
     def layers(self) -> list[str]:
@@ -262,18 +269,45 @@ def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False,
     ``portable`` groups by :func:`portable_key` (with the session's ``cwd``), for comparing sessions
     recorded in different places.
     """
+    if isinstance(hits, HitTable):
+        return _group_table(hits, all_frames, portable, cwd)
     paths: dict[tuple, CallPath] = {}
     for hit in hits:
-        shown = visible_frames(hit.frames, all_frames)
-        if portable:
-            key = tuple(portable_key(f, cwd) for f in shown)
-        else:
-            key = tuple(f.key() for f in shown)
-        origin = launch_origin(hit)
-        if origin is not None:  # a worker's hits from different Python lines are different paths
-            key += (("launched from",) + (portable_key(origin, cwd) if portable else origin.key()),)
+        key, shown = _path_key(hit, all_frames, portable, cwd)
         path = paths.get(key)
         if path is None:
-            path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown))
+            path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown), hits=[])
         path.hits.append(hit)
+    return list(paths.values())
+
+
+def _path_key(hit: Hit, all_frames: bool, portable: bool, cwd: str | None) -> tuple[tuple, list[Frame]]:
+    shown = visible_frames(hit.frames, all_frames)
+    if portable:
+        key = tuple(portable_key(f, cwd) for f in shown)
+    else:
+        key = tuple(f.key() for f in shown)
+    origin = launch_origin(hit)
+    if origin is not None:  # a worker's hits from different Python lines are different paths
+        key += (("launched from",) + (portable_key(origin, cwd) if portable else origin.key()),)
+    return key, shown
+
+
+def _group_table(table: HitTable, all_frames: bool, portable: bool, cwd: str | None) -> list[CallPath]:
+    """``group`` once a site: a million hits of a hot breakpoint cost what their few sites cost."""
+    counts = table.site_counts()
+    firsts = table.first_rows(counts)
+    paths: dict[tuple, CallPath] = {}
+    sites: dict[tuple, set[int]] = {}
+    for site in sorted(counts, key=firsts.__getitem__):
+        first = table[firsts[site]]
+        key, shown = _path_key(first, all_frames, portable, cwd)
+        path = paths.get(key)
+        if path is None:
+            path = paths[key] = CallPath(key=key, frames=shown, hidden=len(first.frames) - len(shown), firsts=[])
+            sites[key] = set()
+        path.firsts.append(first)
+        sites[key].add(site)
+    for key, path in paths.items():
+        path.hits = SiteHits(table, sites[key], sum(counts[s] for s in sites[key]))
     return list(paths.values())
