@@ -15,7 +15,12 @@ Cases
   sigmoid  the same with ``--break wrapper_CPU_sigmoid`` (a kernel in libtorch_cpu.so)
   hot      bench/hot_add.py: ``torch.add`` 2,000 times under ``--break at::_ops::add_Tensor::call``;
            the loop's own wall time is measured inside the target, so per-hit cost excludes start-up
-           (pttrace with and without the whole-stack reuse, `PTTRACE_NO_STACK_REUSE=1`, alternate in each round)
+           (pttrace with and without the whole-stack reuse, `PTTRACE_NO_STACK_REUSE=1`, alternate in each round).
+           Also on an interpreter without DWARF, pttrace and gdb `bt` alike: Debian's /usr/bin/python3.11
+           (libpython static, no debug info) in a venv it made, with ``pip install torch==2.13.0`` (made
+           once under $XDG_CACHE_HOME/pttrace-bench). Then, once, an independent oracle on that interpreter:
+           the Python frames pttrace attach records at a hit of ``wrapper_CPU_sigmoid`` against py-spy's and
+           pystack's reading of the same stack (tests/targets/sigmoid_stop.py stops itself there).
 
 Peak memory is the sum of the peak RSS (VmHWM, polled from /proc every 20 ms) of the debugger's
 processes: pttrace itself plus its gdb, or the one plain gdb. The traced Python is reported apart.
@@ -47,6 +52,8 @@ PTTRACE = ROOT / ".venv" / "bin" / "pttrace"
 HELLO = "scripts/hello-world.py"
 HOT = "bench/hot_add.py"
 HOT_N = 2000
+DEBIAN_PY = Path("/usr/bin/python3.11")
+ORACLE_TARGET = ROOT / "tests" / "targets" / "sigmoid_stop.py"
 PYBT_N = 200  # `bt; py-bt` costs ~50 ms a hit: 2,000 of them would take the whole budget
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "Run and attach"
@@ -310,6 +317,51 @@ def check_gdb_bt(text: str, function: str, want_hits: int = 1, library: str | No
 # ------------------------------------------------------------------------------------------------
 # The variants
 # ------------------------------------------------------------------------------------------------
+def debian_torch_venv() -> Path | None:
+    """Debian's python3.11 in a venv of its own with torch 2.13.0 from pip, as a Debian user makes it
+    (made once, kept under $XDG_CACHE_HOME/pttrace-bench); None, said once, where there is no such python."""
+    if not DEBIAN_PY.exists():
+        print(f"note: no {DEBIAN_PY}: the hot case runs on the DWARF interpreter only", file=sys.stderr)
+        return None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "pttrace-bench" / "debian-torch-venv"
+    python = home / "bin" / "python"
+    check = [str(python), "-c", "import torch; assert torch.__version__.startswith('2.13.0')"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    print(f"making {home} ({DEBIAN_PY} -m venv; pip install torch==2.13.0)", flush=True)
+    shutil.rmtree(home, ignore_errors=True)
+    subprocess.run([str(DEBIAN_PY), "-m", "venv", str(home)], check=True)
+    subprocess.run([str(home / "bin" / "pip"), "install", "-q", "torch==2.13.0"], check=True)
+    subprocess.run(check, check=True)
+    return python
+
+
+def oracle_check(python: Path, tmp: Path) -> tuple[str, list[str]]:
+    """pttrace attach's Python frames of one hit against py-spy's and pystack's reading of the same
+    stopped stack (on ``python``); a sentence for the report, and what disagreed."""
+    sys.path.insert(0, str(ROOT))
+    from tests import pythons
+    from tracer import storage
+
+    workdir = tmp / "oracle"
+    workdir.mkdir()
+    oracle = pythons.attach_then_stop(python, [str(ORACLE_TARGET)], [str(PTTRACE)], "wrapper_CPU_sigmoid", workdir)
+    if oracle.pttrace.returncode != 0 or oracle.session is None:
+        return "", [f"pttrace attach exited with {oracle.pttrace.returncode}: {oracle.pttrace.stderr[-500:]}"]
+    hits = storage.load(oracle.session).hits
+    if len(hits) != 1:
+        return "", [f"pttrace attach recorded {len(hits)} hits, not 1"]
+    frames = [(f.file, f.line, f.function) for f in reversed(hits[0].frames) if f.kind == "python"]
+    errs = pythons.oracle_disagreements(frames, oracle, oracle.pid, "MainThread")
+    sentence = (f"Independent oracle on the same interpreter without DWARF: the {len(frames)} Python frames "
+                f"`pttrace attach` recorded at a hit of `wrapper_CPU_sigmoid` (from `{frames[0][2]}` out to "
+                f"`{frames[-1][2]}`) are, file, line and name, what `py-spy dump --nonblocking` and "
+                f"`pystack remote --no-block` read of the same stack "
+                f"({'agree' if not errs else '**DISAGREE**'}).")
+    return sentence, errs
+
+
 def python_helper() -> str | None:
     real = os.path.realpath(VENV_PY)
     for cand in [real + "-gdb.py", *sorted(str(p) for p in (Path(real).parent.parent / "lib").glob("libpython3*-gdb.py"))]:
@@ -408,15 +460,18 @@ def _hot_loop(rundir: Path, res: RunResult) -> list[str]:
         return ["the target wrote no loop time (did it run to its end?)"]
 
 
-def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -> list[Case]:
+def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
+                nodwarf: Path | None = None) -> list[Case]:
     py = str(VENV_PY)
     iex = ["-iex", f"add-auto-load-safe-path {helper}"] if helper else []
     gdb = shutil.which("gdb") or "gdb"
     cases = []
 
-    def pt(bp: str, script: list[str], max_hits: int | None) -> Callable[[Path], list[str]]:
+    def pt(bp: str, script: list[str], max_hits: int | None, python: Path | None = None) -> Callable:
         def argv(rundir: Path) -> list[str]:
             a = [str(PTTRACE), "run", "--break", bp, "--batch", "-q", "--session-dir", str(rundir / "sessions")]
+            if python:
+                a += ["--python", str(python)]
             if max_hits:
                 a += ["--max-hits", str(max_hits)]
             return a + ["--", *[s.replace("{rundir}", str(rundir)) for s in script]]
@@ -461,9 +516,9 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -
     if "hot" in selected:
         hot_args = [HOT, str(HOT_N), "--out", "{rundir}/hot.json"]
 
-        def gdb_hot(script: Path, with_helper: bool = False, n: int = HOT_N) -> Callable[[Path], list[str]]:
+        def gdb_hot(script: Path, with_helper: bool = False, n: int = HOT_N, python: str = py) -> Callable:
             return lambda rundir: [gdb, "-nx", "-batch", *(iex if with_helper else []), "-x", str(script),
-                                   "--args", py, HOT, str(n), "--out", str(rundir / "hot.json")]
+                                   "--args", python, HOT, str(n), "--out", str(rundir / "hot.json")]
 
         def hot_gdb_check(n: int, stops: int, pybt: bool = False):
             def check(rundir: Path, res: RunResult) -> list[str]:
@@ -493,15 +548,23 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool) -
 
         bare = tmp / "hot-bare.gdb"
         bare.write_text("set pagination off\nset confirm off\n" + NOPLT + (BARE % ADD_OP) + "run\n")
+        bt_script = _hot_script(tmp, "bt", ["bt"], noplt=True)
         variants = [
             Variant("pttrace", "pttrace run (full path, Python frames)", pt(ADD_OP, hot_args, None),
                     pt_hot_check, kind="pttrace"),
             Variant("pttrace-walk", "pttrace run, whole-stack reuse off (`PTTRACE_NO_STACK_REUSE=1`)",
                     pt(ADD_OP, hot_args, None), pt_hot_check, kind="pttrace", env={"PTTRACE_NO_STACK_REUSE": "1"}),
             Variant("gdb-bt", "gdb `commands; silent; bt; continue` (@plt stub disabled)",
-                    gdb_hot(_hot_script(tmp, "bt", ["bt"], noplt=True)), hot_gdb_check(HOT_N, HOT_N)),
+                    gdb_hot(bt_script), hot_gdb_check(HOT_N, HOT_N)),
             Variant("bare", "gdb.Breakpoint whose stop() returns False (@plt disabled)", gdb_hot(bare), bare_check),
         ]
+        if nodwarf:
+            # Right after the DWARF interpreter's runs of the same round: the ratio of the two is the figure.
+            variants.insert(1, Variant("pttrace-nodwarf", "pttrace run, Debian's python3.11 (no DWARF, libpython "
+                                       "static)", pt(ADD_OP, hot_args, None, python=nodwarf), pt_hot_check,
+                                       kind="pttrace"))
+            variants.insert(4, Variant("gdb-bt-nodwarf", "gdb `bt` as above, Debian's python3.11 (no DWARF)",
+                                       gdb_hot(bt_script, python=str(nodwarf)), hot_gdb_check(HOT_N, HOT_N)))
         if full:
             # Slow, and only there to show what a gdb user would get: one run each, not every round.
             variants.append(Variant("gdb-bt-typed", "gdb `commands; silent; bt; continue` as typed "
@@ -659,7 +722,39 @@ def _verdict(value: float | None, limit: float, higher_is_better: bool = False) 
     return "met" if ok else "**NOT met**"
 
 
-def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[str, list[str]]:
+def _paired(a: Stats, b: Stats, key: str) -> float | None:
+    """The median over rounds of a's figure over b's in the same round (both ran in each round)."""
+    return _median([x.extra[key] / y.extra[key] for x, y in zip(a.runs, b.runs)
+                    if x.extra.get(key) and y.extra.get(key)])
+
+
+def _nodwarf_lines(stats: dict, pt: Stats, gl: float) -> list[str]:
+    """The hot breakpoint on the interpreter without DWARF against the one with it, and against gdb `bt`."""
+    nd, ndg = stats.get(("hot", "pttrace-nodwarf")), stats.get(("hot", "gdb-bt-nodwarf"))
+    nl, pl = (nd.med_extra("loop") if nd else None), pt.med_extra("loop")
+    if not nl or not pl:
+        return []
+    ratio, paired = nl / pl, _paired(nd, pt, "loop")
+    ngl = ndg.med_extra("loop") if ndg else None
+    bare = stats.get(("hot", "bare"))
+    bl = bare.med_extra("loop") if bare else None
+    out = [f"Without DWARF (Debian's python3.11: libpython static, no debug info, Python frames read by "
+           f"pttrace's own reader from the ELF symbols; a venv it made, `pip install torch==2.13.0`): "
+           f"{nl / HOT_N * 1000:.3f} ms a hit against {pl / HOT_N * 1000:.3f} ms on the DWARF interpreter, "
+           f"{ratio:.2f}x (the median of each round's ratio: {_fmt(paired, 'x')}; target <= 1.10: "
+           f"{_verdict(paired or ratio, 1.10)}); {gl / nl:.1f}x the hits/s of gdb `bt` on the DWARF interpreter "
+           f"(target >= 5: {_verdict(gl / nl, 5, True)})"]
+    if ngl:
+        # gdb's bt is cheaper there: without DWARF it has no arguments or locals of libpython's frames to print.
+        out[0] += (f"; {ngl / nl:.1f}x gdb `bt` on the same interpreter, whose bt prints no arguments of "
+                   f"libpython's frames" + (f" (a bare gdb.Breakpoint is {ngl / bl:.1f}x it)" if bl else ""))
+    out[0] += "."
+    return out
+
+
+def report(cases: list[Case], stats: dict, facts: dict, rounds: int,
+           notes: dict[str, list[str]] | None = None) -> tuple[str, list[str]]:
+    notes = notes or {}
     md: list[str] = []
     failures: list[str] = []
     md.append(f"Measured by `bench/bench_run.py` ({rounds} rounds, variants alternating within each round; "
@@ -723,6 +818,8 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int) -> tuple[st
                         md.append(f"Against DESIGN.md's bare figure (the @plt location left enabled: two stops a "
                                   f"call, {tl / HOT_N * 1000:.3f} ms): {pl / tl:.1f}x. Where the time goes and what "
                                   "would cut it: section \"Hot breakpoint: where a hit's time goes\".")
+                    md += _nodwarf_lines(stats, pt, gl)
+            md += notes.get(case.key, [])
         else:
             md.append("| variant | wall (median) | vs plain gdb | min-max | peak RSS (debugger) | vs plain gdb | "
                       "target RSS | recorded path |")
@@ -794,6 +891,7 @@ def main() -> int:
     ap.add_argument("--only", default="init,sigmoid,hot", help="cases to run: init,sigmoid,hot")
     ap.add_argument("--no-write", action="store_true", help=f"print only; leave {RESULTS.name} alone")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--no-nodwarf", action="store_true", help="leave out the interpreter without DWARF (hot case)")
     args = ap.parse_args()
     rounds = 2 if args.quick else args.rounds
     selected = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -808,13 +906,23 @@ def main() -> int:
               "Python frames", file=sys.stderr)
     facts = machine_facts()
     print(f"{facts['gdb']}, torch {facts['torch']}, Python {facts['python']}, {facts['nproc']} cores, {facts['ram']}")
+    nodwarf = debian_torch_venv() if "hot" in selected and not args.no_nodwarf else None
     t0 = time.time()
+    notes: dict[str, list[str]] = {}
+    oracle_errs: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as td:
         tmp = Path(td)
-        cases = build_cases(tmp, helper, selected, full=not args.quick)
+        cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf)
         stats = run_all(cases, rounds, tmp)
+        if nodwarf:
+            sentence, oracle_errs = oracle_check(nodwarf, tmp)
+            notes["hot"] = [sentence] if sentence else []
+            oracle_errs = [f"hot/oracle: {e}" for e in oracle_errs]
     facts["load_end"] = f"{os.getloadavg()[0]:.1f}"
-    body, failures = report(cases, stats, facts, rounds)
+    body, failures = report(cases, stats, facts, rounds, notes)
+    if oracle_errs:
+        body += "\n**The independent oracle DISAGREED:**\n\n" + "".join(f"- {e}\n" for e in oracle_errs)
+        failures += oracle_errs
     body += f"\n({time.time() - t0:.0f} s for the whole benchmark.)\n"
     print()
     print(body)

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,6 +144,73 @@ def py_spy_threads(pid: int) -> dict[int, tuple[str | None, list[tuple[str, int,
     if not threads:
         raise RuntimeError(f"py-spy read nothing: {out.stderr[-2000:]}")
     return threads
+
+
+@dataclass
+class Oracle:
+    """One stopped target read three ways: pttrace's hit (recorded through gdb, which then detached),
+    and py-spy's and pystack's reading of the same Python stack once the target stopped itself."""
+
+    pid: int
+    pttrace: subprocess.CompletedProcess
+    session: Path | None
+    py_spy: dict
+    pystack: dict
+
+
+def attach_then_stop(python: Path, target: list[str], pttrace: list[str], breakpoint: str, workdir: Path,
+                     env: dict | None = None) -> Oracle:
+    """``target`` (a script that says "ready", then calls ``breakpoint``'s function on a line that stops
+    the process once the file given as its last argument exists) on ``python``; ``pttrace attach
+    --max-hits 1`` records one hit there and detaches; the file is made; the target stops on that line;
+    py-spy and pystack read it. The target is killed at the end."""
+    flag = workdir / "stop-now"
+    sessions = workdir / "sessions"
+    proc = subprocess.Popen([str(python), *target, str(flag)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
+        ran = subprocess.run([*pttrace, "attach", "--batch", "--session-dir", str(sessions), "--break", breakpoint,
+                              "--max-hits", "1", "--max-depth", "2000", str(proc.pid)], capture_output=True,
+                             text=True, timeout=300, env=dict(os.environ, **(env or {})), cwd=ROOT)
+        files = sorted(sessions.glob("*.jsonl"))
+        flag.touch()
+        deadline = time.monotonic() + 30
+        while _state(proc.pid) != "T":
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the target did not stop itself after pttrace detached")
+            time.sleep(0.01)
+        return Oracle(proc.pid, ran, files[0] if len(files) == 1 else None, py_spy_threads(proc.pid),
+                      pystack_threads(proc.pid))
+    finally:
+        finish(proc)
+
+
+def oracle_disagreements(frames: list[tuple[str, int, str]], oracle: Oracle, lwp: int, name: str) -> list[str]:
+    """Where a hit's Python frames (file, line, qualified name; innermost first) differ from what py-spy
+    and pystack read of thread ``lwp`` (threading name ``name``); empty when all three agree."""
+    out = []
+    # py-spy names a thread by its LWP where the interpreter keeps it (3.11+), else by its pthread_t
+    spy = oracle.py_spy.get(lwp) or next((t for t in oracle.py_spy.values() if t[0] == name), (None, []))
+    spy = spy[1]
+    if not same_frames(frames, spy):
+        out.append(f"py-spy read {len(spy)} frames {spy[:4]}..., pttrace recorded {len(frames)} {frames[:4]}...")
+    theirs = [(os.path.realpath(f) if f.startswith("/") else f, line, fn)
+              for f, line, fn in oracle.pystack.get(lwp, [])]
+    ours = [(os.path.realpath(f) if f.startswith("/") else f, line, fn.rsplit(".", 1)[-1]) for f, line, fn in frames]
+    if ours != theirs:
+        out.append(f"pystack read {len(theirs)} frames {theirs[:4]}..., pttrace recorded {len(ours)} {ours[:4]}...")
+    return out
+
+
+def same_frames(ours, theirs) -> bool:
+    """py-spy names a file by its path shortened to its package (or its base name), a function by its
+    qualified name on 3.11+ (the code name on 3.10)."""
+    return len(ours) == len(theirs) and all(
+        (line, fn) == (tline, tfn) and (file == tfile or file.endswith("/" + tfile))
+        for (file, line, fn), (tfile, tline, tfn) in zip(ours, theirs))
 
 
 def debian_torch_python() -> Path | None:

@@ -78,16 +78,8 @@ def test_matches_py_spy_with_thread_ids(reading):
         else:
             assert ts.native_id in spy, (ts.native_id, list(spy))
             candidates = [spy[ts.native_id][1]]
-        # py-spy: the file's path shortened to its package, the qualified name on 3.11+ (the code name
-        # on 3.10).
         ours = [(f.file, f.line, f.function) for f in chain.frames]
-        assert any(_same_frames(ours, theirs) for theirs in candidates), ours
-
-
-def _same_frames(ours, theirs) -> bool:
-    return len(ours) == len(theirs) and all(
-        (line, fn) == (tline, tfn) and (file == tfile or file.endswith("/" + tfile))
-        for (file, line, fn), (tfile, tline, tfn) in zip(ours, theirs))
+        assert any(pythons.same_frames(ours, theirs) for theirs in candidates), ours
 
 
 def test_groups_follow_the_c_eval_frames(reading):

@@ -8,6 +8,10 @@ THEN each hit has every Python frame in py-bt's order with py-bt's lines (stripp
 python3.11: the shape the target built, and the lines of their pyenv original), each group where
 its C-level _PyEval_EvalFrameDefault was, no warning about Python frames, and its thread's
 threading name next to the OS name.
+
+Where no debug build exists (Debian's python3.11, the stripped copies), an independent oracle too: the
+hit pttrace attach records, against py-spy's and pystack's reading of the same stack once the target
+stopped itself on that line (tests/targets/known_stack.py ``detach``, tests/targets/sigmoid_stop.py).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import time
 import pytest
 
 from tests import pythons
-from tests.conftest import run_pttrace
+from tests.conftest import PTTRACE, run_pttrace
 from tracer import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -175,3 +179,40 @@ def test_torch_sigmoid_on_debian_python_without_dwarf(hello_recording, tmp_path)
     want = next(h for h in reference.hits if h.breakpoint == "wrapper_CPU_sigmoid")
     assert _python(hit) == _python(want)
     assert [fn for _, _, fn in _python(hit)][0] == "forward" and len(_python(hit)) >= 3
+
+
+def _hit_frames(oracle) -> tuple[object, list[tuple[str, int, str]]]:
+    assert oracle.pttrace.returncode == 0, oracle.pttrace.stderr[-3000:]
+    session = storage.load(oracle.session)
+    assert _python_warnings(session) == []
+    [hit] = session.hits
+    return hit, [(f.file, f.line, f.function) for f in reversed(hit.frames) if f.kind == "python"]
+
+
+@pytest.mark.parametrize("name", ["debian-3.11", "stripped-3.10", "stripped-3.12", "stripped-3.13"])
+def test_attach_agrees_with_py_spy_and_pystack(name, tmp_path):
+    """An independent oracle where no debug build exists: pttrace attach records a hit of bin() in the
+    known stack (300-deep recursion, a generator, exec'd code, coroutines) and detaches; the target
+    stops itself on that line; py-spy and pystack read the same Python stack without DWARF."""
+    python = pythons.resolve(dict(CASES)[name])
+    if python is None:
+        pytest.skip(f"{name}: not on this machine")
+    oracle = pythons.attach_then_stop(python, [str(pythons.TARGET), "detach"], PTTRACE, BREAK, tmp_path)
+    hit, frames = _hit_frames(oracle)
+    assert hit.thread.lwp == oracle.pid and len(frames) > 300
+    assert pythons.oracle_disagreements(frames, oracle, oracle.pid, "MainThread") == []
+
+
+def test_torch_sigmoid_attach_on_debian_python_agrees_with_py_spy_and_pystack(tmp_path):
+    """The sigmoid path in attach on Debian's python3.11 (no DWARF, libpython static, torch's cp311
+    wheel): the hit's Python frames, through nn.Module's calls, are py-spy's and pystack's."""
+    python = pythons.debian_torch_python()
+    if python is None:
+        pytest.skip("Debian's python3.11 is not here (or the tests do not run on 3.11)")
+    oracle = pythons.attach_then_stop(python, [str(pythons.ROOT / "tests" / "targets" / "sigmoid_stop.py")],
+                                      PTTRACE, "wrapper_CPU_sigmoid", tmp_path)
+    hit, frames = _hit_frames(oracle)
+    assert "wrapper_CPU_sigmoid(" in hit.frames[-1].function
+    assert [fn for _, _, fn in frames][:2] == ["Stopper.forward", "Module._call_impl"]
+    assert hit.thread.python_name == "MainThread"
+    assert pythons.oracle_disagreements(frames, oracle, oracle.pid, "MainThread") == []

@@ -6,7 +6,8 @@ A named thread "known-worker" waits in Event.wait (``wait``: calls bin() every 5
 bottom the main thread says "ready" on stdout, then: ``stop`` (default) stops the process with
 SIGSTOP; ``call`` calls bin() once (break on PyNumber_ToBase, which every CPython exports and nothing
 else calls at start-up, LTO builds too); ``wait`` calls bin() every 50 ms until killed (attach, then
-break on it).
+break on it); ``detach FILE`` calls bin() every 50 ms, and once FILE exists stops the process with
+SIGSTOP on that same line (the stack of a hit recorded there is then there again for other tools).
 """
 import asyncio
 import os
@@ -27,6 +28,11 @@ def bottom():
         os.kill(os.getpid(), signal.SIGSTOP)
     elif MODE == "call":
         bin(DEPTH)
+    elif MODE == "detach":
+        while True:
+            # One line: a hit in bin() and the stop after it have the same Python stack.
+            bin(DEPTH); os.path.exists(sys.argv[2]) and os.kill(os.getpid(), signal.SIGSTOP)  # noqa: E702
+            time.sleep(0.05)
     else:
         while True:
             bin(DEPTH)
