@@ -208,19 +208,21 @@ def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: f
 # ------------------------------------------------------------------------------------------------
 # Checking what was recorded
 # ------------------------------------------------------------------------------------------------
-def _session_records(session_dir: Path) -> tuple[list[dict], dict | None]:
+def _session_hits(session_dir: Path) -> tuple[list, str | None]:
+    """The hits of the one session in ``session_dir`` (``storage.load``: fill records applied), and the
+    status it ended with (None without a session)."""
     files = sorted(session_dir.glob("*.jsonl"))
     if len(files) != 1:
         return [], None
     sys.path.insert(0, str(ROOT))
-    from tracer import records
+    from tracer import storage
 
-    with open(files[0], "rb") as fh:
-        return records.hits_and_end(fh)
+    session = storage.load(files[0])
+    return list(session.hits), session.info.status
 
 
-def _native_names(frames: list[dict]) -> list[str]:
-    return [f.get("function") or "" for f in frames if f.get("kind") == "native"]
+def _native_names(frames: list) -> list[str]:
+    return [f.function or "" for f in frames if f.kind == "native"]
 
 
 def _in_order(names: list[str], wanted: list[str]) -> str | None:
@@ -232,74 +234,74 @@ def _in_order(names: list[str], wanted: list[str]) -> str | None:
     return None if i == len(wanted) else wanted[i]
 
 
-def _has_python(frames: list[dict], file_end: str, source_part: str) -> bool:
-    return any(f.get("kind") == "python" and (f.get("file") or "").endswith(file_end)
-               and source_part in (f.get("source") or "") for f in frames)
+def _has_python(frames: list, file_end: str, source_part: str) -> bool:
+    return any(f.kind == "python" and (f.file or "").endswith(file_end) and source_part in (f.source or "")
+               for f in frames)
+
+
+def _innermost_is(frames: list, function: str, library: str) -> bool:
+    return bool(frames) and function in (frames[-1].function or "") and library in (frames[-1].library or "")
+
+
+def _completed(status: str | None) -> list[str]:
+    return [] if status == "completed" else [f"session status {status!r}, not completed"]
 
 
 SIGMOID_PATH = ["THPVariable_sigmoid", "at::_ops::sigmoid::call", "sigmoid", "at::_ops::sigmoid::redispatch",
                 "wrapper_CPU_sigmoid"]
 
 
-def check_pttrace_init(hits: list[dict], end: dict | None) -> list[str]:
+def check_pttrace_init(hits: list, status: str | None) -> list[str]:
     errs = []
     if len(hits) != 1:
         return [f"expected 1 hit, the session has {len(hits)}"]
-    fr = hits[0]["frames"]
-    last = fr[-1] if fr else {}
-    if "initModule" not in (last.get("function") or "") or "libtorch_python" not in (last.get("library") or ""):
-        errs.append(f"innermost frame is {last.get('function')!r} in {last.get('library')!r}, not initModule")
+    fr = hits[0].frames
+    if not _innermost_is(fr, "initModule", "libtorch_python"):
+        last = fr[-1] if fr else None
+        errs.append(f"innermost frame is {last and last.function!r} in {last and last.library!r}, not initModule")
     if not _has_python(fr, "hello-world.py", "import torch"):
         errs.append("no Python frame `hello-world.py: import torch`")
     if not _has_python(fr, "torch/__init__.py", ""):
         errs.append("no Python frame in torch/__init__.py")
-    if end is None or end.get("status") != "completed":
-        errs.append(f"session status {end and end.get('status')!r}, not completed")
-    return errs
+    return errs + _completed(status)
 
 
-def check_pttrace_sigmoid(hits: list[dict], end: dict | None) -> list[str]:
+def check_pttrace_sigmoid(hits: list, status: str | None) -> list[str]:
     errs = []
     if len(hits) != 1:
         return [f"expected 1 hit, the session has {len(hits)}"]
-    fr = hits[0]["frames"]
+    fr = hits[0].frames
     names = _native_names(fr)
     if not names or "wrapper_CPU_sigmoid" not in names[-1]:
         errs.append(f"innermost native frame is {names[-1] if names else None!r}, not wrapper_CPU_sigmoid")
     missing = _in_order(names, SIGMOID_PATH)
     if missing:
         errs.append(f"native path lacks {missing!r} (in order {' -> '.join(SIGMOID_PATH)})")
-    unnamed = [f for f in fr if f.get("kind") == "native" and not f.get("function")]
+    unnamed = [f for f in fr if f.kind == "native" and not f.function]
     if unnamed:
-        errs.append(f"{len(unnamed)} native frame(s) without a name, e.g. in {unnamed[0].get('library')}")
+        errs.append(f"{len(unnamed)} native frame(s) without a name, e.g. in {unnamed[0].library}")
     if not _has_python(fr, "torch/nn/modules/activation.py", "torch.sigmoid"):
         errs.append("no Python frame `activation.py: torch.sigmoid(input)`")
     if not _has_python(fr, "hello-world.py", "model(x)"):
         errs.append("no Python frame `hello-world.py: y = model(x)`")
-    if end is None or end.get("status") != "completed":
-        errs.append(f"session status {end and end.get('status')!r}, not completed")
-    return errs
+    return errs + _completed(status)
 
 
-def check_pttrace_hot(hits: list[dict], end: dict | None) -> list[str]:
+def check_pttrace_hot(hits: list, status: str | None) -> list[str]:
     errs = []
     if len(hits) != HOT_N:
         errs.append(f"expected {HOT_N} hits, the session has {len(hits)}")
-    bad_inner = bad_py = 0
+    # The hits of one stack share one list of frames: each distinct list is checked once.
+    paths = {id(h.frames): (h.frames, 0) for h in hits}
     for h in hits:
-        fr = h["frames"]
-        last = fr[-1] if fr else {}
-        if ADD_OP not in (last.get("function") or "") or "libtorch_cpu" not in (last.get("library") or ""):
-            bad_inner += 1
-        if not _has_python(fr, "hot_add.py", "torch.add(a, b)"):
-            bad_py += 1
+        paths[id(h.frames)] = (h.frames, paths[id(h.frames)][1] + 1)
+    bad_inner = sum(n for fr, n in paths.values() if not _innermost_is(fr, ADD_OP, "libtorch_cpu"))
+    bad_py = sum(n for fr, n in paths.values() if not _has_python(fr, "hot_add.py", "torch.add(a, b)"))
     if bad_inner:
         errs.append(f"{bad_inner} hit(s) whose innermost frame is not {ADD_OP} in libtorch_cpu.so")
     if bad_py:
         errs.append(f"{bad_py} hit(s) without the Python frame `hot_add.py: torch.add(a, b)`")
-    if end is None or end.get("status") != "completed":
-        errs.append(f"session status {end and end.get('status')!r}, not completed")
-    return errs
+    return errs + _completed(status)
 
 
 def check_gdb_bt(text: str, function: str, want_hits: int = 1, library: str | None = None,
@@ -442,8 +444,8 @@ class Case:
 
 def _pttrace_check(fn):
     def check(rundir: Path, res: RunResult) -> list[str]:
-        hits, end = _session_records(rundir / "sessions")
-        errs = fn(hits, end)
+        hits, status = _session_hits(rundir / "sessions")
+        errs = fn(hits, status)
         if res.rc != 0:
             errs.append(f"pttrace exited with {res.rc}")
         return errs

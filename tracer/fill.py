@@ -15,7 +15,7 @@ import threading
 
 from tracer.classify import classify, dispatch_key, kernel_below_adapter, short_name
 from tracer.errors import PttraceError
-from tracer.records import fill_frame, fill_key
+from tracer.model import Frame
 
 
 class FrameFiller:
@@ -50,41 +50,30 @@ class FrameFiller:
         self._answers[key] = values or None
         return self._answers[key]
 
-    def fill(self, frames: list) -> list:
-        """Fill these frames of one call path (outermost first; dicts or Frames) in place; returns the
-        new ``fill`` entries to append to the session (each key once)."""
+    def fill(self, frames: list[Frame]) -> list:
+        """Fill these frames of one call path (outermost first) in place; returns the new ``fill``
+        entries to append to the session (each key once)."""
         new = []
         with self._lock:
             last = len(frames) - 1
             looked = []
             for i, f in enumerate(frames):
-                key = fill_key(f, i == last)
+                key = f.fill_key(i == last)
                 if key is None:
                     continue
                 values = self.lookup(key)
                 if values is None:
                     continue
-                had_name = _get(f, "function") is not None
-                fill_frame(f, values)
+                had_name = f.function is not None
+                f.fill(values)
                 looked.append(key)
                 # As the agent does for named frames: a runtime function called by a boxing adapter
                 # is the kernel it wraps (its name alone does not say so).
-                if not had_name and i and kernel_below_adapter(_get(f, "layer"), _get(frames[i - 1], "function")):
-                    _put(f, "layer", "kernel")
+                if not had_name and i and kernel_below_adapter(f.layer, frames[i - 1].function):
+                    f.layer = "kernel"
                     self._answers[key] = dict(values, layer="kernel")
             for key in looked:
                 if key not in self._written:
                     self._written.add(key)
                     new.append([key[0], key[1], key[2], self._answers[key]])
         return new
-
-
-def _get(frame, name):
-    return frame.get(name) if isinstance(frame, dict) else getattr(frame, name, None)
-
-
-def _put(frame, name, value) -> None:
-    if isinstance(frame, dict):
-        frame[name] = value
-    else:
-        setattr(frame, name, value)

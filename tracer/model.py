@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from tracer.records import SCHEMA
+from tracer.records import FILL_NAME_FIELDS, SCHEMA
 
 LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")
@@ -150,6 +150,22 @@ class Frame:
         if list not in shape and _field_names(cls) >= data.keys():
             _GOOD_FRAME_SHAPES.add(shape)
         return cls(**_pick(cls, data))  # keys from a newer or older writer are left out
+
+    def fill_key(self, innermost: bool) -> tuple | None:
+        """Its key in ``fill`` records, or None if it needs none (not innermost: its pc is a return
+        address, looked up at offset - 1)."""
+        if self.offset is None or self.kind != "native" or (self.function is not None and self.file is not None):
+            return None
+        return (self.library, int(self.offset), not innermost)
+
+    def fill(self, values: dict[str, Any]) -> None:
+        """The name and file:line it lacks, from a ``fill`` entry (a name gdb gave is kept)."""
+        if self.function is None and values.get("function"):
+            for name in FILL_NAME_FIELDS:
+                if name in values:
+                    setattr(self, name, values[name])
+        if self.file is None and values.get("file"):
+            self.file, self.line = values["file"], values.get("line")
 
     @property
     def location(self) -> str | None:

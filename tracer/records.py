@@ -2,7 +2,7 @@
 
 One module for both sides of the file. The agent inside gdb writes ``hit``, ``breakpoint`` and
 ``warning`` records with it; pttrace writes the others with it; every reader (``storage.load``, the
-recorder's tail of a live session in ``recorder/tailer.py``, ``bench/``) decodes with it. It imports
+recorder's tail of a live session in ``recorder/tailer.py``) decodes with it. It imports
 the standard library only (and ``tracer.escape``, which does too): gdb's Python runs it.
 
 A session file is JSON lines, each one record, each written with one ``write()`` on an ``O_APPEND``
@@ -26,7 +26,7 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 ``warning``        ``{message}``: what pttrace could not see or follow
 ``dispatch_keys``  the target torch's DispatchKeySet numbering (``storage.decode_keyset``)
 ``fill``           ``{frames: [[library, offset, caller, {function, short, layer, dispatch_key, file,
-                   line}], ...]}``: names for frames recorded by library and offset (see ``fill_key``)
+                   line}], ...]}``: names for frames recorded by library and offset (``model.Frame.fill_key``)
 ``end``            ``{status, exit_code, ended, ...}``; a file without one is ``interrupted``
 
 A hot breakpoint's hit is one ``hit`` line of ~60 bytes: its frames, stack and site were written at
@@ -307,64 +307,6 @@ class Reader:
 
 
 # --------------------------------------------------------------------------------------------
-# Fill records: names for frames recorded by library and offset
+# Fill records: names for frames recorded by library and offset (``model.Frame.fill_key``, ``fill``)
 # --------------------------------------------------------------------------------------------
 FILL_NAME_FIELDS = ("function", "short", "layer", "dispatch_key")
-
-
-def fill_frame(frame: Any, values: dict[str, Any]) -> None:
-    """Give a frame (a ``Frame`` or its dict) the name and file:line it lacks from a fill entry."""
-    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
-    put = frame.__setitem__ if isinstance(frame, dict) else frame.__setattr__
-    if get("function") is None and values.get("function"):
-        for name in FILL_NAME_FIELDS:
-            if name in values:
-                put(name, values[name])
-    if get("file") is None and values.get("file"):
-        put("file", values["file"])
-        put("line", values.get("line"))
-
-
-def fill_key(frame: Any, innermost: bool) -> tuple | None:
-    """The key of a frame in ``fill`` records, or None if it needs none (``caller``: not the innermost
-    frame, so its pc is a return address and it is looked up at offset - 1)."""
-    get = frame.get if isinstance(frame, dict) else frame.__dict__.get
-    offset = get("offset")
-    if offset is None or get("kind") != "native" or (get("function") is not None and get("file") is not None):
-        return None
-    return (get("library"), int(offset), not innermost)
-
-
-def hits_and_end(fh: IO[bytes]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The hits of a file as dicts (interned ones whole), their ``fill`` records applied, and its ``end``
-    record (None if it has none): for readers that want the records as written (tests, ``bench/``), not
-    ``storage.load``. Hits of one stack share their frame dicts."""
-    hits, end, fills = [], None, {}
-    reader = Reader()
-    for _lineno, rec in read(fh):
-        if isinstance(rec, BadRecord):
-            continue
-        try:
-            rec = reader.feed(rec)
-        except (BadRecord, KeyError, TypeError, ValueError):
-            continue
-        kind = rec["type"] if rec is not None else None
-        if kind == HIT:
-            rec["thread"] = dict(rec["thread"] or {})  # each hit's own: callers change them
-            hits.append(rec)
-        elif kind == END:
-            end = rec
-        elif kind == FILL:
-            fills.update(((lib, off, caller), values) for lib, off, caller, values in rec.get("frames") or [])
-    if fills:
-        done: set[int] = set()
-        for rec in hits:
-            frames = rec.get("frames") or []
-            if id(frames) in done:
-                continue
-            done.add(id(frames))
-            for i, f in enumerate(frames):
-                key = fill_key(f, i == len(frames) - 1)
-                if key in fills:
-                    fill_frame(f, fills[key])
-    return hits, end

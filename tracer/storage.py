@@ -22,7 +22,6 @@ from tracer.errors import SessionError
 from tracer.hit_table import HitTable
 from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
                           Thread, check, objects)
-from tracer.records import fill_frame, fill_key
 
 SUFFIX = ".jsonl"
 
@@ -304,11 +303,11 @@ def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
         for i, f in enumerate(frames):
             if f.offset is None:
                 continue
-            key = fill_key(f, i == last)
+            key = f.fill_key(i == last)
             if key is not None:
                 values = fills.get(key)
                 if values is not None:
-                    fill_frame(f, values)
+                    f.fill(values)
 
 
 def _name_from_index(hits: list[Hit]) -> None:
@@ -318,7 +317,7 @@ def _name_from_index(hits: list[Hit]) -> None:
 
     filler = None
     for frames in _distinct_paths(hits):
-        if any(f.offset is not None and fill_key(f, False) is not None for f in frames):
+        if any(f.offset is not None and f.fill_key(False) is not None for f in frames):
             filler = filler or FrameFiller()
             filler.fill(frames)
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_pttrace
-from tracer import records
+from tracer import storage
 
 ADD = "at::_ops::add_Tensor::call"
 EVAL = "_PyEval_EvalFrameDefault"
@@ -48,12 +48,11 @@ exec("torch.add(a, a)  # LINE-EXEC")
 
 
 def _hits(directory: Path) -> list[dict]:
-    """The hit records as written, with the names of ``fill`` records applied (libtorch_cpu.so's
-    frames are named by pttrace's index, not by gdb: the CFI path)."""
+    """The hits as loaded, with the names of ``fill`` records applied (libtorch_cpu.so's frames are
+    named by pttrace's index, not by gdb: the CFI path), as dicts to compare record for record."""
     files = list(directory.glob("*.jsonl"))
     assert len(files) == 1, files
-    with open(files[0], "rb") as fh:
-        return records.hits_and_end(fh)[0]
+    return [hit.to_dict() for hit in storage.load(files[0]).hits]
 
 
 def _python_sources(hit: dict) -> list[str]:

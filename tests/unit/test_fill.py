@@ -75,13 +75,10 @@ def test_filler_names_from_the_index_and_looks_callers_up_at_pc_minus_one(tmp_pa
     (second,) = [m for m in find_symbol("second", [str(lib)]) if not m.plt]
     (first,) = [m for m in find_symbol("first", [str(lib)]) if not m.plt]
     end_of_first = first.address + first.size  # a return address just past the end of a function
-    frames = [{"kind": "native", "function": None, "library": str(lib), "file": None, "offset": end_of_first,
-               "layer": "runtime"},
-              {"kind": "native", "function": None, "library": str(lib), "file": None, "offset": second.address,
-               "layer": "runtime"}]
+    frames = [_frame(str(lib), end_of_first), _frame(str(lib), second.address)]
     entries = FrameFiller().fill(frames)
-    assert frames[0]["function"] == "first" and frames[0]["short"] == "first"  # looked up at pc - 1
-    assert frames[1]["function"] == "second"
+    assert frames[0].function == "first" and frames[0].short == "first"  # looked up at pc - 1
+    assert frames[1].function == "second"
     assert [e[:3] for e in entries] == [[str(lib), end_of_first, True], [str(lib), second.address, False]]
     json.dumps(entries)
 
@@ -111,9 +108,16 @@ def test_a_library_the_index_cannot_read_is_named_not_hidden(tmp_path, monkeypat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     bad = tmp_path / "libbroken.so"
     bad.write_bytes(b"\x7fELF" + b"\0" * 12)  # an ELF header cut short
-    frames = [{"kind": "native", "function": None, "library": str(bad), "file": None, "offset": 0x40,
-               "layer": "runtime"}]
+    frames = [_frame(str(bad), 0x40)]
     filler = FrameFiller()
     assert filler.fill(frames) == []
-    assert frames[0]["function"] is None and frames[0]["offset"] == 0x40  # kept as recorded
+    assert frames[0].function is None and frames[0].offset == 0x40  # kept as recorded
     assert str(bad) in filler.unreadable and filler.unreadable[str(bad)]
+
+
+def test_fill_key_only_for_native_frames_missing_a_name_or_place():
+    assert _frame("l", 5).fill_key(True) == ("l", 5, False)
+    assert _frame("l", 5).fill_key(False) == ("l", 5, True)  # a caller: looked up at offset - 1
+    assert _frame("l", 5, function="f", file="a.c").fill_key(True) is None
+    assert Frame(kind="python", offset=5).fill_key(False) is None
+    assert Frame(kind="native", library="l").fill_key(True) is None  # named by gdb: no offset recorded

@@ -21,6 +21,13 @@ def _frames():
 THREAD = {"id": 1, "name": "python", "lwp": 42}
 
 
+def _hits(data: bytes) -> list[dict]:
+    """The hit records of ``data`` as the reader gives them back (frames as written, one list a stack)."""
+    reader = records.Reader()
+    decoded = (reader.feed(rec) for _, rec in records.read(io.BytesIO(data)))
+    return [rec for rec in decoded if rec is not None and rec["type"] == records.HIT]
+
+
 def _interned(*hits) -> bytes:
     interner = records.Interner()
     return b"".join(interner.encode_hit(*h) for h in hits)
@@ -35,8 +42,7 @@ def test_an_interned_hit_reads_back_as_written_and_a_repeat_costs_one_short_line
     assert [records.decode(x)["type"] for x in lines] == ["frame"] * 3 + ["stack", "site", "hit", "hit", "stack",
                                                                            "site", "hit"]
     assert len(lines[6]) < 100
-    hits, end = records.hits_and_end(io.BytesIO(data))
-    assert end is None
+    hits = _hits(data)
     assert [(h["seq"], h["time"], h["breakpoint"], h["thread"], h["truncated"], h["signal"]) for h in hits] == [
         (1, 1.5, "at::add", THREAD, False, None), (2, 2.25, "at::add", THREAD, False, "SIGSEGV"),
         (3, 3.0, "at::add", THREAD, True, None)]
@@ -49,7 +55,7 @@ def test_a_name_that_is_not_utf8_is_kept_as_an_escape_and_reads_back():
     data = _interned((1, None, {}, 0.0, [CachedFrame({"kind": "native", "function": bad})]))
     assert data.isascii()
     # Read back spelled out: a lone surrogate would make printing it fail (escape.visible).
-    assert records.hits_and_end(io.BytesIO(data))[0][0]["frames"][0]["function"] == "f\\udcff"
+    assert _hits(data)[0]["frames"][0]["function"] == "f\\udcff"
     assert records.decode(records.encode({"type": "warning", "message": bad}))["message"] == "f\\udcff"
 
 
@@ -99,31 +105,11 @@ def test_tail_returns_complete_lines_only_and_keeps_the_cut_one():
     assert [records.decode(x)["message"] for x in tail.lines(fh)] == ["two"]
 
 
-def test_hits_and_end_applies_fill_records_to_the_frames_they_name():
-    frames = [dict(f) for f in _frames()]
-    frames[1]["function"] = frames[2]["function"] = None
-    lib = frames[1]["library"]
-    data = records.encode({"type": "hit", "seq": 1, "breakpoint": "b", "thread": {}, "time": 0.0, "frames": frames})
-    data += records.encode({"type": "fill", "frames": [[lib, 0x1234, True, {"function": "caller()", "layer": "kernel"}],
-                                                       [lib, 0x1234, False, {"function": "inner()"}]]})
-    data += records.encode({"type": "end", "status": "completed"})
-    hits, end = records.hits_and_end(io.BytesIO(data))
-    assert end["status"] == "completed"
-    assert [f["function"] for f in hits[0]["frames"]] == ["main", "caller()", "inner()"]
-    assert hits[0]["frames"][1]["layer"] == "kernel"
-
-
-def test_fill_key_only_for_native_frames_missing_a_name_or_place():
-    assert records.fill_key({"kind": "native", "library": "l", "offset": 5, "function": None}, True) == ("l", 5, False)
-    assert records.fill_key({"kind": "native", "library": "l", "offset": 5, "function": "f", "file": "a.c"}, True) is None
-    assert records.fill_key({"kind": "python", "offset": 5}, False) is None
-
-
 def test_a_workers_launcher_stack_is_interned_and_read_back():
     frames = _frames()
     launch = {"thread": {"id": 1, "name": "python", "lwp": 7}, "frames": frames[:2]}
     data = _interned((1, "b", THREAD, 0.5, frames[1:], False, None, launch),
                      (2, "b", THREAD, 0.7, frames[1:], False, None, {"thread": None, "why": "not found"}))
-    hits, _ = records.hits_and_end(io.BytesIO(data))
+    hits = _hits(data)
     assert hits[0]["launched_by"] == {"thread": launch["thread"], "frames": [dict(f) for f in frames[:2]]}
     assert hits[1]["launched_by"] == {"thread": None, "why": "not found"}

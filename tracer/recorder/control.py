@@ -76,11 +76,11 @@ class Controller:
         data = self._rec.agent.snapshot()
         if data is None:
             return None
-        frames = data.get("frames") or []
-        self._rec.tailer.fill(frames)
         try:
-            return Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
-                       frames=[Frame.from_dict(f) for f in objects("frames", frames)],
-                       truncated=bool(data.get("truncated")))
+            frames = [Frame.from_dict(f) for f in objects("frames", data.get("frames") or [])]
+            hit = Hit(seq=0, breakpoint=None, thread=Thread.from_dict(data.get("thread")), time=time.time(),
+                      frames=frames, truncated=bool(data.get("truncated")))
         except RecordError:
             return None
+        self._rec.tailer.fill(hit.frames)
+        return hit

@@ -12,7 +12,7 @@ from typing import Callable
 from tracer import records, storage
 from tracer.errors import PttraceError
 from tracer.fill import FrameFiller
-from tracer.model import Breakpoint
+from tracer.model import Breakpoint, Frame
 from tracer.recorder.events import BreakpointRecorded, HitRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")
@@ -33,7 +33,7 @@ class SessionTailer:
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
 
-    def fill(self, frames: list) -> None:
+    def fill(self, frames: list[Frame]) -> None:
         """Name what gdb left unnamed in these frames, and append the answers as a fill record."""
         entries = self._filler.fill(frames)
         for library, why in list(self._filler.unreadable.items()):
