@@ -133,6 +133,33 @@ def test_absurd_string_length_is_not_read():
     assert chain.frames[0].function is None and chain.frames[0].file == "/src/m.py"
 
 
+class FaultyMemory(FakeMemory):
+    """Reads at ``fault`` raise ``error`` (another kind of failure than an unmapped address)."""
+
+    def __init__(self, mem: FakeMemory, fault: int, error: Exception):
+        self.blocks, self.fault, self.error = mem.blocks, fault, error
+
+    def read(self, addr: int, size: int) -> bytes:
+        if addr == self.fault:
+            raise self.error
+        return super().read(addr, size)
+
+
+class GdbMemoryError(RuntimeError):
+    """Stands for gdb.MemoryError: what another read callback raises."""
+
+
+def test_the_read_errors_given_stop_a_chain_and_nothing_else_is_hidden():
+    mem, frames = fake_process()
+    faulty = FaultyMemory(mem, frames["g"], GdbMemoryError("Cannot access memory"))
+    chain = PythonRuntime(faulty.read, RUNTIME, 12, read_errors=(GdbMemoryError,)).frames(TSTATE)
+    assert [f.function for f in chain.frames] == ["f"] and "cannot read the Python frame" in chain.error
+    # an error the reader was not told of is a bug (in the callback or here): it is raised, not a short stack
+    runtime = PythonRuntime(FaultyMemory(mem, frames["g"], AttributeError("a bug")).read, RUNTIME, 12)
+    with pytest.raises(AttributeError):
+        runtime.frames(TSTATE)
+
+
 def test_max_frames_cuts_the_chain():
     mem, _ = fake_process()
     chain = PythonRuntime(mem.read, RUNTIME, 12).frames(TSTATE, max_frames=1)

@@ -1,8 +1,8 @@
 """CPython's threads and Python frames read from a process's memory, 3.10 to 3.13 (3.14-ready), with or
 without debug information.
 
-- ``reader.PythonRuntime(read, runtime_address, minor)``: over a ``read(address, size) -> bytes``
-  callback; ``threads()`` -> ``ThreadState``s, ``frames(tstate)`` -> ``FrameChain`` (one group of
+- ``reader.PythonRuntime(read, runtime_address, minor, read_errors)``: over a ``read(address, size) ->
+  bytes`` callback that raises one of ``read_errors`` where memory is unreadable; ``threads()`` -> ``ThreadState``s, ``frames(tstate)`` -> ``FrameChain`` (one group of
   ``PyFrame``s per C-level eval frame, innermost first). Raises ``LayoutError`` (one sentence).
 - ``objects.ThreadNames(runtime).names()`` -> {thread ident: ``threading`` name} (``threading._active``
   read through dicts and instance attributes; no code runs in the process).

@@ -73,7 +73,7 @@ class ThreadNames:
             if not self._active:
                 self._active = self._find_active()
             items = self._dict_items(self._active) if self._active else []
-        except Exception:
+        except self.runtime.errors:
             self._active = 0
             return {}
         out: dict[int, str] = {}
@@ -81,7 +81,7 @@ class ThreadNames:
             try:
                 ident = self._int(key)
                 name = self.runtime.read_str(self._attribute(thread, "_name"))
-            except Exception:
+            except self.runtime.errors:
                 continue
             if ident is not None and name is not None:
                 out[ident] = name

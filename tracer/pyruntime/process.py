@@ -101,6 +101,6 @@ def open_runtime(pid: int) -> tuple[PythonRuntime, ProcessMemory]:
     mem = ProcessMemory(pid)
     try:
         return PythonRuntime(mem.read, address, minor), mem
-    except Exception:
+    except BaseException:  # not handled here: the descriptor closed, the error passed on
         mem.close()
         raise

@@ -27,7 +27,9 @@ from . import layout as _layout
 from .layout import Layout, LayoutError, NotRunning
 from .lines import line_at, ranges_for
 
-Read = Callable[[int, int], bytes]  # raises (any exception) when the memory cannot be read
+Read = Callable[[int, int], bytes]  # raises one of the errors given with it when the memory cannot be read
+# What reading untrusted bytes raises: a buffer too short, a field or length out of range.
+PARSE_ERRORS: tuple[type[Exception], ...] = (struct.error, ValueError, IndexError, OverflowError)
 
 MAX_FRAMES = 4096  # a chain longer than this is cut (FrameChain.complete False)
 MAX_THREADS = 4096
@@ -85,11 +87,14 @@ class PythonRuntime:
     """The CPython runtime of one process, found at ``runtime_address`` (the ``_PyRuntime`` symbol).
 
     ``minor``: the CPython 3 minor version when known from elsewhere (a file name, ``Py_Version``);
-    3.13+ say it themselves in ``_Py_DebugOffsets``, which wins. Raises LayoutError (one sentence)
-    when the version is unsupported or the memory does not look like that version's runtime."""
+    3.13+ say it themselves in ``_Py_DebugOffsets``, which wins. ``read_errors``: what ``read`` raises
+    when the memory cannot be read (/proc/PID/mem: OSError; gdb: gdb.error). Raises LayoutError (one
+    sentence) when the version is unsupported or the memory does not look like that version's runtime."""
 
-    def __init__(self, read: Read, runtime_address: int, minor: int | None = None):
+    def __init__(self, read: Read, runtime_address: int, minor: int | None = None,
+                 read_errors: tuple[type[Exception], ...] = (OSError,)):
         self.read = read
+        self.errors = tuple(read_errors) + PARSE_ERRORS  # what a read of the target and its parsing raise
         self.address = runtime_address
         self.layout = self._find_layout(minor)
         self._codes: dict[int, _Code] = {}
@@ -110,14 +115,14 @@ class PythonRuntime:
     def _find_layout(self, minor: int | None) -> Layout:
         try:
             head = self.read(self.address, 16)
-        except Exception:
+        except self.errors:
             raise LayoutError(f"cannot read the interpreter's _PyRuntime at {self.address:#x}") from None
         hexversion = _layout.version_of_debug_offsets(head)
         if hexversion is not None:
             found = (hexversion >> 16) & 0xFF
             try:
                 raw = self.read(self.address, _layout.debug_offsets_size(found))
-            except Exception:
+            except self.errors:
                 raise LayoutError("cannot read CPython's debug offsets at the start of _PyRuntime") from None
             return _layout.from_debug_offsets(raw)
         if minor is None:
@@ -142,7 +147,7 @@ class PythonRuntime:
             ok = not interp or _u64(self.read(interp + lay.interp_id, 8), 0) == 0
             ts = _u64(self.read(interp + lay.interp_threads_head, 8), 0) if ok and interp else 0
             ok = ok and (not ts or _u64(self.read(ts + lay.ts_interp, 8), 0) == interp)
-        except Exception:
+        except self.errors:
             ok = False
         if not ok:
             raise LayoutError(f"the interpreter's memory does not match CPython 3.{lay.minor}'s layout")
@@ -157,7 +162,7 @@ class PythonRuntime:
             while interp and len(out) < MAX_INTERPRETERS and interp not in out:
                 out.append(interp)
                 interp = _u64(self.read(interp + self.layout.interp_next, 8), 0)
-        except Exception:
+        except self.errors:
             pass
         return out
 
@@ -174,7 +179,7 @@ class PythonRuntime:
                     seen.add(ts)
                     state, ts = self._thread_state(ts, interp_id)
                     out.append(state)
-            except Exception:
+            except self.errors:
                 continue
         return out
 
@@ -183,7 +188,7 @@ class PythonRuntime:
         that thread's."""
         try:
             return self._thread_state(tstate, -1)[0]
-        except Exception:
+        except self.errors:
             return None
 
     def _thread_state(self, ts: int, interp_id: int) -> tuple[ThreadState, int]:
@@ -205,7 +210,7 @@ class PythonRuntime:
         try:
             state = tstate if isinstance(tstate, ThreadState) else self._thread_state(tstate, -1)[0]
             first = self.current_frame(state)
-        except Exception:
+        except self.errors:
             where = tstate.address if isinstance(tstate, ThreadState) else tstate
             return FrameChain(complete=False, error=f"cannot read the thread state at {where:#x}")
         return self.frames_from(first, max_frames)
@@ -227,7 +232,7 @@ class PythonRuntime:
             seen.add(frame)
             try:
                 raw = self.read(frame, self._frame_span)
-            except Exception:
+            except self.errors:
                 chain.complete, chain.error = False, f"cannot read the Python frame at {frame:#x}"
                 break
             previous = _u64(raw, lay.f_previous)
@@ -287,7 +292,7 @@ class PythonRuntime:
             try:
                 if self._ident(code_addr) == info.ident:
                     return info
-            except Exception:
+            except self.errors:
                 return None
             del self._codes[code_addr]
             for key in [k for k in self._frames if k[0] == code_addr]:
@@ -301,7 +306,7 @@ class PythonRuntime:
             name = self.read_str(_u64(raw, lay.co_qualname if lay.co_qualname is not None else lay.co_name))
             first = struct.unpack_from("<i", raw, lay.co_firstlineno)[0]
             table = self.read_bytes(_u64(raw, lay.co_linetable))
-        except Exception:
+        except self.errors:
             return None
         if file is None and name is None:
             return None
@@ -335,7 +340,7 @@ class PythonRuntime:
             if codec is None:
                 return None
             return self.read(addr + lay.u_compact_size, length * kind).decode(codec, "replace")
-        except Exception:
+        except self.errors:
             return None
 
     def read_bytes(self, addr: int) -> bytes | None:
@@ -347,5 +352,5 @@ class PythonRuntime:
             if size > MAX_LINETABLE:
                 return None
             return bytes(self.read(addr + lay.bytes_data, size)) if size else b""
-        except Exception:
+        except self.errors:
             return None

@@ -85,7 +85,7 @@ class CPythonFrames:
         if runtime is not None and runtime.address == address:
             return True
         try:
-            runtime = PythonRuntime(_memory_reader(), address, _minor_version(address))
+            runtime = PythonRuntime(_memory_reader(), address, _minor_version(address), READ_ERRORS)
         except NotRunning as exc:
             self.not_running += 1
             if self.not_running == _PATIENCE:
