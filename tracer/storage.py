@@ -9,7 +9,7 @@ off before its fill lost nothing.
 from __future__ import annotations
 
 import datetime as _dt
-import math
+import io
 import os
 import re
 import secrets
@@ -124,11 +124,17 @@ class HitReader:
 
 
 # A hit line as the agent's Interner writes it for a hit with no signal and no launcher: read without
-# json (a million of them are most of a big session's lines). Anything else takes the general way.
-_PLAIN_HIT = re.compile(rb'\{"type":"hit","seq":(\d+),"time":(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?),"site":(\d+)\}\n?')
+# json (a million of them are most of a big session's lines); anything else takes the general way. The
+# time's digits are bounded, so that it is always a finite float.
+_TIME = rb"-?\d{1,20}(?:\.\d+)?(?:[eE][-+]?\d{1,2})?"
+_PLAIN_HIT = re.compile(rb'\{"type":"hit","seq":(\d+),"time":(' + _TIME + rb'),"site":(\d+)\}\n?')
+_PLAIN_HITS = re.compile(rb'^\{"type":"hit","seq":(\d+),"time":(' + _TIME + rb'),"site":(\d+)\}$', re.M)
+_CHUNK = 1 << 18  # ~4,000 hit lines: what findall holds at once
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _chunks(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The file 256 KB at a time, cut after a line break (the last one may have none): (first line's number,
+    its lines)."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -137,11 +143,38 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
         raise SessionError(f"{path} is a directory, not a session file.") from None
     except OSError as exc:
         raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+    lineno, carry = 1, b""
     with fh:
         try:
-            yield from enumerate(fh, 1)
+            while True:
+                data = fh.read(_CHUNK)
+                if not data:
+                    if carry:
+                        yield lineno, carry
+                    return
+                data = carry + data
+                cut = data.rfind(b"\n") + 1
+                chunk, carry = data[:cut], data[cut:]
+                if chunk:
+                    yield lineno, chunk
+                    lineno += chunk.count(b"\n")
         except OSError as exc:
             raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+
+
+def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> bool:
+    """Add the hits of ``chunk`` to ``table`` if it holds nothing but plain hits of sites already met
+    (most of a hot breakpoint's session): three columns converted at once, no line looked at alone."""
+    rows = _PLAIN_HITS.findall(chunk)
+    if not rows or len(rows) != chunk.count(b"\n"):
+        return False
+    seqs, times, sites = zip(*rows)
+    if not all(int(s) in plain_sites for s in set(sites)):
+        return False
+    table.seqs.extend(map(int, seqs))
+    table.times.extend(map(float, times))
+    table.rows.extend(map(plain_sites.__getitem__, map(int, sites)))
+    return True
 
 
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True) -> Session:
@@ -160,66 +193,68 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
     reader = HitReader()
-    plain, isfinite, add = _PLAIN_HIT.fullmatch, math.isfinite, table.add
-    for lineno, raw in _lines(path):
-        if raw.startswith(records.HIT_PREFIX):
-            if not hits:
-                continue
-            m = plain(raw)
-            if m is not None:
-                site = plain_sites.get(int(m[3]))
-                time = float(m[2])
-                if site is not None and isfinite(time):
-                    add(int(m[1]), time, site)
-                    continue
-        if not raw.strip():
+    plain, add = _PLAIN_HIT.fullmatch, table.add
+    for first_line, chunk in _chunks(path):
+        if hits and _plain_chunk(chunk, plain_sites, table):
             continue
-        try:
-            raw = records.decode(raw)
-        except records.BadRecord as bad:
-            if raw.endswith(b"\n"):
+        for lineno, raw in enumerate(io.BytesIO(chunk), first_line):
+            if raw.startswith(records.HIT_PREFIX):
+                if not hits:
+                    continue
+                m = plain(raw)
+                if m is not None:
+                    site = plain_sites.get(int(m[3]))
+                    if site is not None:
+                        add(int(m[1]), float(m[2]), site)
+                        continue
+            if not raw.strip():
+                continue
+            try:
+                raw = records.decode(raw)
+            except records.BadRecord as bad:
+                if raw.endswith(b"\n"):
+                    report.bad_lines.append((lineno, bad.why))
+                continue  # else: a last line still being written (or cut by a crash), not damage
+            kind = raw.get("type")
+            try:
+                rec = reader.feed(raw)
+                if rec is None or kind == records.STACK:
+                    continue  # a definition, kept by the reader
+                if kind == "header":
+                    schema = check("the header", rec, {"schema": INT}).get("schema") or 0
+                    if schema > SCHEMA:
+                        raise SessionError(
+                            f"{path} uses session schema {schema}, newer than this pttrace understands ({SCHEMA}); "
+                            "upgrade pttrace to read it."
+                        )
+                    session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema, path=str(path))
+                elif kind == "breakpoint" and rec.get("removed"):
+                    bps.pop(str(rec["spec"]), None)
+                elif kind == "breakpoint":
+                    bp = Breakpoint.from_dict(rec)
+                    bps[bp.spec] = bp
+                elif kind == "hit":
+                    site = table.append(rec)
+                    if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
+                        plain_sites[raw["site"]] = site
+                elif kind == "warning":
+                    warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
+                elif kind == "dispatch_keys":
+                    key_table = _key_table(rec)
+                elif kind == "fill":
+                    fills.update(_fill_entries(rec))
+                elif kind == "end":
+                    ended = check("the end record", rec, _END_TYPES)
+                    ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
+                                 for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
+                else:
+                    report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
+            except SessionError:
+                raise
+            except records.BadRecord as bad:
                 report.bad_lines.append((lineno, bad.why))
-            continue  # else: a last line still being written (or cut by a crash), not damage
-        kind = raw.get("type")
-        try:
-            rec = reader.feed(raw)
-            if rec is None or kind == records.STACK:
-                continue  # a definition, kept by the reader
-            if kind == "header":
-                schema = check("the header", rec, {"schema": INT}).get("schema") or 0
-                if schema > SCHEMA:
-                    raise SessionError(
-                        f"{path} uses session schema {schema}, newer than this pttrace understands ({SCHEMA}); "
-                        "upgrade pttrace to read it."
-                    )
-                session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema, path=str(path))
-            elif kind == "breakpoint" and rec.get("removed"):
-                bps.pop(str(rec["spec"]), None)
-            elif kind == "breakpoint":
-                bp = Breakpoint.from_dict(rec)
-                bps[bp.spec] = bp
-            elif kind == "hit":
-                site = table.append(rec)
-                if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
-                    plain_sites[raw["site"]] = site
-            elif kind == "warning":
-                warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
-            elif kind == "dispatch_keys":
-                key_table = _key_table(rec)
-            elif kind == "fill":
-                fills.update(_fill_entries(rec))
-            elif kind == "end":
-                ended = check("the end record", rec, _END_TYPES)
-                ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
-                             for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
-            else:
-                report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
-        except SessionError:
-            raise
-        except records.BadRecord as bad:
-            report.bad_lines.append((lineno, bad.why))
-        except (KeyError, TypeError, ValueError) as exc:  # RecordError (a value of the wrong type) among them
-            report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
+            except (KeyError, TypeError, ValueError) as exc:  # RecordError (a value of the wrong type) among them
+                report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
     if session is None:
         if report.bad_lines:
             lineno, why = report.bad_lines[0]

@@ -334,3 +334,46 @@ def test_a_dwarf_path_from_another_machine_is_shown_from_the_source_dir(fixture_
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_a_big_session_opens_as_a_window_of_rows_that_follows_the_cursor(tmp_path):
+    """30,000 hits: the table holds a window of rows, never one row a hit; keys and search reach them all."""
+    from tests.unit.export_support import write_hot_session
+    from tracer.tui.widgets.hits import HitsTable
+
+    path = tmp_path / "big.jsonl"
+    write_hot_session(path, 30_000, paths=3, threads=2)
+
+    async def scenario():
+        app = make_app(SessionSource.open(path))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            hits = app.hits_table
+            assert len(app.state.hits) == 30_000 and hits.hits is app.state.hits  # one table, not a copy
+            assert hits.row_count == HitsTable.WINDOW and hits.border_title == "hits (30,000)"
+            assert app.state.hits_of("THPVariable_tensor") == 20_000
+            # WHEN the cursor goes down past the window's end, the window follows it, hit after hit
+            hits.focus()
+            hits.move_cursor(row=HitsTable.WINDOW - 10)
+            for _ in range(30):
+                await pilot.press("down")
+            await pilot.pause(0.2)
+            assert hits.selected_hit.seq == HitsTable.WINDOW + 21 and hits.start > 0
+            await wait_until(pilot, lambda: app.call_path.hit.seq == HitsTable.WINDOW + 21)
+            # end and home reach the last and the first hit
+            await pilot.press("end")
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 30_000)
+            assert cell_text(hits, hits.cursor_row, "seq") == "30000" and hits.row_count == HitsTable.WINDOW
+            await pilot.press("home")
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 1)
+            # a hit far away, by its number (the paths screen's way)
+            hits.select_seq(17_001)
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 17_001)
+            # a search keeps the hits of the matching paths: those on worker-1 are half of them
+            hits.filter("worker-1")
+            assert len(hits.shown) == 15_000 and "15,000 of 30,000" in hits.border_title
+            assert all(hits.hits[i].thread.name == "worker-1" for i in hits.shown[:50])
+            assert hits.selected_hit.seq == 17_001  # it is one of them: still selected
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=120)

@@ -52,7 +52,6 @@ from tracer.tui.widgets.status import StatusLine
 
 MAX_BATCHES_PER_SECOND = 5
 JUMP_WINDOW = 1.0
-MAX_ROWS_PER_STEP = 2000  # a saved session of 100k hits fills its table in steps, the keys still answer
 _LIVE_ACTIONS = {"toggle_mode", "resume", "control", "interrupt", "add_breakpoint"}
 
 
@@ -114,8 +113,6 @@ class PttraceApp(App[int]):
         self._last_drain = 0.0
         self._drain_timer = None
         self._jump_until = 0.0  # a stop at a breakpoint: its hit (before or after the stop's news) is shown
-        self._backlog: deque[Hit] = deque()  # hits counted but not yet in the table
-        self._feeding = False
         self._pinned = False  # the call path shows where a step/finish/interrupt stopped
         self._quitting = False
         self.cwd: str | None = None
@@ -202,17 +199,15 @@ class PttraceApp(App[int]):
         events = self.inbox.take()
         if not events:
             return
-        new_hits: list[Hit] = []
+        new_hits = False
         output: list[str] = []
         changed: set[str] = set()
         for ev in events:
             if ev.kind == "output":
                 output.append(str(ev.data))
                 continue
-            if ev.kind == "hit":
-                new_hits.append(ev.data)
-            elif ev.kind == "hits":
-                new_hits.extend(ev.data)
+            if ev.kind in ("hit", "hits"):
+                new_hits = True
             elif ev.kind == "session":
                 self._session_opened(ev.data)
             elif ev.kind == "stopped":
@@ -240,9 +235,8 @@ class PttraceApp(App[int]):
                 log.note(f"warning: {ev.data}")
             changed |= self.state.apply(ev.kind, ev.data)
         if new_hits:
-            self._backlog.extend(new_hits)
-        if not self._feeding:
-            self._feed_table()
+            self.hits_table.add_hits(self.state.hits)
+        self._follow_stop()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)
             self.call_after_refresh(self._fit_left)
@@ -258,17 +252,10 @@ class PttraceApp(App[int]):
         if "bindings" in changed:
             self.refresh_bindings()
 
-    def _feed_table(self) -> None:
-        self._feeding = False
-        if self._backlog:
-            step = [self._backlog.popleft() for _ in range(min(len(self._backlog), MAX_ROWS_PER_STEP))]
-            self.hits_table.add_hits(step)
-        if self._backlog:
-            self._feeding = True
-            self.set_timer(0.01, self._feed_table)  # let keys and repaints in between steps
-        elif time.monotonic() < self._jump_until:
+    def _follow_stop(self) -> None:
+        if time.monotonic() < self._jump_until:
             table = self.hits_table
-            if table.shown and table.cursor_row != len(table.shown) - 1:
+            if table.shown and table.position != len(table.shown) - 1:
                 self._pinned = False
                 table.select_newest()
 
@@ -343,7 +330,7 @@ class PttraceApp(App[int]):
                 self.hits_table.select_seq(seq)
                 self.hits_table.focus()
 
-        self.push_screen(PathsScreen(list(self.state.hits), self.cwd), picked)
+        self.push_screen(PathsScreen(self.state.hits, self.cwd), picked)
 
     def action_help_quit(self) -> None:
         """Ctrl-C: what gdb users expect of it, interrupting the running target; quitting is q."""

@@ -250,7 +250,7 @@ class SessionSource(EventSource):
             emit(SourceEvent("pid", s.info.pid))
         for bp in s.breakpoints:
             emit(SourceEvent("breakpoint", bp))
-        emit(SourceEvent("hits", list(s.hits)))
+        emit(SourceEvent("hits", s.hits))  # the session's table, not a list of a million Hits
         emit(SourceEvent("finished", s.info.status))
 
     def complete(self, text: str, limit: int = 12) -> list[str]:

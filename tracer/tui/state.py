@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from tracer.model import Breakpoint, Frame, Hit, SessionInfo
+from tracer.hit_table import HitTable
+from tracer.model import Breakpoint, Frame, SessionInfo
 
 
 @dataclass
@@ -15,7 +16,8 @@ class TraceState:
     live: bool = False
     info: SessionInfo | None = None
     breakpoints: dict[str, Breakpoint] = field(default_factory=dict)
-    hits: list[Hit] = field(default_factory=list)
+    hits: HitTable = field(default_factory=HitTable)
+    """Every hit, a few numbers each (the frames are the sites'): a long live run stays small."""
     counts: dict[str, int] = field(default_factory=dict)
     target: str = "starting"
     """starting, running, stopped, exited, detached; "recorded" for a saved session."""
@@ -72,6 +74,20 @@ class TraceState:
                 self.breakpoints[bp.spec] = _merged(self.breakpoints[bp.spec], bp)
                 return {"breakpoints"}
             return set()
+        if kind == "hits" and isinstance(data, HitTable):  # a saved session's: taken as it is, counted by site
+            if len(self.hits):
+                self.hits.extend(data)
+            else:
+                self.hits = data
+            counts = data.site_counts()
+            firsts = data.first_rows(counts)
+            for site_index in sorted(counts, key=firsts.__getitem__):
+                site = data.sites[site_index]
+                if site.breakpoint is not None:
+                    self.counts[site.breakpoint] = self.counts.get(site.breakpoint, 0) + counts[site_index]
+                    if site.breakpoint not in self.first_frames and site.frames:
+                        self.first_frames[site.breakpoint] = site.frames[-1]
+            return {"hits", "breakpoints", "status"} if len(data) else set()
         if kind in ("hit", "hits"):
             new = [data] if kind == "hit" else list(data)  # type: ignore[arg-type]
             for hit in new:
