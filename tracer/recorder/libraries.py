@@ -18,7 +18,7 @@ from typing import Callable
 
 from tracer.gdb.mi import MiConnection
 from tracer.recorder import resolve
-from tracer.recorder.agent_link import AgentLink
+from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.settings import Settings
 
 log = logging.getLogger("pttrace.recorder")
@@ -112,10 +112,43 @@ class LibraryPolicy:
             return True
         if base not in self.heavy and any(resolve.may_define(spec, path) for spec in self.gdb_specs):
             # A library of the user's own (or one --cfi-lib names) that defines a breakpoint gdb
-            # resolves by name: gdb needs its symbols. Only our index can tell before gdb reads it.
+            # resolves by name. Only our index can tell before gdb reads it. On the CFI path our index
+            # sets those breakpoints by address instead, and gdb never reads the library's DWARF
+            # (a debug build's: gigabytes, most of gdb's time); else gdb needs its symbols.
+            if self.cfi and self._break_by_index(path):
+                return False
             self.needed.add(base)
             return True
         return False
+
+    def _break_by_index(self, path: str) -> bool:
+        """Set the by-name breakpoints this library defines by address, from our index: True if every
+        one of them could be (then gdb gets the library as unwind tables only)."""
+        items: list[dict] = []
+        try:
+            for spec in self.gdb_specs:
+                if not resolve.may_define(spec, path):
+                    continue
+                if not resolve.index_resolvable(spec.strip()):
+                    return False  # FILE:LINE and the like: gdb's to resolve, with the library's DWARF
+                items += resolve.breakpoints_in(spec.strip(), path)
+        except resolve.IndexFailure as exc:
+            self._warn(f"pttrace's symbol index could not read {os.path.basename(path)} ({exc}); "
+                       "gdb reads its symbols")
+            return False
+        if not items:
+            return False
+        try:
+            self.agent.break_address(items)
+        except AgentError as exc:
+            self._warn(f"{exc.message}; gdb reads the symbols of {os.path.basename(path)} instead")
+            return False
+        labels = sorted({i["label"] for i in items})
+        self._warn(f"{os.path.basename(path)}: --break {', '.join(labels)} set where pttrace's index finds "
+                   f"{'it' if len(labels) == 1 else 'them'} ({len(items)} location(s)), so gdb does not read its "
+                   f"{os.path.getsize(path) / 2**20:,.0f} MB of symbols and DWARF; copies inlined into other "
+                   "functions are not broken on (--all-symbols lets gdb find them)")
+        return True
 
     def load_symbols(self, paths) -> None:
         for path in paths:

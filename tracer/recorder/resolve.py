@@ -99,6 +99,23 @@ def libraries_for_breakpoints(specs: list[str], libraries: list[str], address_br
     return needed
 
 
+def breakpoints_in(spec: str, path: str) -> list[dict]:
+    """Address breakpoints ({label, library, offset, function[, plt]}) for every function ``spec``
+    names in this one library, as gdb's ``break`` would find them by their symbols (cold parts left out).
+    Raises what the index raises (``IndexFailure``)."""
+    from tracer.symbols import find_symbol
+
+    items = []
+    for m in find_symbol(spec, [path]):
+        if m.kind != "function" or m.cold:
+            continue
+        item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}
+        if m.plt:
+            item["plt"] = True
+        items.append(item)
+    return items
+
+
 def may_define(spec: str, path: str) -> bool:
     """Whether a breakpoint gdb resolves by name is (or may be) a function of this library."""
     from tracer.symbols import libraries_defining

@@ -162,25 +162,34 @@ def place_address_breakpoints() -> None:
 
 
 def dump_breakpoints() -> None:
-    """A ``breakpoint`` record for each, with its resolved locations."""
+    """A ``breakpoint`` record for each, with its resolved locations. A name gdb resolves that pttrace's
+    index also set by address in a library gdb has no symbols for is one record with both's locations."""
     labels = list(BREAKPOINTS.by_address)
     labels += [lb for lb in dict.fromkeys(i["label"] for i in BREAKPOINTS.unplaced) if lb not in labels]
     for label in labels:
-        locs = []
-        for bp in BREAKPOINTS.by_address.get(label, []):
-            if not bp.is_valid():
-                continue
-            for loc in _locations(bp):
-                loc["function"] = bp.pt_function or loc["function"]
-                loc["library"] = bp.pt_library or loc["library"]
-                locs.append(loc)
-        locs += BREAKPOINTS.stubs.get(label, [])
+        if label in BREAKPOINTS.named:
+            continue
+        locs = _address_locations(label)
         pending = [i for i in BREAKPOINTS.unplaced if i["label"] == label and not i.get("plt")]
         OUT.write(records.breakpoint(label, None, locs, pending=bool(pending), enabled=label not in BREAKPOINTS.off))
     for spec, bp in list(BREAKPOINTS.named.items()):
         valid = bp.is_valid()
-        OUT.write(records.breakpoint(spec, bp.number if valid else None, _locations(bp) if valid else [],
-                                     pending=bp.pending if valid else True, enabled=bp.enabled if valid else False))
+        by_index = _address_locations(spec)
+        OUT.write(records.breakpoint(spec, bp.number if valid else None, by_index + (_locations(bp) if valid else []),
+                                     pending=(bp.pending if valid else True) and not by_index,
+                                     enabled=bp.enabled if valid else False))
+
+
+def _address_locations(label: str) -> list[dict]:
+    locs = []
+    for bp in BREAKPOINTS.by_address.get(label, []):
+        if not bp.is_valid():
+            continue
+        for loc in _locations(bp):
+            loc["function"] = bp.pt_function or loc["function"]
+            loc["library"] = bp.pt_library or loc["library"]
+            locs.append(loc)
+    return locs + BREAKPOINTS.stubs.get(label, [])
 
 
 def add_breakpoint(spec: str) -> None:
