@@ -110,14 +110,12 @@ def _strip_disc(text: str) -> str:
 
 def recorded_hits(session_dir: Path) -> list[dict]:
     sys.path.insert(0, str(ROOT))
-    from tracer import records
+    from tracer import storage
 
     files = sorted(session_dir.glob("*.jsonl"))
     if len(files) != 1:
         return []
-    with open(files[0], "rb") as fh:
-        hits, _end = records.hits_and_end(fh)
-    return hits
+    return [hit.to_dict() for hit in storage.load(files[0]).hits]
 
 
 def check_frames(hits: list[dict], lib: Path, function: str, want: int) -> list[str]:

@@ -10,7 +10,7 @@ lambdas over them, and runs a chain of templates ``Stage<D, K>`` whose ``step`` 
 each other ``D`` deep, so an address inside a kernel sits under a stack of inlined frames. Per second of
 compile this yields several times the DWARF of bench/gen_debug_lib.py.
 
-    python bench/gen_big_debug.py [--units 640] [--jobs 2]     # prints the path of the library
+    python bench/gen_big_debug.py [--units 660] [--jobs 2]     # prints the path of the library
     python bench/gen_big_debug.py --units 4 --small              # a few units, for the tests
 
 Every compile runs under ``nice -n 19``. The build is cached in ``$PTTRACE_CACHE/bench_bigdebug``
@@ -20,7 +20,8 @@ in a directory named by a stamp of its inputs;
 ``<name>.gz.so`` (``--compressed`` prints its path).
 
 Each unit ``u`` exports ``extern "C" double bigdebug_unit_u(int n)``, which calls ``bigU::kernel_u_k``
-for every ``k``, and ``bigdebug_hot_u(int n)``, which calls the small ``bigU::tick_u`` n times (a hot
+for every ``k`` (units from ``--kernels`` on have none: they cost a third of the compile time and carry
+two thirds of the DWARF), and ``bigdebug_hot_u(int n)``, which calls the small ``bigU::tick_u`` n times (a hot
 breakpoint); bench/call_bigdebug.py calls them from a torch operator.
 """
 from __future__ import annotations
@@ -157,6 +158,7 @@ def unit_text(u: int, per_unit: int, depth: int) -> str:
 
 
 def compile_one(job: tuple[Path, Path, Path, int, int, int]) -> None:
+    """Compile unit ``u`` (``per_unit`` kernels) unless its object is there."""
     src, obj, header, u, per_unit, depth = job
     if obj.exists():
         return
@@ -177,9 +179,12 @@ def debug_sizes(library: Path) -> dict[str, int]:
     return sizes
 
 
-def build(units: int, per_unit: int, depth: int, types: int, jobs: int, quiet: bool = False) -> Path:
-    stamp = hashlib.sha256(f"{UNIT}{FUNCTION}{CFLAGS}{HEADERS}{fake_aten(types)}{units}{per_unit}{depth}".encode())
-    out = cache_dir() / f"{units}x{per_unit}d{depth}t{types}-{stamp.hexdigest()[:16]}"
+def build(units: int, per_unit: int, depth: int, types: int, jobs: int, quiet: bool = False,
+          kernels: int | None = None) -> Path:
+    kernels = units if kernels is None else min(kernels, units)
+    stamp = hashlib.sha256(f"{UNIT}{FUNCTION}{CFLAGS}{HEADERS}{fake_aten(types)}{units}{per_unit}{depth}{kernels}"
+                           .encode())
+    out = cache_dir() / f"{units}x{per_unit}k{kernels}d{depth}t{types}-{stamp.hexdigest()[:16]}"
     library = out / f"libbigdebug_{units}.so"
     compressed = out / f"libbigdebug_{units}.gz.so"
     if library.exists() and compressed.exists():
@@ -193,8 +198,8 @@ def build(units: int, per_unit: int, depth: int, types: int, jobs: int, quiet: b
     gch = header.with_name("all.h.gch")
     if not gch.exists():
         subprocess.run([*NICE, "g++", *CFLAGS, "-x", "c++-header", str(header), "-o", str(gch)], check=True)
-    work = [(out / "src" / f"unit_{u:04d}.cpp", out / "obj" / f"unit_{u:04d}.o", header, u, per_unit, depth)
-            for u in range(units)]
+    work = [(out / "src" / f"unit_{u:04d}.cpp", out / "obj" / f"unit_{u:04d}.o", header, u,
+             per_unit if u < kernels else 0, depth) for u in range(units)]
     done = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for _ in pool.map(compile_one, work):
@@ -214,7 +219,7 @@ def build(units: int, per_unit: int, depth: int, types: int, jobs: int, quiet: b
     ztmp.replace(compressed)
     total = time.monotonic() - started
     sizes = debug_sizes(library)
-    facts = {"units": units, "per_unit": per_unit, "depth": depth, "cflags": CFLAGS, "jobs": jobs,
+    facts = {"units": units, "per_unit": per_unit, "kernels": kernels, "types": types, "depth": depth, "cflags": CFLAGS, "jobs": jobs,
              "compile_s": round(compiled), "link_s": round(linked - compiled), "compress_s": round(total - linked),
              "total_s": round(total), "library_bytes": library.stat().st_size,
              "compressed_bytes": compressed.stat().st_size, "debug_bytes": sum(sizes.values()), "sections": sizes}
@@ -225,7 +230,9 @@ def build(units: int, per_unit: int, depth: int, types: int, jobs: int, quiet: b
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--units", type=int, default=640)
+    parser.add_argument("--units", type=int, default=660)
+    parser.add_argument("--kernels", type=int, default=256,
+                        help="units with kernels (the rest hold types, the inlined chain and tick_U only)")
     parser.add_argument("--per-unit", type=int, default=1, help="kernels per translation unit")
     parser.add_argument("--depth", type=int, default=8, help="how deep the Stage<> step functions inline")
     parser.add_argument("--types", type=int, default=4500, help="record types in the stand-in for torch's headers")
@@ -233,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compressed", action="store_true", help="print the compressed variant's path")
     parser.add_argument("--small", action="store_true", help="quiet (for the tests)")
     args = parser.parse_args(argv)
-    library = build(args.units, args.per_unit, args.depth, args.types, args.jobs, quiet=args.small)
+    library = build(args.units, args.per_unit, args.depth, args.types, args.jobs, quiet=args.small,
+                    kernels=args.kernels)
     print(library.with_name(library.stem + ".gz.so") if args.compressed else library)
     return 0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_pttrace
-from tracer import records, symbols
+from tracer import storage, symbols
 from tracer.symbols.elf_index import LibraryIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,15 +121,15 @@ def big_recording(biglib, tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted(session_dir.glob("*.jsonl"))
     assert len(files) == 1, proc.stdout
-    with open(files[0], "rb") as fh:
-        hits, end = records.hits_and_end(fh)
+    session = storage.load(files[0])
+    hits = [hit.to_dict() for hit in session.hits]
     raw = [json.loads(line) for line in files[0].read_text().splitlines()]
-    return proc, hits, end, raw
+    return proc, hits, session.info.status, raw
 
 
 def test_the_breakpoint_is_set_from_the_index_and_gdb_reads_no_dwarf(biglib, big_recording):
-    proc, hits, end, raw = big_recording
-    assert end and end["status"] == "completed"
+    proc, hits, status, raw = big_recording
+    assert status == "completed"
     assert len(hits) == 3, len(hits)  # bigdebug_hot_1(3): tick_1 three times; kernel_1_0 is not called
     warnings = [r["message"] for r in raw if r.get("type") == "warning"]
     assert any(biglib.name in w and "does not read" in w and "big1::tick_1" in w for w in warnings), warnings
