@@ -82,12 +82,14 @@ def test_keyset_comes_from_the_register_its_signature_gives():
 
 def test_invalidate_forgets_frames_and_on_exit_code_objects():
     caches = Caches()
-    for d in (caches.native, caches.lib_bases, caches.suffix, caches.walks, caches.tstates, caches.py_frames):
+    for d in (caches.native, caches.lib_bases, caches.symbols_loaded, caches.suffix, caches.walks, caches.tstates,
+              caches.py_frames):
         d[1] = {"library": "x"}
     caches.runtime = True
     caches.py_runtime = object()
     caches.invalidate()
-    assert not (caches.native or caches.lib_bases or caches.suffix or caches.walks or caches.tstates)
+    assert not (caches.native or caches.lib_bases or caches.symbols_loaded or caches.suffix or caches.walks
+                or caches.tstates)
     assert caches.runtime is None  # checked again at the next hit
     assert caches.py_runtime and caches.py_frames  # the same target: its code objects stay
     caches.invalidate(target_exited=True)

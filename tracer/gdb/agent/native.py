@@ -42,8 +42,11 @@ def symbols_loaded(lib: str | None) -> bool:
     """Whether gdb has read this library's symbols (with auto-solib-add off, maybe not)."""
     if not lib:
         return True
-    names = {o.filename for o in gdb.objfiles()}
-    return lib in names or os.path.realpath(lib) in names
+    loaded = CACHES.symbols_loaded.get(lib)
+    if loaded is None:  # forgotten when gdb's objfiles change (CACHES.invalidate)
+        names = {o.filename for o in gdb.objfiles()}
+        loaded = CACHES.symbols_loaded[lib] = lib in names or os.path.realpath(lib) in names
+    return loaded
 
 
 def demangle(name: str | None) -> str | None:

@@ -42,6 +42,9 @@ class Caches:
     def __init__(self) -> None:
         self.native: dict[tuple[int, int], Any] = {}  # (pc, inline index) -> CachedFrame
         self.lib_bases: dict[str, int | None] = {}  # library -> its load base (file offset 0), or None
+        # library -> whether gdb has read its symbols: asked for each unnamed frame of every hit (a
+        # stripped executable's frames are unnamed: 4 a hit, each a walk over gdb's objfiles, ~15% of a hit)
+        self.symbols_loaded: dict[str, bool] = {}
         # The frames older than the outermost PyEval_EvalCode (run_mod, Py_RunMain, main, _start...):
         # (thread, pc, sp of that frame) -> (frames, return-address slots).
         self.suffix: dict[tuple, tuple] = {}
@@ -66,6 +69,7 @@ class Caches:
         code objects go too (the next run's are not these)."""
         self.native.clear()
         self.lib_bases.clear()
+        self.symbols_loaded.clear()
         self.suffix.clear()
         self.walks.clear()
         self.tstates.clear()
