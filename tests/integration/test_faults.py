@@ -147,6 +147,36 @@ def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_
     assert s.hits[-1].innermost.function.startswith("at::_ops::add_Tensor::call(")
 
 
+@pytest.mark.parametrize("victim", ["gdb", "target"])
+def test_kill_9_of_gdb_or_the_target_leaves_a_session_whose_frames_are_all_named(tmp_path, no_leftovers, victim):
+    # GIVEN a hot breakpoint in libtorch_cpu.so (its frames recorded by library and offset, named by pttrace)
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "at::_ops::add_Tensor::call", "--session-dir",
+                          str(tmp_path), str(ROOT / "bench" / "hot_add.py"), "100000"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_hits(tmp_path, 20)
+        gdbs = [c for c in children_of(p.pid) if c in gdb_pids()]
+        assert len(gdbs) == 1
+        pid = gdbs[0] if victim == "gdb" else children_of(gdbs[0])[0]
+        # WHEN gdb, or the target under it, is killed with SIGKILL mid-run
+        os.kill(pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == (3 if victim == "gdb" else 0), err
+    # THEN the session loads with its hits in order, every native frame named
+    s = session_in(tmp_path)
+    assert s.info.status == ("interrupted" if victim == "gdb" else "target-crashed"), s.info.status
+    assert len(s.hits) >= 20 and [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))
+    cpu = [f for frames in s.hits.frame_lists() for f in frames if (f.library or "").endswith("/libtorch_cpu.so")]
+    assert cpu and all(f.offset is not None for f in cpu)
+    unnamed = [f for frames in s.hits.frame_lists() for f in frames if f.kind == "native" and not f.function]
+    assert not unnamed, unnamed[:3]
+    assert s.hits[-1].innermost.function.startswith("at::_ops::add_Tensor::call(")
+    assert not processes_named(str(ROOT / "bench" / "hot_add.py")), "the launched target survived"
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
