@@ -109,3 +109,23 @@ def test_each_hit_line_is_exactly_the_hit_as_the_model_writes_it():
                      **{k: d[k] for k in ("truncated", "signal") if k in d}})
     assert lines == [json.dumps(d, ensure_ascii=False, separators=(",", ":")) for d in want]
     assert stacks[4] != stacks[2]  # its last frame differs (inlined, a declaration)
+
+
+def test_a_workers_launcher_names_its_stack_and_reads_back():
+    from tracer.model import Launch, Thread
+
+    s = load_sigmoid()
+    worker = copy.deepcopy(s.hits[2])
+    worker.seq, worker.thread = 5, Thread(id=7, name="worker")
+    worker.launched_by = Launch(Thread(id=1, name="python"), s.hits[2].frames[:30])
+    lost = copy.deepcopy(s.hits[3])
+    lost.seq, lost.launched_by = 6, Launch(None, why="2 threads are inside a parallel launcher")
+    s.hits += [worker, lost]
+    doc = json.loads(json_export.render(s))
+    launch = doc["hits"][4]["launched_by"]
+    assert set(launch) == {"thread", "stack"} and launch["thread"]["id"] == 1
+    assert [doc["frames"][i]["function"] for i in doc["stacks"][launch["stack"]]] == \
+        [f.function for f in s.hits[2].frames[:30]]
+    assert doc["hits"][5]["launched_by"] == {"thread": None, "why": "2 threads are inside a parallel launcher"}
+    again = Session.from_dict(doc)
+    assert [h.to_dict() for h in again.hits] == [h.to_dict() for h in s.hits]

@@ -8,7 +8,7 @@ Shape (contract 2; README "The JSON export" has it whole)::
      "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?}, ...]}
 
 A hit names its call path by its index in ``stacks``, a stack its frames by their index in ``frames``
-(both from 0); a parallel worker's ``launched_by`` is ``{thread, stack, why?}``. A million hits of a hot
+(both from 0); a parallel worker's ``launched_by`` is ``{thread, stack?, why?}``. A million hits of a hot
 loop repeat a few dozen frames: each is written once, and a hit is one short line. The document is
 written as it is made (``write``), a hit at a time from the session's hit table, never built whole.
 """
@@ -79,7 +79,9 @@ class _Interned:
             tail += ',"signal":' + _compact(site.signal)
         lb = site.launched_by
         if lb is not None:
-            launch = {"thread": lb.thread.to_dict() if lb.thread else None, "stack": self.stack(lb.frames)}
+            launch: dict = {"thread": lb.thread.to_dict() if lb.thread else None}
+            if lb.frames:
+                launch["stack"] = self.stack(lb.frames)
             if lb.why:
                 launch["why"] = lb.why
             tail += ',"launched_by":' + _compact(launch)
