@@ -185,7 +185,9 @@ def run_batch(config, quiet: bool = False) -> int:
         if engine.write_error:
             raise SessionError(f"could not write the session file {engine.session_path}: {engine.write_error}; "
                                "the run was stopped.")
-        if engine.end_reason != "sighup":  # after a hang-up there is no terminal to print to
+        if engine.end_reason != "sighup" and quiet:  # the path is all it prints: no million hits read for it
+            print(engine.session_path)
+        elif engine.end_reason != "sighup":  # after a hang-up there is no terminal to print to
             session = engine.load_session()
             print_summary(session, config, quiet=quiet)
             if not quiet and config.address_breakpoints:

@@ -32,6 +32,7 @@ from typing import Callable
 from tracer import storage
 from tracer.errors import PttraceError
 from tracer.escape import visible
+from tracer.hit_table import HitTable
 from tracer.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
@@ -158,8 +159,9 @@ def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str
 
     needle = text.lower()
     seen: dict[str, None] = {}
-    for hit in session_hits:
-        for frame in hit.frames:
+    stacks = session_hits.frame_lists() if isinstance(session_hits, HitTable) else (h.frames for h in session_hits)
+    for frames in stacks:  # a big session's: each stack once, not once a hit
+        for frame in frames:
             if frame.kind != "native" or not frame.function or frame.layer == "interpreter":
                 continue
             name = _strip_args(frame.function)
