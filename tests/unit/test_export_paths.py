@@ -44,6 +44,18 @@ def test_folding_starts_at_the_outermost_python_frame_and_drops_the_interpreter(
     assert path.hidden == len(hit.frames) - len(shown)
 
 
+def test_a_cpython_function_broken_on_is_shown_though_the_interpreter_is_folded():
+    lib = "/usr/lib/libpython3.12.so.1.0"
+    frames = [native("__libc_start_call_main", "/lib/libc.so.6", layer="runtime"),
+              native("Py_RunMain", lib, layer="interpreter"), python("<module>", "m.py", 1),
+              native("_PyEval_EvalFrameDefault", lib, layer="interpreter"),
+              native("PyNumber_ToBase", lib, layer="interpreter")]
+    assert [f.function for f in P.visible_frames(frames)] == ["<module>", "PyNumber_ToBase"]
+    # without Python frames (an interpreter pttrace cannot read): still the breakpoint's own frame
+    assert [f.function for f in P.visible_frames([frames[0], frames[1], frames[4]])] == [
+        "__libc_start_call_main", "PyNumber_ToBase"]
+
+
 def test_all_frames_keeps_everything():
     hit = hit_by_breakpoint(load_sigmoid(), "wrapper_CPU_sigmoid")
     assert P.visible_frames(hit.frames, all_frames=True) == hit.frames

@@ -172,11 +172,13 @@ def is_interpreter(frame: Frame) -> bool:
 
 
 def visible_frames(frames: list[Frame], all_frames: bool = False) -> list[Frame]:
-    """The frames a reader sees, outermost first."""
+    """The frames a reader sees, outermost first: from the first Python frame on, CPython's own frames
+    left out, except the innermost (the breakpoint's: a CPython function broken on is still shown)."""
     if all_frames:
         return list(frames)
     first_python = next((i for i, f in enumerate(frames) if f.kind == "python"), 0)
-    return [f for f in frames[first_python:] if not is_interpreter(f)]
+    last = len(frames) - 1
+    return [f for i, f in enumerate(frames[first_python:], first_python) if i == last or not is_interpreter(f)]
 
 
 def portable_key(frame: Frame, cwd: str | None = None) -> tuple:
