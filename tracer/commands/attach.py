@@ -131,9 +131,7 @@ def _looks_like_python(pid: int, exe: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.commands.ops import trace_options
-    from tracer.commands.run import settings_from, trace, trace_mode
-    from tracer.recorder import TraceConfig
+    from tracer.commands.run import settings_from, trace, trace_config
 
     try:
         pid = int(args.pid)
@@ -146,16 +144,4 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     exe = check_target(pid, force=args.force)
     python = target_python(pid) or (exe if exe and os.path.exists(exe) else args.python)
-    config = TraceConfig(
-        breakpoints=tuple(args.breakpoints),
-        python=python,
-        pid=pid,
-        session_dir=settings.session_dir,
-        max_hits=args.max_hits,
-        timeout=args.duration,
-        max_depth=args.max_depth,
-        mode=trace_mode(args),
-        settings=settings,
-        **trace_options(args, python, pid, quiet=args.quiet),
-    )
-    return trace(config, args)
+    return trace(trace_config(args, settings, python, pid=pid, timeout=args.duration), args)

@@ -98,9 +98,6 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.commands.ops import trace_options
-    from tracer.recorder import TraceConfig
-
     if args.max_hits < 0:
         raise UsageError("--max-hits must be 0 (no limit) or more.")
     if args.max_depth < 1:
@@ -116,23 +113,24 @@ def run(args: argparse.Namespace) -> int:
                          args.python)
     if target.kind == "module":
         check_module(args.python, target.value)
-    settings = settings_from(args)
-    config = TraceConfig(
-        breakpoints=tuple(args.breakpoints),
-        python=args.python,
-        script=target.value if target.kind == "script" else None,
-        module=target.value if target.kind == "module" else None,
-        code=target.value if target.kind == "code" else None,
-        script_args=target.args,
-        session_dir=settings.session_dir,
-        max_hits=args.max_hits,
-        timeout=args.timeout,
-        max_depth=args.max_depth,
-        mode=trace_mode(args),
-        settings=settings,
-        **trace_options(args, args.python, None, quiet=args.quiet),
-    )
+    config = trace_config(args, settings_from(args), args.python, timeout=args.timeout,
+                          script=target.value if target.kind == "script" else None,
+                          module=target.value if target.kind == "module" else None,
+                          code=target.value if target.kind == "code" else None, script_args=target.args)
     return trace(config, args)
+
+
+def trace_config(args: argparse.Namespace, settings, python: str, pid: int | None = None,
+                 timeout: float | None = None, **target):
+    """The ``TraceConfig`` of run (``target``: the script, module or code and its arguments) or attach
+    (``pid``): what the options common to both give, checked in this order."""
+    from tracer.commands.ops import trace_options
+    from tracer.recorder import TraceConfig
+
+    return TraceConfig(breakpoints=tuple(args.breakpoints), python=python, pid=pid, **target,
+                       session_dir=settings.session_dir, max_hits=args.max_hits, timeout=timeout,
+                       max_depth=args.max_depth, mode=trace_mode(args), settings=settings,
+                       **trace_options(args, python, pid, quiet=args.quiet))
 
 
 def trace_mode(args: argparse.Namespace) -> str:

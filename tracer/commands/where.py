@@ -157,6 +157,19 @@ def _label(m) -> str:
     return " ".join(parts)
 
 
+_DECLARED = "DW_AT_decl_file/decl_line"
+
+
+def _place(label: str, file: str | None, line: int | None, note: str):
+    """One ``label  file:line  (note)`` row."""
+    from rich.text import Text
+
+    row = Text(label)
+    row.append(f"{file}:{line or '?'}", style="cyan")
+    row.append(f"  ({note})", style="dim")
+    return row
+
+
 def _named(text, mangled_name: str | None, demangled: str | None, style: str, mangled: bool,
            suffix: str = "") -> None:
     """Append a function's name (and ``suffix``, an offset) to ``text``: the demangled name, or with
@@ -214,23 +227,14 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
             console.print(line)
             if m.file or m.decl_file:
                 if m.file:
-                    code = Text("      code at   ")
-                    code.append(f"{m.file}:{m.line or '?'}", style="cyan")
+                    console.print(_place("      code at   ", m.file, m.line,
+                                         f"in {m.inlined}, inlined here: addr2line's first line" if m.inlined
+                                         else "line table at the address; what addr2line says"))
                     if m.inlined:
-                        code.append(f"  (in {m.inlined}, inlined here: addr2line's first line)", style="dim")
-                    else:
-                        code.append("  (line table at the address; what addr2line says)", style="dim")
-                    console.print(code)
-                    if m.inlined:
-                        call = Text("      calls it  ")
-                        call.append(f"{m.call_file}:{m.call_line or '?'}", style="cyan")
-                        call.append("  (the inlined call, in this function)", style="dim")
-                        console.print(call)
+                        console.print(_place("      calls it  ", m.call_file, m.call_line,
+                                             "the inlined call, in this function"))
                 if m.decl_file:
-                    decl = Text("      declared  ")
-                    decl.append(f"{m.decl_file}:{m.decl_line or '?'}", style="cyan")
-                    decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
-                    console.print(decl)
+                    console.print(_place("      declared  ", m.decl_file, m.decl_line, _DECLARED))
             elif not m.plt and not with_lines.get(lib):
                 if index.stripped:
                     stripped = True
@@ -300,10 +304,7 @@ def _where_address(address: int, library: str, as_json: bool, mangled: bool = Fa
             inl.append(f"  at {step.file or '??'}:{step.line or '?'}", style="cyan")
             console.print(inl)
         if source.decl_file:
-            decl = Text("    declared  ")
-            decl.append(f"{source.decl_file}:{source.decl_line or '?'}", style="cyan")
-            decl.append("  (DW_AT_decl_file/decl_line)", style="dim")
-            console.print(decl)
+            console.print(_place("    declared  ", source.decl_file, source.decl_line, _DECLARED))
     elif dwarf_from is None:
         stripped = LibraryIndex.open(library).stripped
         console.print(Text(STRIPPED_NOTE if stripped else RELEASE_NOTE, style="italic"))

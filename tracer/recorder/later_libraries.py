@@ -38,8 +38,6 @@ class LaterLibraries:
     def breakpoints(self) -> list[dict]:
         """Address breakpoints ({label, library, offset, function[, plt]}) for the names the libraries
         loaded since the last call define."""
-        from tracer.symbols import find_symbol
-
         new, self._new = self._new, []
         items: list[dict] = []
         for path in new:
@@ -49,18 +47,12 @@ class LaterLibraries:
             self._searched.add(real)
             for spec in self.specs:
                 try:
-                    matches = find_symbol(spec, [path])
+                    items += resolve.breakpoints_in(spec, path)
                 except resolve.IndexFailure as exc:
-                    self._warn(f"pttrace could not search {os.path.basename(path)} for --break {spec} "
-                               f"({exc.message if isinstance(exc, PttraceError) else exc}); a {spec} defined there is not broken on")
+                    why = exc.message if isinstance(exc, PttraceError) else exc
+                    self._warn(f"pttrace could not search {os.path.basename(path)} for --break {spec} ({why}); "
+                               f"a {spec} defined there is not broken on")
                     break
-                for m in matches:
-                    if m.kind != "function" or m.cold:
-                        continue
-                    item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}
-                    if m.plt:
-                        item["plt"] = True
-                    items.append(item)
         if items:
             log.debug("breakpoints found again in libraries loaded later: %s", items)
         return items
