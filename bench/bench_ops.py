@@ -13,7 +13,7 @@ Cases (each round runs every case once, in turn; medians over the rounds):
   set       in plain gdb, stopped right after libtorch_cpu.so is loaded (symbols read, as pttrace
             reads them for an --op): the time to create N ``gdb.Breakpoint("*ADDR")``, N = one op's
             functions and N = every at::_ops::*::call; and gdb's own ``break at::_ops::sigmoid::call``
-  run       ``pttrace run`` (the Engine in this process) of a script that only imports torch, with
+  run       ``pttrace run`` (the Recorder in this process) of a script that only imports torch, with
             ``--break at::_ops::sigmoid::call`` (baseline), ``--op sigmoid``, and the 3,101 calls as
             address breakpoints: the whole wall time, start-up included
 
@@ -186,7 +186,7 @@ def report(res: list[dict], sets: list[dict], runs: list[dict], n: int, items: d
     md = [
         "`bench/bench_ops.py`: what `--op` costs. Resolution runs in a fresh process (times measured inside it); "
         "setting is timed inside plain gdb stopped just after libtorch_cpu.so is loaded; the runs are whole "
-        "`pttrace run`s (the Engine) of a script that only imports torch. Wall-clock seconds, median of "
+        "`pttrace run`s (the Recorder) of a script that only imports torch. Wall-clock seconds, median of "
         f"{n} round(s) (range in brackets); the machine is shared and noisy: trust ratios.",
         "",
         f"### {when} — {platform.node() or 'vm'}, {os.cpu_count()} cores, Python {platform.python_version()}, "

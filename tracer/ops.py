@@ -37,7 +37,6 @@ from tracer import native_functions, settings
 from tracer.classify import classify, short_name, target_of
 from tracer.cxxtext import split_top
 from tracer.errors import UsageError
-from tracer.storage import decode_keyset
 
 # CPU capabilities ATen compiles its vectorised kernels for (one copy per capability).
 CAPABILITY_NAMESPACES = ("DEFAULT", "AVX2", "AVX512", "VSX", "ZVECTOR", "SVE", "SVE128", "SVE256", "SVE512", "NEON")

@@ -51,7 +51,6 @@ END = "end"
 FRAME = "frame"
 STACK = "stack"
 SITE = "site"
-KINDS = frozenset((HEADER, BREAKPOINT, HIT, WARNING, DISPATCH_KEYS, FILL, END, FRAME, STACK, SITE))
 
 
 class BadRecord(ValueError):

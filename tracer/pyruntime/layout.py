@@ -74,10 +74,6 @@ class Layout:
         return self.f_lasti is not None
 
 
-def supported(minor: int) -> bool:
-    return OLDEST <= minor <= NEWEST
-
-
 def from_table(minor: int) -> Layout:
     """The layout of CPython 3.``minor`` for 3.10-3.12 (raises LayoutError for another)."""
     t = LAYOUTS.get(f"3.{minor}")

@@ -1,4 +1,4 @@
-"""The agent's gdb commands (``pttrace-*``, defined in tracer/gdb/agent.py), as calls with typed answers.
+"""The agent's gdb commands (``pttrace-*``, tracer/gdb/agent/commands.py), as calls with typed answers.
 
 Everything the recorder asks of the agent goes through here, so a failure is one named exception,
 ``AgentError`` (or ``GdbDied`` when gdb itself is gone), never an empty answer taken for "nothing

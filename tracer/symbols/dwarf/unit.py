@@ -37,7 +37,6 @@ class CompUnit:
         self.name: str | None = None
         self.stmt_list: int | None = None
         self.language = 0
-        self.ranges_attr = None
         self.top_tag = 0
         self.top_attrs: list = []
         self._read_unit_die()
@@ -99,8 +98,6 @@ class CompUnit:
                 self.stmt_list = value
             elif at == AT_LANGUAGE:
                 self.language = value
-            elif at == AT_RANGES:
-                self.ranges_attr = (form, value)
         self.top_attrs = attrs
 
     def abbrev(self, code: int) -> Abbrev:
