@@ -330,14 +330,18 @@ def main() -> int:
     ap.add_argument("--only", default="first,where,hot")
     ap.add_argument("--compressed", action="store_true", help="the variant with compressed debug sections")
     ap.add_argument("--units", type=int, help="a library of this many units (default: the generator's)")
+    ap.add_argument("--lib", type=Path, help="measure this library (units numbered as the generator's) instead")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if args.units and args.units <= UNIT:
         set_unit(args.units - 1)
     only = set(args.only.split(","))
-    lib = library(args.compressed, args.units)
-    plain_lib = library(False, args.units)
-    build = json.loads((plain_lib.parent / "build.json").read_text())
+    lib = args.lib.resolve() if args.lib else library(args.compressed, args.units)
+    plain_lib = lib if args.lib else library(False, args.units)
+    facts_file = plain_lib.parent / "build.json"
+    build = json.loads(facts_file.read_text()) if facts_file.exists() else {
+        "units": "?", "debug_bytes": 0, "sections": {".debug_info": 0, ".debug_line": 0}, "total_s": 0,
+        "compile_s": "?", "link_s": "?"}
     facts = machine_facts()
     failures: list[str] = []
     lines = [

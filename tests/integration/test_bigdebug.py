@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import run_pttrace
 from tracer import storage, symbols
+from tracer.errors import SymbolError
 from tracer.symbols.elf_index import LibraryIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,3 +161,42 @@ def test_frames_of_the_big_library_carry_addr2lines_file_and_line(biglib, big_re
             chain = addr2line(biglib, [pc])[pc]
             assert f"{f['file']}:{f['line']}" in [re.sub(r" \(discriminator \d+\)$", "", x) for x in chain[1::2]], \
                 (f, chain)
+
+
+def test_compressed_sections_are_inflated_to_a_mapped_cache_file(biglib, tmp_path, monkeypatch):
+    """The -gz variant: a big compressed .debug_info is inflated a chunk at a time into the cache and
+    mapped (here every section counts as big), answers unchanged; a re-run reads the file, not the zlib."""
+    from tracer.symbols import elffile
+
+    compressed = biglib.with_name(biglib.stem + ".gz.so")
+    assert "C" in subprocess.run(["readelf", "-SW", str(compressed)], capture_output=True, text=True,
+                                 check=True).stdout.split(".debug_info", 1)[1].splitlines()[0]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(elffile, "INFLATE_TO_DISK", 1)
+    monkeypatch.setattr(elffile, "INFLATE_CHUNK", 4096)  # many chunks: the loop's edges are exercised
+    LibraryIndex._open.clear()
+    symbols._readers.clear()
+    start, size = functions(biglib)["big2::tick_2(double, int)"]
+    addresses = list(range(start, start + size))
+    ours = symbols.lines_for_addresses(str(compressed), addresses)
+    plain = {a: r.addr2line_lines() for a, r in symbols.lines_for_addresses(str(biglib), addresses).items()}
+    assert {a: r.addr2line_lines() for a, r in ours.items()} == plain
+    inflated = sorted((tmp_path / "cache" / "pttrace" / "index").glob("*.debug_info.inflated"))
+    assert len(inflated) == 1
+    info = next(ln for ln in subprocess.run(["readelf", "-SW", str(biglib)], capture_output=True, text=True,
+                                            check=True).stdout.splitlines() if " .debug_info " in ln)
+    assert inflated[0].stat().st_size == int(info.split(".debug_info")[1].split()[3], 16)
+    # A damaged stream is one sentence, and leaves no partial file behind.
+    bad = tmp_path / "bad.so"
+    raw = bytearray(compressed.read_bytes())
+    sec = next(ln for ln in subprocess.run(["readelf", "-SW", str(compressed)], capture_output=True, text=True,
+                                           check=True).stdout.splitlines() if " .debug_info " in ln)
+    offset = int(sec.split(".debug_info")[1].split()[2], 16)
+    raw[offset + 24 + 100: offset + 24 + 400] = b"\xff" * 300
+    bad.write_bytes(bytes(raw))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache2"))  # same build-id and size: a fresh cache
+    with pytest.raises(SymbolError) as err:
+        symbols.line_for_address(str(bad), start)
+    assert "does not decompress" in err.value.message or "decompresses to" in err.value.message
+    assert "\n" not in err.value.message
+    assert not list((tmp_path / "cache2" / "pttrace" / "index").glob("*.tmp"))

@@ -25,6 +25,8 @@ ELFCOMPRESS_ZLIB = 1
 ELFCOMPRESS_ZSTD = 2
 NT_GNU_BUILD_ID = 3
 MAX_INFLATED = 1 << 36  # 64 GiB: far more than any debug section, far less than "the header is garbage"
+INFLATE_TO_DISK = 64 << 20  # compressed sections inflating to more than this go to a mapped cache file
+INFLATE_CHUNK = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class ElfFile:
         self.machine = struct.unpack_from("<H", head, 18)[0]
         self.mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
         self.sections = self._read_sections(path)
-        self._decompressed: dict[str, bytes] = {}
+        self._decompressed: dict[str, bytes | memoryview] = {}
+        self._inflated_maps: list[mmap.mmap] = []
 
     def _read_sections(self, shown: str) -> dict[str, Section]:
         # The section table (and build-id) is cached by path, size and mtime: a warm lookup then
@@ -193,6 +196,13 @@ class ElfFile:
     def raw(self, sec: Section) -> memoryview:
         return memoryview(self.mm)[sec.offset : sec.offset + sec.size]
 
+    def has(self, name: str) -> bool:
+        """Whether the section is there with contents (compressed or not), without reading it."""
+        sec = self.sections.get(name)
+        if sec is None and name.startswith(".debug_"):
+            sec = self.sections.get(".z" + name[1:])
+        return sec is not None and sec.type != SHT_NOBITS and sec.size > 0
+
     def data(self, name: str) -> memoryview | bytes | None:
         """The contents of a section, inflated if compressed; None if absent or NOBITS."""
         if name in self._decompressed:
@@ -223,6 +233,8 @@ class ElfFile:
         else:
             ch_type, ch_size, _ = struct.unpack_from("<III", raw)
         body = raw[header:]
+        if ch_type == ELFCOMPRESS_ZLIB and ch_size >= INFLATE_TO_DISK:
+            return self._inflated_file(body, ch_size, name)
         if ch_type == ELFCOMPRESS_ZLIB:
             out = _inflate_zlib(body, ch_size, self.display, name)
         elif ch_type == ELFCOMPRESS_ZSTD:
@@ -238,6 +250,33 @@ class ElfFile:
             raise SymbolError(f"{self.display}: section {name} decompresses to {len(out)} bytes, "
                               f"its header says {ch_size}")
         return out
+
+    def _inflated_file(self, body: memoryview, size: int, name: str) -> memoryview:
+        """A big compressed section (a -gz debug build's .debug_info: gigabytes) inflated once, a chunk at a
+        time, into a file of the cache (``inflated/``, keyed like every cache entry), and mapped: a lookup
+        touches the pages of its unit only, and nothing holds the whole section in memory."""
+        if size > MAX_INFLATED:
+            raise SymbolError(f"{self.display}: section {name} claims to inflate to {size} bytes")
+        path = cache.entry_path(self.key(), "inflated", extra=name)
+        try:
+            if path.stat().st_size != size:
+                raise FileNotFoundError
+        except OSError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            try:
+                with open(tmp, "wb") as out:
+                    _stream_inflate(body, size, out, self.display, name)
+                os.replace(tmp, path)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
+        with open(path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self._inflated_maps.append(mm)
+        view = memoryview(mm)
+        self._decompressed[name] = view
+        return view
 
     def close(self) -> None:
         try:
@@ -266,6 +305,36 @@ def _inflate_zlib(body, size: int, shown: str, name: str) -> bytes:
         return zlib.decompressobj().decompress(body, size + 1)
     except zlib.error as exc:
         raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
+
+
+def _stream_inflate(body, size: int, out, shown: str, name: str) -> None:
+    """Inflate ``body`` into the file ``out`` INFLATE_CHUNK bytes at a time; exactly ``size`` bytes or an error."""
+    inflater = zlib.decompressobj()
+    written = 0
+    pos = 0
+    step = INFLATE_CHUNK
+    try:
+        while True:
+            if inflater.unconsumed_tail:
+                chunk = inflater.decompress(inflater.unconsumed_tail, INFLATE_CHUNK)
+            elif pos < len(body):
+                chunk = inflater.decompress(body[pos:pos + step], INFLATE_CHUNK)
+                pos += step
+            else:
+                chunk = inflater.flush()
+                if not chunk:
+                    break
+            written += len(chunk)
+            if written > size:
+                break
+            out.write(chunk)
+            if inflater.eof:
+                break
+    except zlib.error as exc:
+        raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
+    if written != size:
+        raise SymbolError(f"{shown}: section {name} decompresses to {'more than ' if written > size else ''}"
+                          f"{written} bytes, its header says {size}")
 
 
 _SH_TYPES = {"SHT_NULL": 0, "SHT_PROGBITS": 1, "SHT_SYMTAB": 2, "SHT_STRTAB": 3, "SHT_RELA": 4, "SHT_HASH": 5,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from functools import cached_property
 from typing import Callable
 
 from .. import cache
@@ -23,23 +24,52 @@ class DwarfReader:
         self.elf = elf
         self.library_path = library_path
         self.key = elf.key()
-        self.info = elf.data(".debug_info")
-        self.line = elf.data(".debug_line")
-        if self.info is None or self.line is None:
+        if not (elf.has(".debug_info") and elf.has(".debug_line")):
             raise DwarfFormatError("no .debug_info/.debug_line")
-        self.abbrev = elf.data(".debug_abbrev")
-        self.str = elf.data(".debug_str")
-        self.line_str = elf.data(".debug_line_str")
-        self.str_offsets = elf.data(".debug_str_offsets")
-        self.addr = elf.data(".debug_addr")
-        self.rnglists = elf.data(".debug_rnglists")
-        self.ranges_v4 = elf.data(".debug_ranges")
         self.origins = OriginNames(self)
         self._abbrev_tables: dict[tuple, dict[int, Abbrev]] = {}
         self._units: dict[int, CompUnit] = {}
         self._unit_offsets: list[int] | None = None
         self._aranges: tuple | None = None
         self._tables: dict[int, tuple[LineTable | None, FunctionTable]] = {}
+
+    # -- sections: read (inflated, if compressed) when first needed: a lookup answered from the cache
+    # reads none of them ---------------------------------------------------------------------------
+    @cached_property
+    def info(self):
+        return self.elf.data(".debug_info")
+
+    @cached_property
+    def line(self):
+        return self.elf.data(".debug_line")
+
+    @cached_property
+    def abbrev(self):
+        return self.elf.data(".debug_abbrev")
+
+    @cached_property
+    def str(self):
+        return self.elf.data(".debug_str")
+
+    @cached_property
+    def line_str(self):
+        return self.elf.data(".debug_line_str")
+
+    @cached_property
+    def str_offsets(self):
+        return self.elf.data(".debug_str_offsets")
+
+    @cached_property
+    def addr(self):
+        return self.elf.data(".debug_addr")
+
+    @cached_property
+    def rnglists(self):
+        return self.elf.data(".debug_rnglists")
+
+    @cached_property
+    def ranges_v4(self):
+        return self.elf.data(".debug_ranges")
 
     # -- structure ------------------------------------------------------------------------------
     def abbrev_table(self, offset: int, addr_size: int, offset_size: int) -> dict[int, Abbrev]:
