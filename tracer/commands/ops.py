@@ -47,6 +47,10 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
                         "wrappers, native kernels, its backward), resolved from the symbol tables; repeat for "
                         "more; `pttrace ops NAME` lists them")
     add_op_selection_options(p)
+    p.add_argument("--follow", action="store_true",
+                   help="with --op: also record the operators called inside it (a CompositeImplicitAutograd "
+                        "kernel's decomposition: conv2d -> convolution -> ...), down to their kernels, as hops "
+                        "of its calls")
     p.add_argument("--layer", dest="layers", action="append", default=[], metavar="LAYER",
                    help="record only hits whose innermost frame is in this layer (" + ", ".join(LAYERS) +
                         "); repeat for more")
@@ -68,8 +72,9 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     specs = list(getattr(args, "ops", None) or [])
     variants = bool(getattr(args, "variants", False))
     backward = bool(getattr(args, "backward", True))
-    if not specs and (variants or not backward):
-        raise UsageError("--variants and --no-backward go with --op NAME.")
+    follow = bool(getattr(args, "follow", False))
+    if not specs and (variants or not backward or follow):
+        raise UsageError("--variants, --no-backward and --follow go with --op NAME.")
     # An attached process may run a virtual environment's Python, whose executable is the base
     # interpreter: find its torch from what it has mapped, and import that torch for the facts.
     attached = _torch_of_pid(pid) if pid else None
@@ -94,8 +99,15 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
                              ", ".join("aten::" + r.aten for r in res.ops) + " in torch's libraries.",
                              hint=f"`pttrace ops {res.request}` shows what is registered for it.")
         address_breakpoints.extend(res.address_breakpoints())
-        notes.extend(res.composite_notes())
+        if not follow:
+            notes.extend(res.composite_notes())
     fields["address_breakpoints"] = tuple(address_breakpoints)
+    if follow:
+        fields["follow"] = dict(ops.follow_config(results, libraries), python=python, libraries=list(libraries),
+                                pythonpath=pythonpath)
+        if fields["follow"]["trigger"] is None:
+            notes.append(f"--follow: {ops.FOLLOW_TRIGGER} is not in torch's libraries, so the operators called "
+                         "inside the followed ones are not recorded")
     fields["notes"] = tuple(notes)
     fields["dispatch_keys"] = facts.key_table if facts is not None else None
     if not quiet:

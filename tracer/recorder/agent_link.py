@@ -29,6 +29,8 @@ class AgentStatus:
     """Libraries a deferred hit's stack passed through without symbols: load them, then ``rerecord``."""
     need_launcher: bool = False
     """A deferred hit is a parallel worker's: ``rerecord`` reads its launching thread, then records it."""
+    need_ops: tuple[dict, ...] = ()
+    """Operators ``--follow`` met for the first time ({root, op}): break on their functions, then ``followed``."""
     stop: bool = False
     """The agent wants the target to stay stopped (stop mode, or the last of ``max_hits``)."""
     write_error: str | None = None
@@ -60,6 +62,7 @@ class AgentLink:
             return AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
                                need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
                                need_launcher=bool(data.get("need_launcher")),
+                               need_ops=tuple(d for d in data.get("need_ops") or () if isinstance(d, dict)),
                                write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {})
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
@@ -101,6 +104,10 @@ class AgentLink:
 
     def rerecord(self) -> None:
         self._ask("pttrace-rerecord", timeout=60)
+
+    def followed(self) -> None:
+        """The operators of ``need_ops`` are broken on (or said why not)."""
+        self._ask("pttrace-followed")
 
     def snapshot(self) -> dict | None:
         """The selected thread's call path ({thread, frames, truncated}), or None when it cannot be read

@@ -59,6 +59,10 @@ class TraceConfig:
     address_breakpoints: tuple[dict, ...] = ()
     """Breakpoints our symbol index resolved (``--op``): {label, library, offset, function[, plt]}."""
 
+    follow: dict | None = None
+    """``--follow``: {roots: {struct: label}, known: [struct], trigger: item, python, libraries, pythonpath}
+    (``tracer.recorder.follow``)."""
+
     dispatch_keys: dict | None = None
     """The target torch's DispatchKeySet numbering (``tracer.ops.key_table``), written into the session
     so that the raw key sets the agent records can be decoded when it is read."""

@@ -124,6 +124,15 @@ class Reactions:
         rec = self._rec
         try:
             status = rec.agent.status()
+            if status.need_ops and rec.follower is not None:
+                # --follow met an operator for the first time: break on its functions, then go on.
+                items = rec.follower.items(status.need_ops)
+                if items:
+                    rec.agent.break_address(items)
+                rec.agent.followed()
+                if not (status.need_libs or status.need_launcher or status.stop or status.write_error):
+                    rec.mi.command("-exec-continue", check=False)
+                    return False
             if (status.need_libs or status.need_launcher) and not status.write_error:
                 # The stack passed through libraries whose symbols we skipped: load them, record again.
                 # Or it is a parallel worker's: the agent reads the launching thread, then records it.

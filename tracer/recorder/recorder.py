@@ -24,6 +24,7 @@ from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
 from tracer.recorder.events import Listener, RecorderEvent, TargetStateChanged, WarningRaised
+from tracer.recorder.follow import Follower
 from tracer.recorder.inferiors import Inferior
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
@@ -47,6 +48,7 @@ class Recorder:
         self.agent: AgentLink | None = None
         self.policy: LibraryPolicy | None = None
         self.later = LaterLibraries([], [], self.warn)  # replaced once the breakpoints are resolved
+        self.follower: Follower | None = None  # --follow: the operators met inside followed ones
         self.tailer: SessionTailer | None = None
         self.writer: storage.SessionWriter | None = None
         self.session_path: Path | None = None

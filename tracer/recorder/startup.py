@@ -15,6 +15,7 @@ from tracer.model import SessionInfo
 from tracer.recorder import launch, resolve, shutdown
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.events import TargetOutput
+from tracer.recorder.follow import Follower
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.tailer import SessionTailer
@@ -66,6 +67,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
     for message in resolution.warnings:
         rec.warn(message)
     address_breakpoints = list(cfg.address_breakpoints) + resolution.by_address
+    rec.follower = Follower(cfg.follow, address_breakpoints, rec.warn) if cfg.follow else None
     rec.policy = LibraryPolicy(mi, rec.agent, settings, rec.torch_libs, rec.warn)
     rec.policy.plan(resolution.by_gdb, address_breakpoints)
     rec.later = LaterLibraries([b["label"] for b in resolution.by_address], rec.torch_libs, rec.warn)
@@ -88,6 +90,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
         "breakpoints": [],
         "layers": list(cfg.layers),
         "address_breakpoints": address_breakpoints,
+        "follow": {k: cfg.follow[k] for k in ("roots", "known", "trigger", "entries")} if cfg.follow else None,
         "stack_reuse": settings.stack_reuse,
         "stack_reuse_stats": settings.stack_reuse_stats,
         "log": str(settings.log_file.resolve()) if settings.log_file else None,

@@ -8,6 +8,7 @@ from tracer import records
 from tracer.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
 from tracer.gdb.agent import native
 from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import record_hit
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
@@ -45,6 +46,7 @@ class TraceBreakpoint(gdb.Breakpoint):
 
     pt_layer = None  # an --op adapter with its kernel inlined: the kernel's layer, for --layer
     pt_library = None  # an address breakpoint's library, as pttrace's index named it
+    pt_follow = False  # a function of an operator --follow reached: records only inside a followed op
 
     def __init__(self, spec: str, label: str | None = None, function: str | None = None):
         super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
@@ -76,6 +78,10 @@ class TraceBreakpoint(gdb.Breakpoint):
             innermost = dict(innermost, function=name, layer=classify(name, innermost.get("library")))
         if is_plt(name):
             return False  # a stub in another library, not the function itself
+        if self.pt_follow and not in_scope(newest):
+            return False  # the operator called from outside every followed operator
+        if FOLLOW.active and FOLLOW.is_root_label(self.pt_spec):
+            FOLLOW.begin()  # a followed operator runs: the operators it calls are watched
         if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
@@ -155,10 +161,14 @@ def place_address_breakpoints() -> None:
             continue
         bp.pt_library = item["library"]
         bp.pt_layer = item.get("layer")
+        if item.get("follow"):
+            bp.pt_follow = True
+            FOLLOW.add_follower(bp)
         if item["label"] in BREAKPOINTS.off:
             bp.enabled = False
         BREAKPOINTS.by_address.setdefault(item["label"], []).append(bp)
     BREAKPOINTS.unplaced = remaining
+    FOLLOW.place_trigger()
 
 
 def dump_breakpoints() -> None:

@@ -12,13 +12,15 @@
   pttrace-status                print {hits, mode, need_libs, stop, write_error, stack_reuse} as JSON
   pttrace-snapshot              print the selected thread's call path as JSON (stepping in stop mode)
   pttrace-rerecord              record the deferred hit, now that the libraries it needed have symbols
+  pttrace-followed              the operators --follow asked for (need_ops) are resolved and broken on
   pttrace-cfi-add {"library": L, "copy": C}   give gdb L's CFI-only copy instead of L's symbols
   pttrace-cfi-drop LIBRARY      take that copy away (L's full symbols are loaded next)
 
 The configuration of pttrace-setup: ``session`` (the file to append to), ``mode``, ``max_hits``,
 ``max_depth``, ``first_seq`` (the seq of the last hit already in the file), ``layers``, ``breakpoints``
 (specs gdb resolves), ``address_breakpoints`` ({label, library, offset, function, layer, plt}: resolved
-by pttrace's index), ``log`` (a file for the agent's log; none if absent).
+by pttrace's index), ``follow`` (``--follow``: {roots: {struct: label}, known: [struct], trigger: item}),
+``log`` (a file for the agent's log; none if absent).
 A command's error reaches pttrace as the MI command's error.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.gdb.agent import breakpoints, launcher, native
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
+from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.reuse import STATS
@@ -52,6 +55,7 @@ def _setup(arg: str) -> None:
     STATS.enabled = bool(cfg.get("stack_reuse", True))
     STATS.path = cfg.get("stack_reuse_stats") or None
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
+    FOLLOW.configure(cfg.get("follow"))
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)
     breakpoints.place_address_breakpoints()
@@ -119,7 +123,7 @@ def _snapshot(arg: str) -> None:
 
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
-                          "need_launcher": STATE.pending_launcher,
+                          "need_launcher": STATE.pending_launcher, "need_ops": FOLLOW.pending,
                           "stop": STATE.stop_requested, "write_error": STATE.write_error,
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
@@ -134,7 +138,13 @@ def _rerecord(arg: str) -> None:
     STATE.pending_keyset = (None, None)
     launched_by = launcher.find(call_path) if STATE.pending_launcher else None
     STATE.pending_launcher = False
-    record_hit(spec, keyset=keyset, keyset_note=why, launched_by=launched_by)
+    newest = None
+    if STATE.pending_skip:  # recorded from an older frame than the one it stopped in
+        newest = gdb.newest_frame()
+        for _ in range(STATE.pending_skip):
+            newest = newest.older() or newest
+        STATE.pending_skip = 0
+    record_hit(spec, keyset=keyset, keyset_note=why, launched_by=launched_by, newest=newest)
     STATE.stop_requested = STATE.wants_stop()
 
 
@@ -147,8 +157,13 @@ class _Command(gdb.Command):
         self._fn(arg)
 
 
+def _followed(arg: str) -> None:
+    """pttrace has broken on the operators --follow asked for (or said why not)."""
+    FOLLOW.pending = []
+
+
 def _on_new_objfile(event) -> None:
-    if BREAKPOINTS.unplaced:
+    if BREAKPOINTS.unplaced or (FOLLOW.trigger_item is not None and FOLLOW.trigger is None):
         breakpoints.place_address_breakpoints()
 
 
@@ -165,6 +180,7 @@ def install() -> None:
     _Command("pttrace-status", _status)
     _Command("pttrace-snapshot", _snapshot)
     _Command("pttrace-rerecord", _rerecord)
+    _Command("pttrace-followed", _followed)
     _Command("pttrace-cfi-add", _cfi_add)
     _Command("pttrace-cfi-drop", _cfi_drop)
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)

@@ -19,6 +19,7 @@ class State:
         self.need_libs: list[str] = []  # libraries without symbols that the last stack passed through
         self.pending_spec: str | None = None  # the breakpoint whose hit waits to be recorded again after loading them
         self.pending_keyset: tuple = (None, None)  # its key set (or why not), read at the stop
+        self.pending_skip = 0  # frames above the one it is recorded from (--follow's trigger: 1)
         self.pending_launcher = False  # it is a parallel worker's: its launching thread is read first
         self.stop_requested = False  # what the last hit decided, for pttrace-status
         self.write_error: str | None = None  # the session file cannot be written (disk full, directory gone)
