@@ -1,4 +1,5 @@
-"""``pttrace show SESSION``: the distinct call paths of a session as a tree, one colour per layer."""
+"""``pttrace show SESSION``: the distinct call paths of a session as a tree, one colour per layer; first, with
+``--op``, the operator calls: each hop with its key set and what changed since the hop before."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.tree import Tree
 
     from tracer.export import paths as P
-    from tracer.export.tree import add_path, path_label, plural
+    from tracer.export.tree import add_op_calls, add_path, path_label, plural
 
     session = load(args.session, args)
     info = session.info
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     body = Tree("")
     if not paths:
         body.add(Text("no hits were recorded", style="grey50"))
+    add_op_calls(body, session.hits, info.cwd)
     for n, path in enumerate(paths, 1):
         add_path(body, path_label(n, path, info.cwd), path, info.cwd, finder=finder)
     for warning in [*info.warnings, *finder.notes]:  # after the paths: finding sources may add notes

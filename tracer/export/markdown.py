@@ -202,19 +202,27 @@ class MarkdownRenderer:
         for calls in site.variants:
             first = calls[0]
             seqs = [h.seq for c in calls for h in c.hits]
-            op, *others = first.ops() or ["?"]
+            followed = first.followed()
+            op, *others = [o for o in first.ops() if O.FOLLOWED not in o] or ["?"]
             head = f"{plural(len(calls), 'call')} of {code('aten::' + op)}"
             if others:
                 head += ", through functions resolved for " + ", ".join(code("aten::" + o) for o in others)
+            if followed:
+                head += (", with the operators it called (`--follow`), each under the one that called it: "
+                         + ", ".join(code(o) for o in followed))
             span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
             lines += [f"{head} ({span})", ""]
-            lines += [row(["#", "hop", "layer", "called with", "since the hop before"]), "|---:|---|---|---|---|"]
+            if followed:
+                lines += [row(["#", "operator", "hop", "layer", "called with", "since the hop before"]),
+                          "|---:|---|---|---|---|---|"]
+            else:
+                lines += [row(["#", "hop", "layer", "called with", "since the hop before"]), "|---:|---|---|---|---|"]
             for i, hop in enumerate(first.hops(), 1):
-                lines.append(self.hop_row(i, hop))
+                lines.append(self.hop_row(i, hop, followed=bool(followed)))
             lines.append("")
         return lines
 
-    def hop_row(self, i: int, hop: O.Hop) -> str:
+    def hop_row(self, i: int, hop: O.Hop, followed: bool = False) -> str:
         from tracer.ops import capability_of_label, keyset_text
 
         f = hop.frame
@@ -233,7 +241,10 @@ class MarkdownRenderer:
             change.append("handled " + ", ".join(text(k) for k in hop.handled()))
         if hop.added():
             change.append("added " + ", ".join(text(k) for k in hop.added()))
-        return row([str(i), name, P.layer_of(f), called, "; ".join(change)])
+        cells = [str(i), name, P.layer_of(f), called, "; ".join(change)]
+        if followed:  # which operator the hop is a function of, indented by how deep it nests
+            cells.insert(1, "&nbsp;&nbsp;" * hop.depth + ("↳ " if hop.depth else "") + code(hop.op or "?", in_table=True))
+        return row(cells)
 
     def locations(self, bp: Breakpoint) -> str:
         parts: list[str] = []

@@ -8,12 +8,15 @@ call's first hop is an ancestor of it, and opens a new call otherwise.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tracer.export import paths as P
 from tracer.model import Frame, Hit
 
 OP_LABEL = "op:"
+FOLLOWED = ">"  # op:conv2d>convolution: a function of convolution, recorded inside conv2d (--follow)
+_ENTRY = re.compile(r"^at::_ops::\w+::call$")
 
 
 def is_op_hit(hit: Hit) -> bool:
@@ -32,12 +35,28 @@ def op_of_label(label: str | None) -> str | None:
     return label[len(OP_LABEL):].split("[", 1)[0]
 
 
+def operator_of_label(label: str | None) -> str | None:
+    """The operator a hop's function belongs to: ``op:conv2d>convolution`` -> ``convolution``."""
+    op = op_of_label(label)
+    return op.rsplit(FOLLOWED, 1)[-1] if op else None
+
+
+def entries_on(frames: list[Frame]) -> int:
+    """How many operator entries (``at::_ops::X::call``) a stack is inside: how deep its operator nests."""
+    return sum(1 for f in frames if f.kind == "native" and _ENTRY.match(f.short or ""))
+
+
 @dataclass
 class Hop:
     """One stop of a call: the function it stopped in and the key set that function was called with."""
 
     hit: Hit
     previous_keys: tuple[str, ...] | None  # the key set of the nearest earlier hop that had one
+    depth: int = 0  # operators it runs inside, counted from the call's own (--follow's children: 1, 2...)
+
+    @property
+    def op(self) -> str | None:
+        return operator_of_label(self.hit.breakpoint)
 
     @property
     def frame(self) -> Frame:
@@ -79,10 +98,15 @@ class OpCall:
     def ops(self) -> list[str]:
         return list(dict.fromkeys(o for o in (op_of_label(h.breakpoint) for h in self.hits) if o))
 
+    def followed(self) -> list[str]:
+        """The operators --follow recorded inside this call, in the order they were first met."""
+        return list(dict.fromkeys(o.rsplit(FOLLOWED, 1)[-1] for o in self.ops() if FOLLOWED in o))
+
     def hops(self) -> list[Hop]:
         out, previous = [], None
+        base = entries_on(self.first.frames) if self.followed() else 0
         for h in self.hits:
-            hop = Hop(h, previous)
+            hop = Hop(h, previous, max(0, entries_on(h.frames) - base) if base else 0)
             if hop.keys is not None:
                 previous = hop.keys
             out.append(hop)

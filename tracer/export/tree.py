@@ -111,3 +111,62 @@ def add_path(parent: Tree, label: Text, path: P.CallPath, cwd: str | None = None
             t.append(f"  ← {note}", style="bold")
         node.add(t)
     return node
+
+
+def keys_text(keys) -> str:
+    return ", ".join(keys) or "(empty)"
+
+
+def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
+    """The ``--op`` hits as operator calls (``tracer.export.op_calls``): by Python call site, each call's
+    hops in order with the key set each was called with, decoded, and what changed since the hop before
+    (the keys handled in between, or added); ``--follow``'s operators indented under their callers."""
+    from tracer.export import op_calls as O
+    from tracer.ops import capability_of_label, keyset_text
+
+    calls = O.group_calls(hits)
+    if not calls:
+        return
+    node = parent.add(Text(f"operator calls: {plural(len(calls), 'call')}, each hop with the DispatchKeySet it "
+                           "was called with and the keys handled since the hop before", style="bold"))
+    for site in O.by_call_site(calls):
+        label = Text("from ", style="grey50")
+        label.append(P.frame_location(site.frame, cwd) or "(no Python frame)", style="green")
+        if site.frame is not None and site.frame.source:
+            label.append(f"  {site.frame.source.strip()}", style="italic")
+        site_node = node.add(label)
+        for variant in site.variants:
+            first = variant[0]
+            followed = first.followed()
+            op = next((o for o in first.ops() if O.FOLLOWED not in o), "?")
+            head = Text(f"{plural(len(variant), 'call')} of aten::{op}", style="bold")
+            if followed:
+                head.append(f", following {', '.join(followed)}", style="")
+            seqs = [h.seq for c in variant for h in c.hits]
+            head.append(f"  hits #{min(seqs)}" + (f" to #{max(seqs)}" if len(seqs) > 1 else ""), style="grey50")
+            v_node = site_node.add(head)
+            for i, hop in enumerate(first.hops(), 1):
+                f = hop.frame
+                layer = P.layer_of(f)
+                t = Text(f"{i:>3}  ", style="grey50")
+                if followed:
+                    t.append("  " * hop.depth + (hop.op or "?"), style="cyan" if hop.depth else "bold cyan")
+                    t.append("  ")
+                t.append(f"{layer:<{_LAYER_WIDTH}}  ", style=LAYER_STYLES.get(layer, ""))
+                t.append(P.short_of(f), style="bold" if layer == "kernel" else "")
+                if f.dispatch_key:
+                    t.append(f" [{f.dispatch_key}]", style="cyan")
+                cap = capability_of_label(hop.hit.breakpoint)
+                if cap:
+                    t.append(f" ({cap} build)")
+                if hop.keys is not None:
+                    t.append(f"  keys: {keys_text(hop.keys)}", style="green")
+                    if f.keyset is not None:
+                        t.append(f" ({f.keyset:#x})", style="grey50")
+                else:
+                    t.append(f"  {keyset_text(f)}", style="grey50")
+                if hop.handled():
+                    t.append(f"  handled {', '.join(hop.handled())}", style="yellow")
+                if hop.added():
+                    t.append(f"  added {', '.join(hop.added())}", style="yellow")
+                v_node.add(t)
