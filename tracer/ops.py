@@ -46,7 +46,7 @@ LABEL_PREFIX = "op:"
 ROLES = (
     "entry", "redispatch", "autograd", "ADInplaceOrView", "functionalization", "tracer", "adapter",
     "kernel wrapper", "direct call", "meta function", "structured kernel", "native function", "native kernel",
-    "backward node",
+    "backward node", "kernel",
 )
 # Static-dispatch namespaces (at::cpu::sigmoid...) and the key their functions belong to.
 _STATIC_NAMESPACES = {
@@ -385,6 +385,8 @@ class OpFunction:
     keyset_at: str | None = None  # where (rdi, rsi, ...), or why it cannot be told
     note: str | None = None
     keys: tuple[str, ...] = ()  # every dispatch key it is registered for, when more than dispatch_key
+    stash: bool = False  # a boxing template several kernels share: a hop only above this op's kernel
+    size: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -414,8 +416,17 @@ class OpResolution:
         return notes
 
     def address_breakpoints(self) -> list[dict]:
-        return [{"label": f.label, "library": f.library, "offset": f.address, "function": f.function,
-                 "layer": _inlined_layer(f)} for f in self.functions]
+        out = []
+        own = library_op(self.request) is not None
+        for f in self.functions:
+            item = {"label": f.label, "library": f.library, "offset": f.address, "function": f.function,
+                    "layer": _inlined_layer(f)}
+            if f.stash:
+                item.update(stash=True, size=f.size)
+            elif own and f.role == "kernel":
+                item["unstash"] = True  # its hit records the stashed hops above it first
+            out.append(item)
+        return out
 
     def to_dict(self) -> dict:
         return {"request": self.request,
@@ -717,6 +728,94 @@ def resolve_ops(specs: list[str], libraries: list[str], facts: TorchFacts | None
         res.functions = kept
         out.append(res)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Operators a library registers itself (TORCH_LIBRARY): ``--op ns::name``
+# ---------------------------------------------------------------------------------------------------
+_LIBRARY_OP_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]*))?$")
+# The boxing templates of torch's headers, instantiated in the library for a kernel it registers: the
+# dispatcher's hops of the operator's calls, between Dispatcher::call/callBoxed and the kernel.
+_LIBRARY_HOPS = ("c10::impl::make_boxed_from_unboxed_functor", "c10::impl::wrap_kernel_functor_unboxed_",
+                 "c10::impl::call_functor_with_args_from_stack", "c10::impl::detail::WrapFunctionIntoRuntimeFunctor_",
+                 "c10::impl::detail::WrapFunctionIntoFunctor_")
+
+
+def library_op(spec: str) -> tuple[str, str, str | None] | None:
+    """``myns::myop[.overload]`` -> (namespace, name, overload): an operator of a TORCH_LIBRARY of one's own
+    (``aten::`` names are torch's own: None)."""
+    m = _LIBRARY_OP_RE.match(spec.strip())
+    if not m or m.group(1) == "aten":
+        return None
+    return m.group(1), m.group(2), m.group(3)
+
+
+def resolve_library_op(spec: str, libraries: list[str]) -> OpResolution:
+    """The kernels the libraries' TORCH_LIBRARY_IMPL (and TORCH_LIBRARY) blocks register for ``ns::name``
+    (read from the blocks' code: tracer/symbols/registrations.py), each with its block's dispatch key,
+    and the boxing templates instantiated for them (found by the kernel's function type in their
+    template arguments). A template built for a function *type* serves every kernel of that type: it is
+    broken on as a *stash* (its key set kept, no hit), and becomes a hop only when a kernel of the
+    operator then runs below it (tracer/gdb/agent/stash.py)."""
+    import time
+
+    from tracer import symbols
+    from tracer.symbols import names as _names
+
+    t0 = time.perf_counter()
+    namespace, name, overload = library_op(spec) or ("", "", None)
+    ref = OpRef(name, overload or "")
+    res = OpResolution(spec, [ref])
+    label = LABEL_PREFIX + spec.strip()
+    chosen: dict[tuple[str, int], OpFunction] = {}
+    for lib in libraries:
+        try:
+            regs = symbols.registered_kernels(lib, namespace)
+        except symbols.SymbolError as exc:
+            res.warnings.append(f"{os.path.basename(lib)} could not be read for {spec}: {exc}")
+            continue
+        mine = [(key, m) for op, key, m in regs if op.split("::")[-1] in (name, f"{name}.{overload}")
+                and (overload is None or op.endswith(f".{overload}") or (not overload and "." not in op))]
+        for key, m in mine:
+            k = (m.library, m.address)
+            if k not in chosen:
+                chosen[k] = OpFunction(function=m.name, short=short_name(m.name) or m.name, library=m.library,
+                                       address=m.address, layer="kernel", role="kernel", op=spec.strip(),
+                                       dispatch_key=key, label=label,
+                                       note=f"registered for {key} by {namespace}'s TORCH_LIBRARY blocks")
+        if not mine:
+            continue
+        # The templates instantiated for these kernels: by function type (shared), or naming the kernel.
+        wanted = []
+        for _key, m in mine:
+            parsed = _names.parse(m.name)
+            qual = "::".join(c for c in parsed.components if c != "(anonymous namespace)")
+            wanted.append((f"(*){parsed.params}", f"&{qual}>"))
+        for m in symbols.search_symbols(["WrapFunctionIntoRuntimeFunctor_", "WrapFunctionIntoFunctor_"], [lib]):
+            if m.plt or m.cold:
+                continue
+            qual = _unqualified(m.name)
+            if not qual.startswith(_LIBRARY_HOPS) or not qual.endswith(("::call", "::operator()")) and \
+                    not qual.startswith("c10::impl::call_functor_with_args_from_stack"):
+                continue
+            shared = any(t in m.name for t, _ in wanted)
+            if not shared and not any(n in m.name for _, n in wanted):
+                continue
+            k = (m.library, m.address)
+            if k in chosen:
+                continue
+            chosen[k] = OpFunction(function=m.name, short=short_name(m.name) or m.name, library=m.library,
+                                   address=m.address, layer=classify(m.name, m.library), role="adapter",
+                                   op=spec.strip(), label=label, takes_keyset=_takes_keyset(m.name),
+                                   note=("built for the kernel's function type: a hop only when a kernel of "
+                                         "this operator runs below it") if shared else None)
+            chosen[k].stash = True
+            chosen[k].size = m.size
+    res.functions = sorted(chosen.values(), key=_order)
+    for f in res.functions:
+        f.keyset_at = _keyset_at(f.function, None)
+    res.seconds = time.perf_counter() - t0
+    return res
 
 
 # ---------------------------------------------------------------------------------------------------

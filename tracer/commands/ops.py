@@ -89,9 +89,16 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
 
     t0 = time.perf_counter()
     libraries = attached[0] if attached else symbols.torch_libraries(python)
+    # Operators of one's own TORCH_LIBRARY (ns::name): found in torch's libraries now, and in every
+    # library loaded later (tracer/recorder/later_libraries.py).
+    own = [s for s in specs if ops.library_op(s) is not None]
+    specs = [s for s in specs if s not in own]
+    fields["library_ops"] = tuple(own)
     facts = ops.torch_facts(python, libraries, pythonpath=pythonpath)
     results = ops.resolve_ops(specs, libraries, facts, variants=variants, backward=backward)
     address_breakpoints: list[dict] = []
+    for spec in own:
+        address_breakpoints.extend(ops.resolve_library_op(spec, libraries).address_breakpoints())
     notes: list[str] = []
     for res in results:
         if not res.functions:
@@ -112,6 +119,9 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     fields["dispatch_keys"] = facts.key_table if facts is not None else None
     if not quiet:
         took = time.perf_counter() - t0
+        for spec in own:
+            print(f"pttrace: --op {spec}: its kernels are looked for in every library the target loads "
+                  "(TORCH_LIBRARY_IMPL blocks)", file=sys.stderr)
         for res in results:
             libs = sorted({os.path.basename(f.library) for f in res.functions})
             print(f"pttrace: --op {res.request}: {len(res.functions)} functions of "

@@ -173,7 +173,7 @@ class MarkdownRenderer:
             return self.locations(bp)
         libs = sorted({loc.library.rsplit("/", 1)[-1] for loc in bp.locations if loc.library})
         names = sorted({_short(loc.function) for loc in bp.locations if loc.function})
-        head = (f"{plural(len(bp.locations), 'function')} of {code('aten::' + (O.op_of_label(bp.spec) or ''), True)}"
+        head = (f"{plural(len(bp.locations), 'function')} of {code(O.qualified(O.op_of_label(bp.spec) or ''), True)}"
                 + (f" in {', '.join(code(x, in_table=True) for x in libs)}" if libs else ""))
         listed = "<br>".join(hcode(n) for n in names)
         return f"{head}<details><summary>their names</summary>{listed}</details>"
@@ -204,9 +204,9 @@ class MarkdownRenderer:
             seqs = [h.seq for c in calls for h in c.hits]
             followed = first.followed()
             op, *others = [o for o in first.ops() if O.FOLLOWED not in o] or ["?"]
-            head = f"{plural(len(calls), 'call')} of {code('aten::' + op)}"
+            head = f"{plural(len(calls), 'call')} of {code(O.qualified(op))}"
             if others:
-                head += ", through functions resolved for " + ", ".join(code("aten::" + o) for o in others)
+                head += ", through functions resolved for " + ", ".join(code(O.qualified(o)) for o in others)
             if followed:
                 head += (", with the operators it called (`--follow`), each under the one that called it: "
                          + ", ".join(code(o) for o in followed))

@@ -35,6 +35,11 @@ def op_of_label(label: str | None) -> str | None:
     return label[len(OP_LABEL):].split("[", 1)[0]
 
 
+def qualified(op: str) -> str:
+    """``sigmoid`` -> ``aten::sigmoid``; an operator of one's own TORCH_LIBRARY keeps its namespace."""
+    return op if "::" in op else "aten::" + op
+
+
 def operator_of_label(label: str | None) -> str | None:
     """The operator a hop's function belongs to: ``op:conv2d>convolution`` -> ``convolution``."""
     op = op_of_label(label)

@@ -139,7 +139,7 @@ def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
             first = variant[0]
             followed = first.followed()
             op = next((o for o in first.ops() if O.FOLLOWED not in o), "?")
-            head = Text(f"{plural(len(variant), 'call')} of aten::{op}", style="bold")
+            head = Text(f"{plural(len(variant), 'call')} of {O.qualified(op)}", style="bold")
             if followed:
                 head.append(f", following {', '.join(followed)}", style="")
             seqs = [h.seq for c in variant for h in c.hits]

@@ -59,6 +59,9 @@ class TraceConfig:
     address_breakpoints: tuple[dict, ...] = ()
     """Breakpoints our symbol index resolved (``--op``): {label, library, offset, function[, plt]}."""
 
+    library_ops: tuple[str, ...] = ()
+    """``--op ns::name``: operators of a TORCH_LIBRARY of one's own, looked for in every library loaded."""
+
     follow: dict | None = None
     """``--follow``: {roots: {struct: label}, known: [struct], trigger: item, python, libraries, pythonpath}
     (``tracer.recorder.follow``)."""

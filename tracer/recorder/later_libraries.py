@@ -21,18 +21,21 @@ log = logging.getLogger("pttrace.recorder")
 class LaterLibraries:
     """``specs``: the names set by address at start-up; ``searched``: the libraries already searched."""
 
-    def __init__(self, specs: list[str], searched: list[str], warn: Callable[[str], None]):
+    def __init__(self, specs: list[str], searched: list[str], warn: Callable[[str], None],
+                 library_ops: tuple[str, ...] = ()):
         self.specs = list(dict.fromkeys(specs))
+        self.library_ops = list(library_ops)  # --op ns::name: its TORCH_LIBRARY kernels, wherever registered
+        self.found_ops: set[str] = set()
         self._searched = {os.path.realpath(p) for p in searched}
         self._new: list[str] = []
         self._warn = warn
 
     @property
     def active(self) -> bool:
-        return bool(self.specs)
+        return bool(self.specs or self.library_ops)
 
     def loaded(self, path: str) -> None:
-        if self.specs and os.path.realpath(path) not in self._searched:
+        if self.active and os.path.realpath(path) not in self._searched:
             self._new.append(path)
 
     def breakpoints(self) -> list[dict]:
@@ -45,6 +48,7 @@ class LaterLibraries:
             if real in self._searched:
                 continue
             self._searched.add(real)
+            items += self._library_ops(path)
             for spec in self.specs:
                 try:
                     items += resolve.breakpoints_in(spec, path)
@@ -56,3 +60,26 @@ class LaterLibraries:
         if items:
             log.debug("breakpoints found again in libraries loaded later: %s", items)
         return items
+
+    def _library_ops(self, path: str) -> list[dict]:
+        from tracer import ops
+
+        items: list[dict] = []
+        for spec in self.library_ops:
+            try:
+                res = ops.resolve_library_op(spec, [path])
+            except (resolve.IndexFailure, OSError) as exc:
+                self._warn(f"pttrace could not search {os.path.basename(path)} for --op {spec} ({exc}); a kernel "
+                           "registered there is not broken on")
+                continue
+            for message in res.warnings:
+                self._warn(message)
+            if res.functions:
+                self.found_ops.add(spec)
+                log.info("--op %s: %d functions in %s", spec, len(res.functions), path)
+            items += res.address_breakpoints()
+        return items
+
+    def unfound_ops(self) -> list[str]:
+        """The --op ns::name no library registered a kernel for."""
+        return [s for s in self.library_ops if s not in self.found_ops]

@@ -70,7 +70,9 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
     rec.follower = Follower(cfg.follow, address_breakpoints, rec.warn) if cfg.follow else None
     rec.policy = LibraryPolicy(mi, rec.agent, settings, rec.torch_libs, rec.warn)
     rec.policy.plan(resolution.by_gdb, address_breakpoints)
-    rec.later = LaterLibraries([b["label"] for b in resolution.by_address], rec.torch_libs, rec.warn)
+    rec.later = LaterLibraries([b["label"] for b in resolution.by_address], rec.torch_libs, rec.warn,
+                               cfg.library_ops)
+    rec.later.found_ops.update(b["label"].removeprefix("op:") for b in cfg.address_breakpoints)
     if rec.later.active and not rec.policy.deferring:
         # A name set by address is looked for again in every library loaded later: at a stop.
         mi.command("-gdb-set stop-on-solib-events 1")

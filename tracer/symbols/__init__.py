@@ -257,3 +257,22 @@ def read_pointer(library: str, address: int) -> int | None:
             return struct.unpack_from("<q", elf.mm, pos + 16)[0] or None
         pos = elf.mm.find(pattern, pos + 1, rela.offset + rela.size)
     return None
+
+
+# -- operators a library registers itself (TORCH_LIBRARY) ------------------------------------------
+__all__ += ["registered_kernels"]
+
+
+def registered_kernels(library: str, namespace: str) -> list[tuple[str, str, SymbolMatch]]:
+    """(operator, dispatch key, kernel) for each kernel ``library``'s TORCH_LIBRARY/TORCH_LIBRARY_IMPL
+    blocks of ``namespace`` register (tracer/symbols/registrations.py)."""
+    from .registrations import registrations
+
+    index = _index(library)
+    out = []
+    for reg in registrations(index, namespace):
+        found = index.symbol_at(reg.address)
+        if found is None or found[1] != 0:
+            continue
+        out.append((reg.op, reg.key, _match(found[0], os.path.abspath(library))))
+    return out

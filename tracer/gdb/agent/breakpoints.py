@@ -6,13 +6,14 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer import records
 from tracer.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
-from tracer.gdb.agent import native
+from tracer.gdb.agent import native, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
-from tracer.gdb.agent.hits import record_hit
+from tracer.gdb.agent.hits import record_frames, record_hit
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
 
 
@@ -47,6 +48,7 @@ class TraceBreakpoint(gdb.Breakpoint):
     pt_layer = None  # an --op adapter with its kernel inlined: the kernel's layer, for --layer
     pt_library = None  # an address breakpoint's library, as pttrace's index named it
     pt_follow = False  # a function of an operator --follow reached: records only inside a followed op
+    pt_unstash = False  # a TORCH_LIBRARY kernel: the stashed template hops above it are recorded first
 
     def __init__(self, spec: str, label: str | None = None, function: str | None = None):
         super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
@@ -86,6 +88,8 @@ class TraceBreakpoint(gdb.Breakpoint):
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
         keyset, why = entry_keyset(newest, name, innermost.get("library"), _read_memory)
+        if self.pt_unstash and stash.STASH.by_thread:
+            _record_stashed(self.pt_spec, newest)
         STATE.need_libs = []
         if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest, keyset_note=why):
             STATE.pending_keyset = (keyset, why)  # the stop's registers, for the hit recorded later
@@ -97,6 +101,15 @@ class TraceBreakpoint(gdb.Breakpoint):
 
 def _read_memory(address: int, length: int):
     return gdb.selected_inferior().read_memory(address, length)
+
+
+def _record_stashed(spec: str, newest) -> None:
+    """The shared boxing templates that called this kernel (stash.py): a hit each, outermost first."""
+    frames, truncated = call_path(newest)
+    if truncated:
+        return  # the outer part of the stack is cut: the templates' hits would be, too
+    for i, keyset, why in stash.STASH.claim(stash.thread_number(), frames):
+        record_frames(spec, frames[: i + 1], keyset=keyset, keyset_note=why)
 
 
 def _locations(bp) -> list[dict]:
@@ -145,6 +158,9 @@ def place_address_breakpoints() -> None:
         if base is None:
             remaining.append(item)
             continue
+        if item.get("stash"):
+            stash.place(item, base)  # a template several kernels share: kept, a hop only above our kernel
+            continue
         if item.get("plt"):
             # A stub calling the function from another library: listed, never stopped at (as gdb's
             # named breakpoints do with their @plt locations).
@@ -161,6 +177,7 @@ def place_address_breakpoints() -> None:
             continue
         bp.pt_library = item["library"]
         bp.pt_layer = item.get("layer")
+        bp.pt_unstash = bool(item.get("unstash"))
         if item.get("follow"):
             bp.pt_follow = True
             FOLLOW.add_follower(bp)

@@ -50,6 +50,20 @@ def kernels_by_caller(frames: list) -> None:
             frames[i] = dict(f, layer="kernel")
 
 
+def record_frames(spec: str | None, frames: list[dict], keyset: int | None = None,
+                  keyset_note: str | None = None) -> None:
+    """Record a hit whose stack was read at a later stop (a TORCH_LIBRARY operator's shared templates:
+    stash.py): ``frames``, outermost first, the innermost with the key set read at its entry."""
+    frames = list(frames)
+    kernels_by_caller(frames)
+    if keyset is not None and frames:
+        frames[-1] = dict(frames[-1], keyset=keyset)
+    elif keyset_note and frames:
+        frames[-1] = dict(frames[-1], keyset_note=keyset_note)
+    STATE.hits += 1
+    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, False, None, None)
+
+
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None, keyset_note: str | None = None,
                launched_by: dict | None = None) -> bool:
