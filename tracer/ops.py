@@ -922,8 +922,11 @@ import json, sys
 import torch
 out = {}
 for name in sys.argv[1:]:
+    if name.startswith("--load="):  # a library of one's own (TORCH_LIBRARY): loaded first
+        torch.ops.load_library(name[len("--load="):])
+        continue
     try:
-        out[name] = {"table": torch._C._dispatch_dump_table("aten::" + name)}
+        out[name] = {"table": torch._C._dispatch_dump_table(name if "::" in name else "aten::" + name)}
     except Exception as exc:
         out[name] = {"error": str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__}
 sys.stdout.write("\n" + json.dumps(out) + "\n")
@@ -931,9 +934,10 @@ sys.stdout.write("\n" + json.dumps(out) + "\n")
 _TABLE_LINE = re.compile(r"^(\w+): (fallthrough )?registered at (.+?)(?: \[([^\]]+)\])?$")
 
 
-def start_dispatch_tables(python: str, ops: list[str]) -> subprocess.Popen:
-    """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background)."""
-    return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *ops], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def start_dispatch_tables(python: str, ops: list[str], load: list[str] = ()) -> subprocess.Popen:
+    """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background),
+    after loading the operator libraries ``load``."""
+    return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *(f"--load={x}" for x in load), *ops], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=_child_env())
 
 

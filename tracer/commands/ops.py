@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--python", default=sys.executable, metavar="PATH",
                    help="whose torch to ask (default: the interpreter running pttrace)")
     add_op_selection_options(p)
+    p.add_argument("--lib", dest="libs", action="append", default=[], metavar="FILE",
+                   help="with ns::name (an operator of one's own TORCH_LIBRARY): the library that registers it "
+                        "(loaded by the interpreter for the dispatch table); repeat for more")
     p.add_argument("--json", action="store_true", help="print one JSON object, for scripts")
     p.set_defaults(func=run)
 
@@ -216,6 +219,13 @@ def _hop_name(f, cap) -> str:
 def run(args: argparse.Namespace) -> int:
     from tracer import ops, symbols
 
+    for lib in args.libs:
+        if not os.path.isfile(lib):
+            raise UsageError(f"--lib {lib}: no such file.")
+    if ops.library_op(args.op) is not None:
+        return _run_library_op(args)
+    if args.libs:
+        raise UsageError("--lib goes with an operator of one's own TORCH_LIBRARY (ns::name).")
     libraries = symbols.torch_libraries(args.python)
     facts = ops.torch_facts(args.python, libraries)
     refs = ops.op_refs(args.op, facts, variants=args.variants, backward=args.backward)
@@ -246,6 +256,69 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
         return 0 if res.functions else 1
     _print(args, res, refs, facts, tables, libraries)
+    return 0 if res.functions else 1
+
+
+def _run_library_op(args: argparse.Namespace) -> int:
+    """``pttrace ops ns::name [--lib FILE]``: the kernels the libraries' TORCH_LIBRARY_IMPL blocks register
+    for it, the boxing templates built for them, and its dispatch table (the libraries loaded first)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from tracer import ops, symbols
+
+    spec = args.op.strip()
+    libraries = symbols.torch_libraries(args.python) + [os.path.abspath(x) for x in args.libs]
+    proc = ops.start_dispatch_tables(args.python, [spec], load=[os.path.abspath(x) for x in args.libs])
+    try:
+        res = ops.resolve_library_op(spec, libraries)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    table = ops.finish_dispatch_tables(proc)
+    entry = dict(table.get(spec) or table.get("*") or {"error": "no answer"})
+    if not res.functions and not args.libs:
+        res.warnings.append(f"no library registers a kernel for {spec}: give the one that does with --lib FILE")
+    if args.json:
+        out = {"python": args.python, "libraries": libraries, **res.to_dict(), "dispatch_tables": {spec: entry}}
+        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        return 0 if res.functions else 1
+    console = Console(highlight=False, soft_wrap=True)
+    for w in res.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    libs = sorted({os.path.basename(f.library) for f in res.functions})
+    console.print(Text(f"--op {spec} breaks on {len(res.functions)} functions (in {', '.join(libs) or 'no library'})",
+                       style="bold"))
+    for f in res.functions:
+        row = Text("    ")
+        row.append(f.short, style="bold")
+        row.append(f"  {f.role}", style="cyan")
+        if f.dispatch_key:
+            row.append(f"  [{f.dispatch_key}]", style="bold")
+        if f.keyset_at:
+            row.append(f"  (DispatchKeySet at entry: {f.keyset_at})", style="dim")
+        if f.note:
+            row.append(f"  {f.note}", style="dim")
+        console.print(row)
+    console.print()
+    console.print(Text(f"dispatch table of {spec}", style="bold"))
+    if "rows" not in entry:
+        console.print(Text(f"  not available: {entry.get('error')}", style="yellow"))
+        return 0 if res.functions else 1
+    fallbacks = [r for r in entry["rows"] if r.get("kind") != "kernel"]
+    for r in entry["rows"]:
+        if r.get("kind") != "kernel":
+            continue
+        mine = [f.short for f in res.functions if f.role == "kernel" and f.dispatch_key == r["key"]]
+        line = Text(f"  {r['key']:<32}", style="bold")
+        line.append(_short_path(r["registered_at"]), style="dim")
+        line.append("  " + (", ".join(mine) or "no function of its own found (inlined, or a lambda)"),
+                    style="green" if mine else "yellow")
+        console.print(line)
+    if fallbacks:
+        console.print(Text(f"  and {len(fallbacks)} keys served by torch's backend fallbacks (--json lists them)",
+                           style="dim"))
     return 0 if res.functions else 1
 
 
