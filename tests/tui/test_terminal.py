@@ -192,3 +192,20 @@ def test_batch_in_a_real_terminal_stays_headless(terminal, tmp_path):
     for tui_only in ("breakpoints (", "╭─ hits", "target output", "^p palette"):
         assert tui_only not in screen, tui_only
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+@pytest.mark.gdb
+def test_a_target_reading_stdin_says_so_and_takes_typed_input(terminal, tmp_path):
+    """A launched target blocked in input(): the status line says it waits for input (nothing hangs
+    silently); > opens the input bar, and the line typed there reaches the target."""
+    target = ROOT / "tests" / "targets" / "reads_stdin.py"
+    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "PyOS_Readline", str(target)])
+    term.wait_for("waiting for input: press > to type a line", "the target is waiting for input", timeout=60)
+    term.keys(">")
+    term.wait_for("a line for the target's standard input")
+    term.tmux("send-keys", "-t", "0", "-l", "alice")
+    term.keys("Enter")
+    screen = term.wait_for("got 'alice'", "exited (completed)", timeout=60)
+    assert "> alice" in screen and "hits 1" in screen  # what was sent, echoed; input() was recorded
+    term.keys("Escape", "q")
+    assert term.exit_status() == 0

@@ -78,6 +78,9 @@ def close(rec: Recorder) -> str:
     rec.status = shutdown.final_status(rec.status, rec.end_reason, attached=rec.config.pid is not None)
     if rec.status == "gdb-died" and mi is not None and mi.stderr_tail:
         rec.warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
+    for spec in rec.later.unfound_ops():
+        rec.warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
+                 "blocks read: none of them names it); nothing of it was broken on")
     if rec.writer:
         rec.keys.settle()
         # Names for the frames recorded by library and offset that no fill record has yet.

@@ -100,7 +100,7 @@ def executable(python: str) -> str:
 def validate(config) -> tuple[str, dict]:
     """Everything that can be refused before gdb starts: the interpreter as an executable path, and
     its facts (versions of Python and torch)."""
-    if not config.breakpoints and not config.address_breakpoints:
+    if not config.breakpoints and not config.address_breakpoints and not config.library_ops:
         raise UsageError("give at least one breakpoint with --break SYMBOL.")
     if config.pid is None and config.module is None and config.code is None:
         if not config.script:

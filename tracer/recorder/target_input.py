@@ -107,3 +107,34 @@ class InputForwarder:
     def close(self) -> None:
         self._closed.set()
         self.thread.join(timeout=1.0)
+
+
+# The ``read`` system call's number, by machine: what /proc/PID/task/T/syscall starts with while a
+# thread is blocked in it.
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def reading_stdin(pid: int | None) -> bool:
+    """Whether a thread of ``pid`` is blocked reading its standard input (``read(0, ...)``), as the
+    kernel tells in ``/proc/PID/task/T/syscall`` (readable by the process's ancestors: pttrace is one).
+    False when that cannot be read."""
+    number = _READ_SYSCALL.get(os.uname().machine)
+    if not pid or number is None:
+        return False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/syscall", encoding="ascii") as fh:
+                fields = fh.read().split()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(fields) >= 2 and fields[0] == str(number):
+            try:
+                if int(fields[1], 16) == 0:
+                    return True
+            except ValueError:
+                continue
+    return False

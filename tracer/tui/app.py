@@ -45,6 +45,7 @@ from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
 from tracer.tui.widgets.keybar import KeyBar
+from tracer.tui.widgets.input_bar import InputBar
 from tracer.tui.widgets.search import SearchBar
 from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.source import SourcePane
@@ -52,6 +53,7 @@ from tracer.tui.widgets.status import StatusLine
 
 MAX_BATCHES_PER_SECOND = 5
 JUMP_WINDOW = 1.0
+INPUT_CHECK_EVERY = 0.5  # seconds between looks at whether the running target waits for input
 _LIVE_ACTIONS = {"toggle_mode", "resume", "control", "interrupt", "add_breakpoint"}
 
 
@@ -129,6 +131,7 @@ class PttraceApp(App[int]):
                 yield CallPathTable(id="callpath", classes="pane")
                 yield SourcePane(id="source", classes="pane")
         yield SearchBar(id="search")
+        yield InputBar(id="input")
         yield StatusLine(id="status")
         yield KeyBar(id="keys")
 
@@ -150,6 +153,8 @@ class PttraceApp(App[int]):
         self._redraw_status()
         self.hits_table.focus()
         self._run_source()
+        if self.source.live and not self.source.attached:
+            self.set_interval(INPUT_CHECK_EVERY, self._check_input)
 
     NARROW = 140
     """Under this many columns the call path and source take the full width (see the stylesheet)."""
@@ -315,6 +320,38 @@ class PttraceApp(App[int]):
     def action_search(self) -> None:
         self.query_one(SearchBar).open()
 
+    # --- the target's standard input ------------------------------------------------------------
+    def _check_input(self) -> None:
+        """Whether the running target waits for a line on its stdin: said in the status line (and once
+        in the output pane), so that a run never hangs silently on an input()."""
+        waiting = self.state.target == "running" and not self.state.finished and self.source.waiting_for_input()
+        if waiting == self.state.waiting_input:
+            return
+        self.state.waiting_input = waiting
+        self._redraw_status()
+        if waiting:
+            self.query_one(OutputLog).note("the target is waiting for input: press > and type a line",
+                                           style="bold yellow")
+
+    def action_type_input(self) -> None:
+        if not self.source.live or self.source.attached or self.state.finished:
+            why = ("a recorded session" if not self.source.live else
+                   "attached: the target reads its own terminal" if self.source.attached else "the run has ended")
+            self.notify(f"no target to type to ({why})", severity="warning", timeout=4)
+            return
+        self.query_one(InputBar).open()
+
+    @on(InputBar.Sent)
+    def _input_sent(self, message: InputBar.Sent) -> None:
+        try:
+            self.source.send_input(message.text + "\n")
+        except PttraceError as exc:
+            self.notify(exc.message, severity="warning", timeout=5)
+            return
+        self.query_one(OutputLog).note(f"> {message.text}", style="green")  # the terminal does not echo
+        self.state.waiting_input = False
+        self._redraw_status()
+
     @on(SearchBar.Searched)
     def _search_changed(self, message: SearchBar.Searched) -> None:
         self.hits_table.filter(message.text)
@@ -346,6 +383,8 @@ class PttraceApp(App[int]):
 
     # --- control: every gdb call in a worker, every answer a message ------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "type_input":  # a launched target's stdin: hidden for a recorded session or an attach
+            return bool(self.source.live and not self.source.attached and not self.state.finished)
         if action not in _LIVE_ACTIONS:
             return True
         if not self.source.live or self.state.finished:

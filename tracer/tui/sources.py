@@ -112,6 +112,14 @@ class EventSource:
     def enable_breakpoint(self, spec: str, on: bool) -> None:
         self._not_live("turn a breakpoint on or off")
 
+    def send_input(self, text: str) -> None:
+        """Write ``text`` to the launched target's standard input."""
+        self._not_live("type to the target")
+
+    def waiting_for_input(self) -> bool:
+        """Whether the launched target is blocked reading its standard input."""
+        return False
+
 
 def _hex(text) -> int | None:
     try:
@@ -445,6 +453,26 @@ class LiveSource(EventSource):
             return Refusal(f"{name} is defined in {os.path.basename(later[0])}, which the target has not "
                            "loaded yet", close)
         return Refusal(f"no library loaded in the target defines {name}", close)
+
+    # --- the target's standard input: its terminal, which gdb gave it ---------------------------
+    def send_input(self, text: str) -> None:
+        terminal = getattr(self.engine, "terminal", None)
+        if self.attached or terminal is None or self.finished:
+            raise NotLive("there is no launched target to type to" if not self.attached else
+                          "attached: the target reads its own terminal, not pttrace's")
+        data = text.encode("utf-8", "surrogateescape")
+        try:
+            while data:
+                data = data[os.write(terminal.master, data):]
+        except OSError as exc:
+            raise NotLive(f"the target's terminal is gone ({exc.strerror or exc})") from None
+
+    def waiting_for_input(self) -> bool:
+        from tracer.recorder.target_input import reading_stdin
+
+        if self.attached or self.finished:
+            return False
+        return reading_stdin(getattr(self.engine, "target_pid", None))
 
     # --- control ------------------------------------------------------------------------------
     def _engine(self):

@@ -38,6 +38,8 @@ class TraceState:
     """Why the target stopped last, in gdb's words (``describe_stop``); None while it runs."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    waiting_input: bool = False
+    """The running target is blocked reading its standard input (read from /proc while it runs)."""
 
     @property
     def finished(self) -> bool:

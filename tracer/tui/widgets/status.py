@@ -24,7 +24,10 @@ class StatusLine(Static):
             target = f"recorded, {state.status}"
         if state.target == "stopped" and state.stop_reason and not state.status:
             target = f"stopped: {state.stop_reason}"
-        parts.append(("target", target, _TARGET_STYLE.get(state.target, "bold")))
+        style = _TARGET_STYLE.get(state.target, "bold")
+        if state.waiting_input and state.target == "running" and not state.status:
+            target, style = "waiting for input: press > to type a line", "bold black on yellow"
+        parts.append(("target", target, style))
         if state.pid:
             parts.append(("pid", str(state.pid), "bold"))
         parts.append(("hits", f"{len(state.hits):,}", "bold"))
