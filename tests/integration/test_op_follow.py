@@ -167,3 +167,26 @@ def test_ops_lists_a_library_operators_kernels(debug_ext):
     assert not any(f["short"].startswith("pttrace_demo::scale_add_twice") for f in data["functions"])
     rows = {r["key"]: r for r in data["dispatch_tables"][LIBRARY_OP]["rows"]}
     assert "CPU" in rows and "pttrace_demo.cpp" in rows["CPU"]["registered_at"]
+
+
+def test_the_tui_shows_a_followed_operator_inside_its_caller(recording):
+    """The recorded session in the TUI (pilot): a hit of a followed operator names, over its call path,
+    the operator it ran inside; the path holds conv2d's frames above it."""
+    from tests.tui.support import run_pilot, wait_until
+    from tracer.tui.app import make_app
+    from tracer.tui.sources import SessionSource
+
+    _, session, path = recording
+    hit = next(h for h in session.hits if (h.breakpoint or "").startswith("op:conv2d>_convolution"))
+
+    async def scenario():
+        app = make_app(SessionSource.open(path))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: app.state.status is not None and app.call_path.hit is not None)
+            app.hits_table.select_seq(hit.seq)
+            await wait_until(pilot, lambda: app.call_path.hit is not None and app.call_path.hit.seq == hit.seq)
+            assert "_convolution, inside conv2d (--follow)" in app.call_path.border_title
+            shorts = [f.short for f in app.call_path.frames]
+            assert shorts.index("at::_ops::conv2d::call") < shorts.index("at::_ops::_convolution::call")
+
+    run_pilot(scenario())

@@ -243,7 +243,8 @@ class MarkdownRenderer:
             change.append("added " + ", ".join(text(k) for k in hop.added()))
         cells = [str(i), name, P.layer_of(f), called, "; ".join(change)]
         if followed:  # which operator the hop is a function of, indented by how deep it nests
-            cells.insert(1, "&nbsp;&nbsp;" * hop.depth + ("↳ " if hop.depth else "") + code(hop.op or "?", in_table=True))
+            indent = "&nbsp;&nbsp;" * hop.depth + ("↳ " if hop.depth else "")
+            cells.insert(1, indent + code(hop.op or "?", in_table=True))
         return row(cells)
 
     def locations(self, bp: Breakpoint) -> str:

@@ -24,6 +24,17 @@ def _path_key(hit: Hit) -> tuple:
     return (hit.truncated, tuple(_place(f) for f in hit.frames))
 
 
+def followed_text(label: str | None) -> str | None:
+    """``op:conv2d>convolution`` -> ``convolution, inside conv2d (--follow)``."""
+    from tracer.export.op_calls import FOLLOWED, op_of_label
+
+    op = op_of_label(label)
+    if not op or FOLLOWED not in op:
+        return None
+    root, child = op.split(FOLLOWED, 1)[0], op.rsplit(FOLLOWED, 1)[1]
+    return f"{child}, inside {root} (--follow)"
+
+
 class CallPathTable(RowJumps, DataTable):
     """Folded start-up frames show as one row; a run of interpreter frames between two shown frames
     is counted in the "+" column of the frame below it. Enter on either opens that fold."""
@@ -151,6 +162,9 @@ class CallPathTable(RowJumps, DataTable):
                 title += f", {sum(folded.values())} folded ({parts}; u shows them)"
             if self.hit.truncated:
                 title += " · truncated"
+            followed = followed_text(self.hit.breakpoint)
+            if followed:  # --follow: an operator called inside the followed one
+                title += f" · {followed}"
             launch = P.launch_text(self.hit, [], self.cwd)
             if launch:  # a parallel worker's hit: the thread and Python line that launched its region
                 title += f" · {launch}"
