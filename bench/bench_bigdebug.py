@@ -182,6 +182,7 @@ def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
         ("pttrace-again", "pttrace, re-run (its caches warm)"),
         ("gdb", "plain gdb as typed (break, run, continue past @plt, bt, py-bt, kill)"),
         ("gdb-cached", "gdb with its index cache warm"),
+        ("python", "python alone (no debugger: the floor)"),
     ]
 
     def pttrace_argv(rundir: Path) -> list[str]:
@@ -203,6 +204,9 @@ def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
                 home = warm_cache if key == "pttrace-again" else rundir / "empty-cache"
                 res = run_measured(pttrace_argv(rundir), rundir / "out.txt", env=pttrace_env(lib, home))
                 errs = check_frames(recorded_hits(rundir / "sessions"), lib, FUNCTION, 1)
+            elif key == "python":
+                res = run_measured(script, rundir / "out.txt")
+                errs = [] if res.rc == 0 else [f"exit {res.rc}"]
             else:
                 argv = [gdb, *(cached if key == "gdb-cached" else []), *plain, "--args", *script]
                 res = run_measured(argv, rundir / "out.txt")
@@ -232,10 +236,32 @@ LOOKUP = ("import sys, json; from tracer import symbols; "
           "json.dump({hex(a): (r.addr2line_lines() if r else None) for a, r in res.items()}, open(sys.argv[3], 'w'))")
 
 
-def timed(argv: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+PEAK_KB: dict[str, list[int]] = {}
+
+
+def timed(argv: list[str], env: dict | None = None,
+          label: str | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """Wall time of a command; with ``label``, its peak RSS (GNU time) is kept in PEAK_KB[label]."""
+    out = Path(tempfile.mkstemp(prefix="pt-time-")[1])
+    wrap = ["/usr/bin/time", "-f", "%M", "-o", str(out)] if label and os.path.exists("/usr/bin/time") else []
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-    return time.perf_counter() - t0, proc
+    proc = subprocess.run([*wrap, *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    if wrap:
+        text = out.read_text().strip().splitlines()
+        if text and text[-1].isdigit():
+            PEAK_KB.setdefault(label, []).append(int(text[-1]))
+    out.unlink()
+    return wall, proc
+
+
+def library_cache_bytes(cache: Path, lib: Path) -> int:
+    """What pttrace's cache holds for this one library (its index, DWARF tables, CFI copy), in bytes."""
+    notes = subprocess.run(["readelf", "-n", str(lib)], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", notes)
+    if not m:
+        return 0
+    return sum(p.stat().st_size for p in (cache / "pttrace").rglob("*") if p.is_file() and m.group(1) in p.name)
 
 
 def where(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
@@ -268,22 +294,23 @@ def where(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
     for rnd in range(rounds):
         cold = tmp / f"where-cold-{rnd}"
         t, proc = timed([str(PTTRACE), "where", FUNCTION, "--lib", str(lib)],
-                        env=dict(os.environ, XDG_CACHE_HOME=str(cold)))
+                        env=dict(os.environ, XDG_CACHE_HOME=str(cold)), label="where-cold")
         if proc.returncode != 0 or SOURCE not in proc.stdout:
             failures.append(f"pttrace where: exit {proc.returncode}, no {SOURCE} in its answer")
         res.setdefault("where-cold", []).append(t)
-        t, _ = timed(["addr2line", "-f", "-C", "-i", "-e", str(lib), hex(address)])
+        t, _ = timed(["addr2line", "-f", "-C", "-i", "-e", str(lib), hex(address)], label="a2l-one")
         res.setdefault("a2l-one", []).append(t)
         t, proc = timed([str(VENV_PY), "-c", LOOKUP, str(lib), str(addr_file), str(tmp / "ours.json")],
-                        env=dict(os.environ, XDG_CACHE_HOME=str(warm)))
+                        env=dict(os.environ, XDG_CACHE_HOME=str(warm)), label="warm-1000")
         res.setdefault("warm-1000", []).append(t)
-        t, _ = timed(["addr2line", "-f", "-C", "-i", "-a", "-e", str(lib), *(hex(a) for a in addrs)])
+        t, _ = timed(["addr2line", "-f", "-C", "-i", "-a", "-e", str(lib), *(hex(a) for a in addrs)],
+                     label="a2l-1000")
         res.setdefault("a2l-1000", []).append(t)
         print(f"  round {rnd + 1}/{rounds}  where cold {res['where-cold'][-1]:.2f} s, addr2line one "
               f"{res['a2l-one'][-1]:.2f} s; 1,000 warm {res['warm-1000'][-1]:.2f} s, addr2line "
               f"{res['a2l-1000'][-1]:.2f} s", flush=True)
-    sizes = sum(p.stat().st_size for p in (warm / "pttrace").rglob("*") if p.is_file())
-    res["cache_bytes"] = sizes
+    res["cache_bytes"] = library_cache_bytes(warm, lib)
+    res["cold_cache_bytes"] = library_cache_bytes(tmp / "where-cold-0", lib)
     return res, failures
 
 
@@ -372,6 +399,10 @@ def main() -> int:
             for key, label in got["variants"]:
                 wall = _median([r.wall for r in runs[key]])
                 kb = _median([r.tool_kb for r in runs[key]])
+                if key == "python":
+                    lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(wall / ref, 'x')} | "
+                                 f"{_fmt(wall / cached, 'x')} | - | - |")
+                    continue
                 lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(wall / ref, 'x')} | "
                              f"{_fmt(wall / cached, 'x')} | "
                              f"{_mb(kb)} | {_fmt(kb / ref_kb, 'x')} |")
@@ -398,8 +429,13 @@ def main() -> int:
                       + (f", except {len(res['differ_gdb_agrees'])} where addr2line's file is wrong and pttrace's "
                          f"equals gdb's `info line` ({', '.join(res['differ_gdb_agrees'][:3])}...)"
                          if res['differ_gdb_agrees'] else "")
-                      + ". "
-                      f"pttrace's cache for them on disk: {res['cache_bytes'] / 1e6:.1f} MB.", ""]
+                      + ". ",
+                      "", f"Peak RSS: `pttrace where`, caches empty, {_mb(_median(PEAK_KB.get('where-cold', [])))} "
+                      f"(addr2line {_mb(_median(PEAK_KB.get('a2l-one', [])))}); the 1,000 lookups "
+                      f"{_mb(_median(PEAK_KB.get('warm-1000', [])))} (addr2line "
+                      f"{_mb(_median(PEAK_KB.get('a2l-1000', [])))}). pttrace's cache for this library after the "
+                      f"cold `where`: {res['cold_cache_bytes'] / 1e6:.1f} MB; after the 1,000 lookups "
+                      f"{res['cache_bytes'] / 1e6:.1f} MB.", ""]
         if "hot" in only:
             print("hot", flush=True)
             per_hit, errs = hot(lib, release_of(plain_lib), args.rounds, tmp)
