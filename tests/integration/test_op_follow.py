@@ -190,3 +190,38 @@ def test_the_tui_shows_a_followed_operator_inside_its_caller(recording):
             assert shorts.index("at::_ops::conv2d::call") < shorts.index("at::_ops::_convolution::call")
 
     run_pilot(scenario())
+
+
+def test_attach_finds_a_library_operator_loaded_before_it(debug_ext, tmp_path):
+    """Attached after the library was loaded: its kernels are found in what the process has mapped, and
+    broken on once although gdb tells of every library again as it attaches."""
+    import os
+
+    from tracer import storage
+    from tracer.export import op_calls
+
+    fifo, stop = tmp_path / "ready.fifo", tmp_path / "stop"
+    os.mkfifo(fifo)
+    target = subprocess.Popen([sys.executable, str(ROOT / "tests" / "targets" / "library_op_loop.py"),
+                               str(debug_ext), str(fifo), str(stop)], stdout=subprocess.DEVNULL)
+    try:
+        with open(fifo) as fh:
+            assert fh.readline().startswith("ready")
+        proc = run_pttrace("attach", str(target.pid), "--batch", "--duration", "4", "--session-dir",
+                           str(tmp_path / "s"), "--op", LIBRARY_OP)
+        assert proc.returncode == 0, proc.stderr
+        assert target.poll() is None  # detached, running on
+        (path,) = sorted((tmp_path / "s").glob("*.jsonl"))
+        calls = op_calls.group_calls(storage.load(path).hits)
+        assert calls
+        for call in calls:
+            shorts = [h.frame.short for h in call.hops()]
+            assert shorts.count("pttrace_demo::scale_add_cpu") == 1, shorts
+            assert shorts[0] == "c10::impl::make_boxed_from_unboxed_functor<…>::call"
+    finally:
+        stop.touch()
+        try:
+            target.wait(30)
+        finally:
+            if target.poll() is None:
+                target.kill()

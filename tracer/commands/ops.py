@@ -100,7 +100,7 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     facts = ops.torch_facts(python, libraries, pythonpath=pythonpath)
     results = ops.resolve_ops(specs, libraries, facts, variants=variants, backward=backward)
     address_breakpoints: list[dict] = []
-    for spec in own:
+    for spec in own:  # (an attach hears of the libraries already loaded as gdb attaches: they are searched then)
         address_breakpoints.extend(ops.resolve_library_op(spec, libraries).address_breakpoints())
     notes: list[str] = []
     for res in results:

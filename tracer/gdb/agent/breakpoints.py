@@ -26,6 +26,7 @@ class Registry:
         self.by_address: dict[str, list[TraceBreakpoint]] = {}  # label -> its address breakpoints
         self.stubs: dict[str, list[dict]] = {}  # label -> [location] of the @plt stubs listed, not broken on
         self.off: set[str] = set()  # labels of address breakpoints turned off (placed ones come off too)
+        self.placed: set[tuple] = set()  # (label, address, inferior) of every address breakpoint set
 
 
 BREAKPOINTS = Registry()
@@ -99,6 +100,13 @@ class TraceBreakpoint(gdb.Breakpoint):
         return STATE.stop_requested
 
 
+def _inferior() -> int:
+    try:
+        return gdb.selected_inferior().num
+    except (AttributeError, *READ_ERRORS):
+        return 0
+
+
 def _read_memory(address: int, length: int):
     return gdb.selected_inferior().read_memory(address, length)
 
@@ -169,6 +177,10 @@ def place_address_breakpoints() -> None:
                 "address": base + int(item["offset"]), "file": None, "line": None, "enabled": False,
                 "note": "plt stub: not stopped at"})
             continue
+        where = (item["label"], base + int(item["offset"]), _inferior())
+        if where in BREAKPOINTS.placed:
+            continue  # resolved twice (an attach hears of every library already loaded): broken on once
+        BREAKPOINTS.placed.add(where)
         try:
             bp = TraceBreakpoint(f"*{base + int(item['offset']):#x}", label=item["label"],
                                  function=item.get("function"))
@@ -237,6 +249,7 @@ def delete_breakpoint(spec: str) -> None:
     for bp in BREAKPOINTS.by_address.pop(spec, []):  # a --break resolved by address, or an --op
         if bp.is_valid():
             bp.delete()
+    BREAKPOINTS.placed = {p for p in BREAKPOINTS.placed if p[0] != spec}
     BREAKPOINTS.stubs.pop(spec, None)
     BREAKPOINTS.off.discard(spec)
     BREAKPOINTS.unplaced = [i for i in BREAKPOINTS.unplaced if i["label"] != spec]
