@@ -14,6 +14,7 @@ wall time includes start-up (gdb reading libtorch, the target importing torch). 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -83,9 +84,12 @@ def main() -> int:
     follow = (med[("pttrace --op conv2d --follow", args.calls)] - med[("pttrace --op conv2d --follow", 1)]) / \
         (args.calls - 1)
     first = med[("pttrace --op conv2d --follow", 1)] - med[("pttrace --op conv2d", 1)]
+    versus = (f"{follow / gdb_call:.0f}x plain gdb's stop on at::_ops::conv2d::call ({gdb_call * 1000:.1f} ms)"
+              if gdb_call > 0 else "plain gdb's per-call stop was below this run's noise")
+    load = os.getloadavg()[0]
     lines += ["", f"--follow: the first conv2d call costs {first:.1f} s more than --op conv2d alone (resolving "
-              f"the operators met); each later call {follow * 1000:.0f} ms, {follow / gdb_call:.0f}x plain gdb's "
-              f"stop on at::_ops::conv2d::call ({gdb_call * 1000:.1f} ms). Medians of {args.rounds} rounds."]
+              f"the operators met); each later call {follow * 1000:.0f} ms ({versus}). Medians of {args.rounds} "
+              f"rounds; load average {load:.1f} on {os.cpu_count()} CPUs while it ran."]
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
