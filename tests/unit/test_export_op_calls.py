@@ -132,3 +132,24 @@ def test_a_launch_round_trips_and_says_why_when_no_launcher_was_found():
     other = Hit(seq=4, breakpoint="b", thread=Thread(id=3), time=0.0, frames=worker,
                 launched_by=Launch(Thread(id=1), [python("<module>", "/work/train.py", 30)] + launcher[1:]))
     assert len(P.group([hit, other])) == 2 and len(P.group([hit, hit])) == 1
+
+
+def test_followed_operators_nest_under_the_call_that_ran_them():
+    """--follow: hops labelled op:conv2d>X are one call with conv2d's, each at the depth of its operator."""
+    conv2d = native("at::_ops::conv2d::call(at::Tensor const&, at::Tensor const&)")
+    composite = native("at::native::conv2d_symint(at::Tensor const&, at::Tensor const&)")
+    conv = native("at::_ops::convolution::call(at::Tensor const&, at::Tensor const&)")
+    conv_kernel = native("at::native::convolution(at::Tensor const&, at::Tensor const&)")
+    inner = native("at::_ops::_convolution::call(at::Tensor const&, at::Tensor const&)")
+    base = [USER, BINDING]
+    stacks = [("op:conv2d", [conv2d]), ("op:conv2d", [conv2d, composite]),
+              ("op:conv2d>convolution", [conv2d, composite, conv]),
+              ("op:conv2d>convolution", [conv2d, composite, conv, conv_kernel]),
+              ("op:conv2d>_convolution", [conv2d, composite, conv, conv_kernel, inner])]
+    hits = [Hit(seq=i + 1, breakpoint=label, thread=Thread(id=1), time=0.0, frames=base + s)
+            for i, (label, s) in enumerate(stacks)]
+    (call,) = O.group_calls(hits)
+    assert call.followed() == ["convolution", "_convolution"]
+    assert [(h.op, h.depth) for h in call.hops()] == [("conv2d", 0), ("conv2d", 0), ("convolution", 1),
+                                                       ("convolution", 1), ("_convolution", 2)]
+    assert O.qualified("conv2d") == "aten::conv2d" and O.qualified("myns::op") == "myns::op"

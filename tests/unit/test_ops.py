@@ -396,3 +396,23 @@ def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(
         target.stdin.close()
         target.wait(timeout=30)
     assert ops.torch_of_process(target.pid) is None  # gone: nothing to say
+
+
+def test_at_ops_struct_names_back_to_their_overload():
+    facts = ops.TorchFacts("2.13.0+cpu", "AVX512", None, {
+        "add": [["Tensor", False], ["out", True]], "add_": [["Tensor", False]], "convolution": [["", False]],
+        "_convolution": [["", False], ["deprecated", False]], "sum": [["", False], ["dim_IntList", False]]})
+    assert ops.ref_of_struct("add_Tensor", facts) == ops.OpRef("add", "Tensor")
+    assert ops.ref_of_struct("add__Tensor", facts) == ops.OpRef("add_", "Tensor")
+    assert ops.ref_of_struct("_convolution", facts) == ops.OpRef("_convolution", "")
+    assert ops.ref_of_struct("_convolution_deprecated", facts) == ops.OpRef("_convolution", "deprecated")
+    assert ops.ref_of_struct("sum_dim_IntList", facts) == ops.OpRef("sum", "dim_IntList")
+    assert ops.ref_of_struct("add_out", facts) == ops.OpRef("add", "out", True)
+    assert ops.ref_of_struct("nosuch", facts) is None and ops.ref_of_struct("add_Tensor", None) is None
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("myns::myop", ("myns", "myop", None)), ("pttrace_demo::scale_add.out", ("pttrace_demo", "scale_add", "out")),
+    ("aten::add", None), ("add", None), ("myns::", None), ("::op", None)])
+def test_library_op_names(spec, expected):
+    assert ops.library_op(spec) == expected

@@ -47,8 +47,9 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--op", dest="ops", action="append", default=[], metavar="NAME[.OVERLOAD]",
                    help="break on every function of this ATen operator (entry points, autograd, kernel "
-                        "wrappers, native kernels, its backward), resolved from the symbol tables; repeat for "
-                        "more; `pttrace ops NAME` lists them")
+                        "wrappers, native kernels, its backward), resolved from the symbol tables; or, as ns::name, "
+                        "the kernels of one's own TORCH_LIBRARY operator, in every library the target loads; repeat "
+                        "for more; `pttrace ops NAME` lists them")
     add_op_selection_options(p)
     p.add_argument("--follow", action="store_true",
                    help="with --op: also record the operators called inside it (a CompositeImplicitAutograd "
