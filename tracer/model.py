@@ -234,11 +234,14 @@ class Thread:
     name: str | None = None  # the OS name (gdb's)
     lwp: int | None = None
     python_name: str | None = None  # threading's name (Thread(name=...)), when the interpreter keeps one
+    pid: int | None = None  # the process it is in (Session.processes); None in sessions of one process
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.python_name is None:
             del d["python_name"]
+        if self.pid is None:
+            del d["pid"]
         return d
 
     @property
@@ -326,6 +329,52 @@ class Hit:
 
 
 @dataclass
+class Process:
+    """One process of the recording: the target, or a child pttrace followed (several records of one pid
+    in the file, merged). ``role``: "DataLoader worker N", "rank R", or None (its argv says what it is)."""
+
+    pid: int
+    ppid: int | None = None
+    argv: list[str] = field(default_factory=list)
+    role: str | None = None
+    rank: int | None = None
+    worker: int | None = None
+    inferior: int | None = None
+    started: str | None = None
+    ended: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    state: str | None = None  # "exited", "detached"; None while it ran (or the session was cut)
+    detached: str | None = None  # why pttrace let it go
+    attached: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != []}
+
+    def merge(self, data: dict[str, Any]) -> None:
+        """A later record of this pid: its values win."""
+        check("the process", data, _PROCESS_TYPES, ("pid",))
+        for key, value in _pick(Process, data).items():
+            if value is not None and key != "pid":
+                setattr(self, key, list(value) if key == "argv" else value)
+
+    @property
+    def label(self) -> str:
+        """How views name it: ``pid 123 (DataLoader worker 0)``."""
+        return f"pid {self.pid}" + (f" ({self.role})" if self.role else "")
+
+    @property
+    def outcome(self) -> str:
+        if self.state == "detached":
+            return "detached" + (f" ({self.detached})" if self.detached else "")
+        if self.signal:
+            return f"killed by {self.signal}"
+        if self.exit_code is not None:
+            return f"exit code {self.exit_code}"
+        return "running" if self.ended is None else "ended"
+
+
+@dataclass
 class SessionInfo:
     id: str
     mode: str  # "run" | "attach"
@@ -362,14 +411,23 @@ class Session:
     hits: list[Hit] = field(default_factory=list)
     path: str | None = None
     schema: int = SCHEMA
+    processes: list[Process] = field(default_factory=list)  # in the order they started
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "session": self.info.to_dict(),
+            "processes": [p.to_dict() for p in self.processes],
             "breakpoints": [b.to_dict() for b in self.breakpoints],
             "hits": [h.to_dict() for h in self.hits],
         }
+
+    def process(self, pid: int | None) -> Process | None:
+        for p in self.processes:
+            if p.pid == pid:
+                return p
+        return None
+
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Session":
@@ -385,6 +443,8 @@ class Session:
             breakpoints=[Breakpoint.from_dict(b) for b in objects("breakpoints", data.get("breakpoints"))],
             hits=hits,
             schema=data.get("schema", SCHEMA),
+            processes=[Process(**_pick(Process, check("the process", p, _PROCESS_TYPES, ("pid",))))
+                       for p in objects("processes", data.get("processes"))],
         )
 
     def breakpoint(self, spec: str) -> Breakpoint | None:
@@ -427,7 +487,10 @@ _LOCATION_TYPES = {"function": STR, "library": STR, "address": INT, "file": STR,
                    "note": STR}
 _BREAKPOINT_TYPES = {"spec": STR, "number": INT, "hits": INT, "pending": BOOL, "enabled": BOOL,
                      "suggestions": STRS, "error": STR}
-_THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT, "python_name": STR}
+_THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT, "python_name": STR, "pid": INT}
+_PROCESS_TYPES = {"pid": INT, "ppid": INT, "argv": STRS, "role": STR, "rank": INT, "worker": INT, "inferior": INT,
+                  "started": STR, "ended": STR, "exit_code": INT, "signal": STR, "state": STR, "detached": STR,
+                  "attached": BOOL}
 _HIT_TYPES = {"seq": INT, "breakpoint": STR, "time": NUM, "truncated": BOOL, "signal": STR}
 _INFO_TYPES = {"id": STR, "mode": STR, "argv": STRS, "pid": INT, "python": STR, "torch_version": STR,
                "torch_git_version": STR, "gdb_version": STR, "started": STR, "status": STR, "warnings": STRS,

@@ -23,6 +23,10 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
                    (a parallel worker's hit): the thread that launched its region and its stack at
                    that moment (schema 2: ``{thread, stack}``; 1: ``{thread, frames}``), or
                    ``{thread: null, why}``.
+``process``        ``{pid, ppid?, argv?, role?, rank?, worker?, inferior?, started?, ended?, exit_code?,
+                   signal?, host?}``: what is known of one process of the run, again when more is known
+                   (readers merge the records of one pid; a later value wins). A site's thread names the
+                   process its hits ran in (``thread.pid``); a session without any is one process.
 ``warning``        ``{message}``: what pttrace could not see or follow
 ``dispatch_keys``  the target torch's DispatchKeySet numbering (``storage.decode_keyset``)
 ``fill``           ``{frames: [[library, offset, caller, {function, short, layer, dispatch_key, file,
@@ -51,6 +55,7 @@ END = "end"
 FRAME = "frame"
 STACK = "stack"
 SITE = "site"
+PROCESS = "process"
 
 
 class BadRecord(ValueError):
@@ -103,6 +108,11 @@ def breakpoint(spec: str, number: int | None, locations: list, pending: bool, en
             "pending": pending, "enabled": enabled}
 
 
+def process(pid: int, **facts: Any) -> dict[str, Any]:
+    """What is known of one process (``None`` values left out): see ``process`` above."""
+    return {"type": PROCESS, "pid": pid, **{k: v for k, v in facts.items() if v is not None}}
+
+
 def breakpoint_removed(spec: str) -> dict[str, Any]:
     return {"type": BREAKPOINT, "spec": spec, "removed": True}
 
@@ -117,7 +127,7 @@ class Interner:
     def __init__(self) -> None:
         self._frames: dict[str, int] = {}  # frame JSON -> id
         self._stacks: dict[tuple, int] = {}  # (frame ids, truncated) -> id
-        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, stack id) -> id
+        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, pid, stack id) -> id
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
 
     def rollback(self) -> None:
@@ -156,7 +166,8 @@ class Interner:
         out: list[str] = []
         self._new = []
         sid = self._stack(frames, truncated, out)
-        key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"), sid)
+        key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"),
+               thread.get("pid"), sid)
         site_id = self._sites.get(key)
         if site_id is None:
             site_id = self._sites[key] = len(self._sites) + 1

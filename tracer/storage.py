@@ -20,8 +20,8 @@ from typing import Any, Iterator
 from tracer import records, settings
 from tracer.errors import SessionError
 from tracer.hit_table import HitTable
-from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, RecordError, Session, SessionInfo,
-                          Thread, check, objects)
+from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
+                          SessionInfo, Thread, check, objects)
 
 SUFFIX = ".jsonl"
 
@@ -192,6 +192,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     ended_bps: list[Breakpoint] = []
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
+    processes: dict[int, Process] = {}
     reader = HitReader()
     plain, add = _PLAIN_HIT.fullmatch, table.add
     for first_line, chunk in _chunks(path):
@@ -241,6 +242,9 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                     warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
                 elif kind == "dispatch_keys":
                     key_table = _key_table(rec)
+                elif kind == records.PROCESS:
+                    pid = check("the process", rec, {"pid": INT}, ("pid",))["pid"]
+                    processes.setdefault(pid, Process(pid)).merge(rec)
                 elif kind == "fill":
                     fills.update(_fill_entries(rec))
                 elif kind == "end":
@@ -294,6 +298,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     if key_table is not None:
         _decode_keysets(table, key_table)
     session.hits = table
+    session.processes = list(processes.values())
     return session
 
 

@@ -112,11 +112,11 @@ def test_a_name_is_found_again_in_a_library_loaded_later(tmp_path, twin_library)
                                                             for h in session.hits]
 
 
-def test_a_forked_child_not_followed_is_a_warning(tmp_path):
+def test_a_forked_child_not_followed_is_a_warning_with_no_follow(tmp_path):
     (tmp_path / "forker.py").write_text(
         "import os, torch\npid = os.fork()\nif pid == 0:\n    torch.sigmoid(torch.ones(2))\n    os._exit(0)\n"
         "os.waitpid(pid, 0)\nprint('CHILD', pid)\n")
-    proc, session = record(tmp_path, "--break", KERNEL, "forker.py")
+    proc, session = record(tmp_path, "--no-follow-children", "--break", KERNEL, "forker.py")
     assert proc.returncode == 0, proc.stderr
     child = int(proc.stdout.split(b"CHILD ")[1].split()[0])
     assert session.hits == []
@@ -124,9 +124,8 @@ def test_a_forked_child_not_followed_is_a_warning(tmp_path):
         session.info.warnings
 
 
-def test_dataloader_workers_and_a_python_subprocess_are_each_named_as_not_followed(tmp_path):
-    # The case: `--break THPVariable_tensor` with two DataLoader workers used to give 0 hits and
-    # "warnings: none". The calls happen in the workers; the session now says which processes it missed.
+def test_with_no_follow_dataloader_workers_and_a_subprocess_are_each_named_as_not_followed(tmp_path):
+    # --no-follow-children keeps what pttrace did before it followed children: the session says which it missed.
     (tmp_path / "loader.py").write_text(
         "import subprocess, sys, torch\nfrom torch.utils.data import DataLoader, Dataset\n"
         "class Items(Dataset):\n    def __len__(self):\n        return 4\n"
@@ -134,7 +133,7 @@ def test_dataloader_workers_and_a_python_subprocess_are_each_named_as_not_follow
         "if __name__ == '__main__':\n"
         "    print('BATCHES', len(list(DataLoader(Items(), batch_size=2, num_workers=2))))\n"
         "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n")
-    proc, session = record(tmp_path, "--break", "THPVariable_tensor", "loader.py")
+    proc, session = record(tmp_path, "--no-follow-children", "--break", "THPVariable_tensor", "loader.py")
     assert proc.returncode == 0, proc.stderr
     assert b"BATCHES 2" in proc.stdout
     children = {w.split("child process ")[1].split()[0] for w in session.info.warnings if "was not followed" in w}

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from tracer.errors import PttraceError
 from tracer.escape import visible
+from tracer.export import processes as PR
 from tracer.export.paths import frame_location, visible_frames
 from tracer.model import Breakpoint, Session
 
@@ -53,10 +54,23 @@ def print_summary(session: Session, config=None, quiet: bool = False, console: C
     console.print(status)
     for w in info.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
+    if PR.several(session):
+        _print_processes(console, session)
     for bp in session.breakpoints:
         _print_breakpoint(console, bp, session)
     console.print(Text.assemble("\nsession saved to ", (str(session.path), "bold")))
     console.print(Text(f"export it with: pttrace export {info.id} -o notes.md"))
+
+
+def _print_processes(console: Console, session: Session) -> None:
+    """Every process of the run, its hits, how it ended: grouped by rank under torchrun."""
+    console.print()
+    console.print(Text(f"processes: {len(session.processes)}", style="bold"))
+    for group in PR.groups(session):
+        line = Text.assemble(("  ", ""), (group.label, "bold"), f"  {len(group.hits)} hit(s)")
+        if group.process is not None:
+            line.append(f"  {PR.describe(group.process).split(': ', 1)[-1]}", style="dim")
+        console.print(line, overflow="ellipsis", no_wrap=True)
 
 
 def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> None:
@@ -85,7 +99,9 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
     first = next((h for h in session.hits if h.breakpoint == bp.spec), None)
     if first is None:
         return
-    console.print(Text(f"  call path of hit #{first.seq} (thread {first.thread.id} {first.thread.names}), "
+    process = session.process(first.thread.pid) if PR.several(session) else None
+    where = f"{process.label}, " if process is not None else ""
+    console.print(Text(f"  call path of hit #{first.seq} ({where}thread {first.thread.id} {first.thread.names}), "
                        "outermost first:"))
     cwd = session.info.cwd
     # Start-up and interpreter frames folded, paths relative to site-packages or the working directory:

@@ -23,6 +23,9 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
     p.add_argument("--stop", action="store_true",
                    help="open the TUI in stop mode: the target stops at the first hit, to step from there")
+    p.add_argument("--no-follow-children", dest="follow_children", action="store_false",
+                   help="do not follow child processes (forks, DataLoader workers): they run untraced, with a "
+                        "warning")
     from tracer.commands.ops import add_trace_options
 
     add_trace_options(p)  # --op NAME[.OVERLOAD], --variants, --no-backward, --layer LAYER
@@ -130,6 +133,7 @@ def trace_config(args: argparse.Namespace, settings, python: str, pid: int | Non
     return TraceConfig(breakpoints=tuple(args.breakpoints), python=python, pid=pid, **target,
                        session_dir=settings.session_dir, max_hits=args.max_hits, timeout=timeout,
                        max_depth=args.max_depth, mode=trace_mode(args), settings=settings,
+                       follow_children=args.follow_children,
                        **trace_options(args, python, pid, quiet=args.quiet))
 
 

@@ -44,6 +44,20 @@ def run(args: argparse.Namespace) -> int:
     body = Tree("")
     if not paths:
         body.add(Text("no hits were recorded", style="grey50"))
+    paths = list(paths)
+    from tracer.export import processes as PR
+
+    if PR.several(session):
+        # Hits grouped by process (by rank under torchrun); each process's own distinct paths.
+        n = 0
+        for group in PR.groups(session):
+            node = body.add(Text.assemble((group.label, "bold"), f"  {plural(len(group.hits), 'hit')}",
+                                          (f"  {PR.describe(group.process).split(': ', 1)[-1]}" if group.process
+                                           else "", "grey50")))
+            for path in P.group(group.hits, args.all_frames):
+                n += 1
+                add_path(node, path_label(n, path, info.cwd), path, info.cwd, finder=finder)
+        paths = []
     add_op_calls(body, session.hits, info.cwd)
     for n, path in enumerate(paths, 1):
         add_path(body, path_label(n, path, info.cwd), path, info.cwd, finder=finder)

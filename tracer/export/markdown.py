@@ -13,6 +13,7 @@ import shlex
 
 from tracer.export import op_calls as O
 from tracer.export import paths as P
+from tracer.export import processes as PR
 from tracer.export.local_files import SourceTrust
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
 from tracer.hit_table import HitTable
@@ -111,7 +112,8 @@ class MarkdownRenderer:
             shown.sort()
         paths = P.group(shown, self.all_frames)
         # The body first: finding sources may add warnings, which the header shows.
-        body = self.breakpoints() + self.operator_calls(calls) + self.call_paths(paths, calls)
+        body = (self.processes() + self.breakpoints() + self.operator_calls(calls)
+                + self.call_paths(paths, calls))
         out = self.header(paths, calls) + body
         return "\n".join(out).rstrip() + "\n"
 
@@ -149,10 +151,28 @@ class MarkdownRenderer:
                      + (f" ({plural(len(calls), 'operator call')})" if calls else "")),
             ("warnings", warnings),
         ]
+        if PR.several(self.session):
+            rows.insert(-1, ("processes", f"{len(self.session.processes)} (see *Processes*)"))
         if info.cwd:
             rows.insert(2, ("working directory", code(info.cwd, in_table=True)))
         lines = [title, "", "| | |", "|---|---|"]
         lines += [row([f"**{k}**", v]) for k, v in rows]
+        lines.append("")
+        return lines
+
+    def processes(self) -> list[str]:
+        """Every process of the run with its hits (by rank under torchrun), its command line and end."""
+        if not PR.several(self.session):
+            return []
+        lines = ["## Processes", "", row(["process", "parent", "command", "started – ended", "end", "hits"]),
+                 "|---|---|---|---|---|---:|"]
+        for group in PR.groups(self.session):
+            p = group.process
+            if p is None:
+                lines.append(row([text(group.label), "", "", "", "", f"{len(group.hits):,}"]))
+                continue
+            lines.append(row([text(p.label), text(p.ppid or ""), code(PR.command(p), in_table=True),
+                              text(PR.timespan(p)), text(p.outcome), f"{len(group.hits):,}"]))
         lines.append("")
         return lines
 
@@ -304,6 +324,12 @@ class MarkdownRenderer:
         facts = []
         if path.breakpoints:
             facts.append("breakpoint " + ", ".join(code(b) for b in path.breakpoints))
+        if PR.several(self.session):
+            pids = list(dict.fromkeys(h.thread.pid for h in path.hits))
+            labels = [(self.session.process(pid).label if self.session.process(pid) else f"pid {pid}")
+                      for pid in pids[:5]]
+            facts.append(("process " if len(pids) == 1 else "processes ") + ", ".join(text(x) for x in labels)
+                         + (f" and {len(pids) - 5} more" if len(pids) > 5 else ""))
         threads = path.threads
         facts.append(("thread " if len(threads) == 1 else "threads ") + ", ".join(text(t) for t in threads[:5])
                      + (f" and {len(threads) - 5} more" if len(threads) > 5 else ""))

@@ -26,7 +26,8 @@ from .reader import PythonRuntime
 MAX_ENTRIES = 1 << 16  # entries of a dict read (sys.modules of a big program has a few thousand)
 MAX_DIGITS = 4  # of an int (a 64-bit ident has three 30-bit digits)
 OB_TYPE, MD_DICT, MA_KEYS, MA_VALUES = 8, 16, 32, 40
-TP_BASICSIZE, TP_FLAGS, TP_DICTOFFSET = 32, 168, 288
+TP_BASICSIZE, TP_FLAGS, TP_MEMBERS, TP_DICTOFFSET = 32, 168, 240, 288
+MEMBER_DEF_SIZE, MEMBER_OFFSET, MAX_MEMBERS = 40, 16, 256  # PyMemberDef: name, type, offset, flags, doc
 LONG_SIZE, LONG_DIGITS = 16, 24  # ob_size (3.10/3.11) or lv_tag (3.12+), then the 30-bit digits
 MANAGED_DICT, INLINE_VALUES = 1 << 4, 1 << 2  # tp_flags bits (3.11+, 3.13+)
 MANAGED_DICT_AT, MANAGED_VALUES_AT = -24, -32
@@ -88,15 +89,35 @@ class ThreadNames:
         return out
 
     def _find_active(self) -> int:
+        return self.module_global("threading", "_active")
+
+    def module_global(self, module_name: str, name: str) -> int:
+        """The address of a global of an imported module (``sys.modules[module_name].name``); 0 if the
+        module is not imported or has no such global."""
         interps = self.runtime.interpreters()
         if not interps:
             return 0
         main = interps[-1]  # the main interpreter is the last on the list
         modules = _u64(self.read(main + self.runtime.layout.interp_modules, 8), 0)
-        module = self._lookup(modules, "threading") if modules else 0
+        module = self._lookup(modules, module_name) if modules else 0
         if not module:
             return 0
-        return self._lookup(_u64(self.read(module + MD_DICT, 8), 0), "_active")
+        return self._lookup(_u64(self.read(module + MD_DICT, 8), 0), name)
+
+    def dataloader_worker(self) -> tuple[int, int] | None:
+        """(worker id, number of workers) when this process is a DataLoader worker: torch sets
+        ``torch.utils.data._utils.worker._worker_info`` before the worker's first ``__getitem__``."""
+        try:
+            info = self.module_global("torch.utils.data._utils.worker", "_worker_info")
+            if not info:
+                return None
+            # A frozen dataclass with slots (torch 2.6+), or a plain class with instance attributes (before).
+            wid = self._attribute(info, "id") or self._slot(info, "id")
+            count = self._attribute(info, "num_workers") or self._slot(info, "num_workers")
+            wid, count = (self._int(wid) if wid else None), (self._int(count) if count else None)
+        except Exception:  # untrusted memory: anything that does not look right is no answer
+            return None
+        return (wid, count) if wid is not None else None
 
     def _lookup(self, dict_addr: int, name: str) -> int:
         return self._find(self._dict_items(dict_addr), name)
@@ -156,6 +177,26 @@ class ThreadNames:
             return None
         raw = self.read(addr + LONG_DIGITS, 4 * digits) if digits else b""
         return sum(struct.unpack_from("<I", raw, 4 * i)[0] << (30 * i) for i in range(digits))
+
+    def _slot(self, obj: int, name: str) -> int:
+        """The object a ``__slots__`` member of ``obj`` holds (0: none by that name, or unset): its offset
+        is in the type's ``tp_members`` (PyMemberDef entries, ended by a null name)."""
+        tp = _u64(self.read(obj + OB_TYPE, 8), 0)
+        members = _u64(self.read(tp + TP_MEMBERS, 8), 0)
+        if not members:
+            return 0
+        want = name.encode()
+        for i in range(MAX_MEMBERS):
+            entry = self.read(members + i * MEMBER_DEF_SIZE, MEMBER_DEF_SIZE)
+            name_at = _u64(entry, 0)
+            if not name_at:
+                return 0
+            if self.read(name_at, len(want) + 1) == want + b"\0":
+                offset = struct.unpack_from("<q", entry, MEMBER_OFFSET)[0]
+                if not 0 < offset < 1 << 16:
+                    return 0
+                return _u64(self.read(obj + offset, 8), 0)
+        return 0
 
     def _cached_keys(self, tp: int) -> int:
         """The keys a heap type's instances share (their values arrays index its entries)."""

@@ -35,6 +35,10 @@ class AgentStatus:
     """The agent wants the target to stay stopped (stop mode, or the last of ``max_hits``)."""
     write_error: str | None = None
     stack_reuse: dict = field(default_factory=dict)
+    need_process: int | None = None
+    """A child's first hit waits until gdb has its libraries' symbols (gdb's inferior number)."""
+    exec_request: dict | None = None
+    """A followed process stopped at ``execve``: {inferior, pid, program}."""
 
 
 class AgentLink:
@@ -63,7 +67,8 @@ class AgentLink:
                                need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
                                need_launcher=bool(data.get("need_launcher")),
                                need_ops=tuple(d for d in data.get("need_ops") or () if isinstance(d, dict)),
-                               write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {})
+                               write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {},
+                               need_process=data.get("need_process"), exec_request=data.get("exec"))
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
 
@@ -123,6 +128,12 @@ class AgentLink:
         """Give gdb the library's CFI-only copy; gdb's reason for refusing it, or None."""
         res = self._ask("pttrace-cfi-add " + json.dumps({"library": library, "copy": copy}), timeout=60)
         return res.error.strip() if res.error else None
+
+    def process_ready(self, inferior: int) -> None:
+        self._ask(f"pttrace-process-ready {int(inferior)}")
+
+    def exec_seen(self) -> None:
+        self._ask("pttrace-exec-seen")
 
     def cfi_drop(self, library: str) -> None:
         self._ask(f"pttrace-cfi-drop {library}")

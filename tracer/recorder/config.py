@@ -46,6 +46,9 @@ class TraceConfig:
     mode: str = "record"
     """The mode the run starts in: "record" records and continues, "stop" stops at each hit."""
 
+    follow_children: bool = True
+    """Follow the target's child processes; ``--no-follow-children``: gdb lets them go, with a warning."""
+
     forward_output: bool = True
     """Copy the launched target's terminal output to pttrace's stdout (batch mode)."""
 

@@ -29,16 +29,24 @@ def finish_target(rec: Recorder, interrupt: bool) -> None:
         rec.warn("gdb was stopped by a signal; pttrace continued it to end the run cleanly")
         os.kill(mi.proc.pid, signal.SIGCONT)
     try:
-        if interrupt and rec.main.state == "running":
+        if interrupt and any(i.state == "running" for i in rec.processes.live()):
             mi.command("-exec-interrupt", timeout=10, check=False)
             rec.reactions.wait_stopped(5.0)
         rec.agent.dump_breakpoints(timeout=20)
-        if rec.config.pid is None:
+        # Every child still followed first: killed (a run's, as `kill inferiors` does) or detached.
+        rec.processes.end_all(mi, attached=rec.config.pid is not None)
+        if not rec.main.live:
+            pass  # it ended before the recording did
+        elif rec.config.pid is None:
+            rec.processes.select(mi, rec.main)
             mi.console("kill", timeout=20, check=False)
+            rec.processes.exited(rec.main.group, signal="SIGKILL")
         else:
+            rec.processes.select(mi, rec.main)
             res = mi.command("-target-detach", timeout=20, check=False)
             if res.error:
                 raise GdbCommandError(res.error)
+            rec.processes.detached(rec.main, "end of the recording")
             rec.status = "detached"
     except (GdbDied, GdbCommandError, AgentError) as exc:
         log.debug("ending the target: %s", exc)
@@ -67,12 +75,15 @@ def close(rec: Recorder) -> str:
             log.debug("last breakpoint dump: %s", exc)
     if mi is not None:
         mi.close()
-    if rec.config.pid is None and rec.main.pid and guard.alive(rec.main.pid):
-        # gdb went away without taking the launched target with it.
-        try:
-            os.kill(rec.main.pid, signal.SIGKILL)
-        except OSError as exc:
-            log.debug("cannot kill %s: %s", rec.main.pid, exc)
+    if rec.config.pid is None:
+        # gdb went away without taking the launched target (or a child it followed) with it.
+        pids = [rec.main.pid] if rec.main.pid and rec.main.state != "detached" else []
+        for pid in pids + rec.processes.leftovers():
+            if guard.alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError as exc:
+                    log.debug("cannot kill %s: %s", pid, exc)
     if rec.config.pid is not None and rec.main.state != "exited":
         _leave_attached_target(rec)
     rec.status = shutdown.final_status(rec.status, rec.end_reason, attached=rec.config.pid is not None)

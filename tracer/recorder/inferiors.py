@@ -13,3 +13,13 @@ class Inferior:
     state: str = "starting"  # "running", "stopped", "exited", "detached"
     attached: bool = False
     exit_code: int | None = None
+    signal: str | None = None  # the signal that ended it
+
+    @property
+    def number(self) -> int:
+        """gdb's inferior number (``inferior N``)."""
+        return int(self.group.lstrip("i") or 1)
+
+    @property
+    def live(self) -> bool:
+        return self.pid is not None and self.state not in ("exited", "detached")

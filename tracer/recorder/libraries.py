@@ -159,6 +159,13 @@ class LibraryPolicy:
             log.debug("gdb reads the symbols of %s", path)
             self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
 
+    def load_symbols_here(self, path: str) -> None:
+        """gdb reads the library's symbols in the selected process's program space (a child's)."""
+        self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
+
+    def copy_of(self, path: str) -> str | None:
+        return self._copy(path) if self.cfi or path in self.cfi_libs else None
+
     # --- the CFI path ---------------------------------------------------------------------------
     def _forced_cfi(self, path: str) -> bool:
         return os.path.basename(path) in self.settings.cfi_libs

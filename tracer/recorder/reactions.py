@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from tracer.recorder import ending
 from tracer.recorder.agent_link import AgentError
-from tracer.recorder.events import GdbBreakpointChanged, TargetStopped
-from tracer.recorder.inferiors import Inferior
+from tracer.recorder.events import GdbBreakpointChanged, TargetStateChanged, TargetStopped
 from tracer.recorder.stops import Stop, StopKind, read_stop
 
 if TYPE_CHECKING:
@@ -30,7 +29,9 @@ class Reactions:
     def console(self, text: object) -> None:
         """gdb's own messages while the target runs: a child process it let go is a warning."""
         m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
-        if m:
+        if m and self._rec.config.follow_children:
+            self._rec.processes.vfork_child_let_go(int(m.group(2)))
+        elif m:
             self._rec.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
                            "hits are not recorded (pttrace follows one process; DataLoader workers, "
                            "multiprocessing and subprocesses run untraced)")
@@ -51,12 +52,17 @@ class Reactions:
         """React to one MI notification; True when the recording is over."""
         rec = self._rec
         if message == "thread-group-started":
-            group = payload.get("id") or "i1"
-            inferior = rec.inferiors.setdefault(group, Inferior(group))
             try:
-                inferior.pid = int(payload.get("pid"))
+                rec.processes.started(payload.get("id") or "i1", int(payload.get("pid")))
             except (TypeError, ValueError):
                 log.debug("thread-group-started without a pid: %r", payload)
+            return False
+        if message == "thread-group-exited":
+            code = payload.get("exit-code")
+            try:
+                rec.processes.exited(payload.get("id") or "i1", int(code, 8) if code else None)
+            except ValueError:
+                rec.processes.exited(payload.get("id") or "i1")
             return False
         if message == "stopped":
             for inferior in rec.inferiors.values():
@@ -66,7 +72,9 @@ class Reactions:
             log.debug("stop: %s", stop)
             return self.stop(stop)
         if message == "running":
-            rec.set_state(rec.main, "running")  # after a continue, step or finish from the controller
+            for inferior in rec.processes.live():  # schedule-multiple: every process runs
+                inferior.state = "running"
+            rec.emit(TargetStateChanged("running"))  # after a continue, step or finish from the controller
             return False
         if message == "library-loaded":
             path = payload.get("target-name") or payload.get("id")
@@ -86,15 +94,8 @@ class Reactions:
         """Act on one stop; True when the recording is over."""
         rec = self._rec
         kind = stop.kind
-        inferior = rec.inferiors.get(stop.group or "i1", rec.main)
-        if kind is StopKind.EXITED:
-            inferior.exit_code, inferior.state = stop.exit_code, "exited"
-            rec.status, rec.end_reason = "completed", "exited"
-            return True
-        if kind is StopKind.KILLED:
-            inferior.state = "exited"
-            rec.status, rec.end_reason = "target-crashed", f"killed by {stop.signal}"
-            return True
+        if kind in (StopKind.EXITED, StopKind.KILLED):
+            return self.exit(stop)
         if kind is StopKind.INTERRUPTED:
             rec.interrupting = False
             self.stopped(stop)
@@ -114,9 +115,41 @@ class Reactions:
             rec.mi.command("-exec-continue", check=False)
         elif kind is StopKind.BREAKPOINT:
             return self.breakpoint(stop)
+        elif kind is StopKind.VFORKED:
+            rec.processes.let_vfork_go(rec.mi)
         elif kind is StopKind.STEPPED:
             self.stopped(stop)
         return False
+
+    def exit(self, stop: Stop) -> bool:
+        """A process ended. The recording ends with the last one; until then the others run on."""
+        rec = self._rec
+        # gdb's =thread-group-exited came first and said which one (and its exit code); the stop adds the
+        # signal of a process killed by one.
+        inferior = rec.processes.get(stop.group) if stop.group else rec.processes.last_exited
+        if inferior is not None:
+            if stop.kind is StopKind.EXITED:
+                rec.processes.exited(inferior.group, stop.exit_code)
+            else:
+                rec.processes.exited(inferior.group, signal=stop.signal)
+        if self.continue_live():
+            return False
+        if rec.main.signal:
+            rec.status, rec.end_reason = "target-crashed", f"killed by {rec.main.signal}"
+        else:
+            rec.status, rec.end_reason = "completed", "exited"
+        return True
+
+    def continue_live(self) -> bool:
+        """Let the processes still followed go on (one of them selected: gdb continues the selected one's
+        inferior, and with schedule-multiple every other); False when there is none."""
+        rec = self._rec
+        live = rec.processes.live()
+        if not live:
+            return False
+        rec.processes.select(rec.mi, live[0])
+        rec.mi.command("-exec-continue", check=False)
+        return True
 
     def breakpoint(self, stop: Stop) -> bool:
         """gdb stopped at a hit the agent did not let go on: symbols it needs, the end of the
@@ -124,6 +157,16 @@ class Reactions:
         rec = self._rec
         try:
             status = rec.agent.status()
+            if status.exec_request:
+                rec.processes.let_exec_go(rec.mi, status.exec_request)
+                rec.agent.exec_seen()
+                self.continue_live()
+                return False
+            if status.need_process is not None and not status.write_error:
+                # A child's first hit: its libraries get their symbols as its parent's have them.
+                rec.processes.set_up_child(rec.mi, rec.agent, rec.policy, status.need_process)
+                rec.agent.rerecord()
+                status = rec.agent.status()
             if status.need_ops and rec.follower is not None:
                 # --follow met an operator for the first time: break on its functions, then go on.
                 items = rec.follower.items(status.need_ops)
@@ -183,7 +226,8 @@ class Reactions:
             if ev is None:
                 continue
             if ev.kind == "notify" and ev.message == "stopped":
-                self._rec.main.state = "stopped"
+                for inferior in self._rec.processes.live():
+                    inferior.state = "stopped"
                 return True
             if ev.kind == "gdb-exited":
                 return False

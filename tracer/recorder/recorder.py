@@ -26,6 +26,7 @@ from tracer.recorder.control import Controller
 from tracer.recorder.events import Listener, RecorderEvent, TargetStateChanged, WarningRaised
 from tracer.recorder.follow import Follower
 from tracer.recorder.inferiors import Inferior
+from tracer.recorder.processes import ProcessTable
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.reactions import Reactions
@@ -54,7 +55,8 @@ class Recorder:
         self.session_path: Path | None = None
         self.info: SessionInfo | None = None
         self.main = Inferior("i1", pid=config.pid, attached=config.pid is not None)
-        self.inferiors = {"i1": self.main}
+        self.processes = ProcessTable(self.main, lambda: self.writer, self.warn)
+        self.inferiors = self.processes.inferiors
         self.status = "running"
         self.end_reason: str | None = None
         self.write_error: str | None = None

@@ -18,6 +18,7 @@ from tracer.recorder.events import TargetOutput
 from tracer.recorder.follow import Follower
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
+from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS
 from tracer.recorder.tailer import SessionTailer
 
 if TYPE_CHECKING:
@@ -76,6 +77,11 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
     if rec.later.active and not rec.policy.deferring:
         # A name set by address is looked for again in every library loaded later: at a stop.
         mi.command("-gdb-set stop-on-solib-events 1")
+    if cfg.follow_children:
+        for setting in FOLLOW_SETTINGS:
+            mi.command(f"-gdb-set {setting}")
+        for catch in FOLLOW_CATCHES:
+            mi.console(catch)
     if cfg.pid is None:
         if not launch.needs_shell([rec.python, *cfg.program()]):
             mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
@@ -96,6 +102,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
         "stack_reuse": settings.stack_reuse,
         "stack_reuse_stats": settings.stack_reuse_stats,
         "log": str(settings.log_file.resolve()) if settings.log_file else None,
+        "follow_children": cfg.follow_children,
     }))
     if cfg.pid is not None:
         attach(rec, cfg.pid)
@@ -108,6 +115,8 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
 
 def attach(rec: Recorder, pid: int) -> None:
     launch.attach(rec.mi, pid)
+    if rec.main.state == "starting":
+        rec.processes.started(rec.main.group, pid)
     rec.main.pid = pid
     rec.main.state = "stopped"
     rec.reactions.wait_stopped(30.0)

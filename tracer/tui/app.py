@@ -267,6 +267,10 @@ class PttraceApp(App[int]):
     def _session_opened(self, info) -> None:
         self.cwd = getattr(info, "cwd", None)
         self.hits_table.cwd = self.cwd
+        session = getattr(self.source, "session", None)  # a recorded session: its processes' roles
+        for process in getattr(session, "processes", None) or []:
+            if process.role:
+                self.hits_table.roles[process.pid] = process.role
         self.call_path.cwd = self.cwd
         self.query_one(SourcePane).session_info = info
 

@@ -12,6 +12,8 @@ from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import record_frames, record_hit
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.processes import PROCESSES
+from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
@@ -68,6 +70,14 @@ class TraceBreakpoint(gdb.Breakpoint):
             return False
 
     def _stop(self) -> bool:
+        pid = PROCESSES.enter()
+        if not PROCESSES.is_ready():
+            # A child's first hit: gdb has no symbols of its libraries yet. pttrace loads them, then
+            # asks for this hit again (pttrace-rerecord), the thread still stopped here.
+            PROCESSES.need = PROCESSES.current
+            STATE.pending_bp = self
+            STATE.stop_requested = False
+            return True
         try:
             newest = gdb.newest_frame()
             innermost = native.describe(newest, 0)
@@ -96,6 +106,8 @@ class TraceBreakpoint(gdb.Breakpoint):
             STATE.pending_keyset = (keyset, why)  # the stop's registers, for the hit recorded later
             STATE.stop_requested = STATE.wants_stop()
             return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
+        if pid not in PROCESSES.described:
+            PROCESSES.describe(pid, FRAMES.dataloader_worker)
         STATE.stop_requested = STATE.wants_stop()
         return STATE.stop_requested
 
@@ -122,7 +134,13 @@ def _record_stashed(spec: str, newest) -> None:
 
 def _locations(bp) -> list[dict]:
     out = []
+    seen = set()
     for loc in bp.locations:
+        # gdb has a location per process followed (program space): one place, listed once.
+        place = (loc.address, loc.function)
+        if place in seen:
+            continue
+        seen.add(place)
         fn = native.demangle(loc.function)
         addr = int(loc.address) if loc.address is not None else None
         file = line = None

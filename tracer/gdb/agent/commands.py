@@ -35,6 +35,7 @@ from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
+from tracer.gdb.agent.processes import PROCESSES, ExecWatch
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
@@ -56,6 +57,9 @@ def _setup(arg: str) -> None:
     STATS.path = cfg.get("stack_reuse_stats") or None
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     FOLLOW.configure(cfg.get("follow"))
+    PROCESSES.follow = bool(cfg.get("follow_children"))
+    if PROCESSES.follow:
+        ExecWatch()
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)
     breakpoints.place_address_breakpoints()
@@ -124,11 +128,19 @@ def _snapshot(arg: str) -> None:
 def _status(arg: str) -> None:
     gdb.write(json.dumps({"hits": STATE.hits, "mode": STATE.mode, "need_libs": STATE.need_libs,
                           "need_launcher": STATE.pending_launcher, "need_ops": FOLLOW.pending,
+                          "need_process": PROCESSES.need if STATE.pending_bp is not None else None,
+                          "exec": STATE.exec_request,
                           "stop": STATE.stop_requested, "write_error": STATE.write_error,
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
 
 def _rerecord(arg: str) -> None:
+    if STATE.pending_bp is not None:
+        # A child's first hit, now that its symbols are loaded: the breakpoint's stop() again.
+        bp, STATE.pending_bp, PROCESSES.need = STATE.pending_bp, None, None
+        CACHES.invalidate()
+        STATE.stop_requested = bp.stop()
+        return
     if STATE.pending_spec is None and not STATE.need_libs:
         return
     spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
@@ -160,6 +172,26 @@ class _Command(gdb.Command):
 def _followed(arg: str) -> None:
     """pttrace has broken on the operators --follow asked for (or said why not)."""
     FOLLOW.pending = []
+def _process_ready(arg: str) -> None:
+    """pttrace set up this inferior's symbols (a child's, as its parent's are)."""
+    PROCESSES.ready.add(int(arg))
+    PROCESSES.forget()
+
+
+def _exec_seen(arg: str) -> None:
+    STATE.exec_request = None
+
+
+def _on_exited(event) -> None:
+    num = getattr(getattr(event, "inferior", None), "num", PROCESSES.current)
+    if num == PROCESSES.current:
+        CACHES.invalidate(target_exited=True)
+    PROCESSES.exited(num)
+
+
+def _invalidate_all(*_args) -> None:
+    CACHES.invalidate()
+    PROCESSES.forget()
 
 
 def _on_new_objfile(event) -> None:
@@ -183,12 +215,14 @@ def install() -> None:
     _Command("pttrace-followed", _followed)
     _Command("pttrace-cfi-add", _cfi_add)
     _Command("pttrace-cfi-drop", _cfi_drop)
+    _Command("pttrace-process-ready", _process_ready)
+    _Command("pttrace-exec-seen", _exec_seen)
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
     gdb.events.new_objfile.connect(_on_new_objfile)
     for event in ("new_objfile", "free_objfile", "clear_objfiles"):
         if getattr(gdb.events, event, None) is not None:
-            getattr(gdb.events, event).connect(lambda *_args: CACHES.invalidate())
-    gdb.events.exited.connect(lambda *_args: CACHES.invalidate(target_exited=True))
+            getattr(gdb.events, event).connect(_invalidate_all)
+    gdb.events.exited.connect(_on_exited)
     for event in ("new_thread", "thread_exited"):  # thread_exited: gdb 14+
         if getattr(gdb.events, event, None) is not None:
             getattr(gdb.events, event).connect(lambda *_args: CACHES.forget_thread_names())

@@ -18,7 +18,7 @@ from tracer.gdb.agent.state import CACHES, STATE
 def thread_info() -> dict:
     try:
         th = gdb.selected_thread()
-        info = {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None}
+        info = {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None, "pid": th.ptid[0] or None}
     except (AttributeError, *READ_ERRORS):  # no thread selected: None
         return {"id": None, "name": None, "lwp": None}
     try:

@@ -165,6 +165,18 @@ class CPythonFrames:
         name = CACHES.py_name_of_lwp[lwp] = names.setdefault(state.thread_id, None)
         return name
 
+    def dataloader_worker(self) -> tuple[int, int] | None:
+        """(worker id, number of workers) when the stopped process is a DataLoader worker."""
+        if not self.available() or not CACHES.py_runtime:
+            return None
+        reader = CACHES.py_names_reader
+        if reader is None:
+            try:
+                reader = CACHES.py_names_reader = ThreadNames(CACHES.py_runtime)
+            except LayoutError:
+                reader = CACHES.py_names_reader = False
+        return reader.dataloader_worker() if reader else None
+
     def _chain(self, thread):
         state = self._tstate(thread)
         if state is None:

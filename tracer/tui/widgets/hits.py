@@ -20,6 +20,8 @@ from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
 def haystack(hit: Hit) -> str:
     """The text a search looks in: the breakpoint, the thread, and each frame's names and place."""
     parts = [hit.breakpoint or "", hit.signal or "", hit.thread.names]
+    if hit.thread.pid is not None:
+        parts.append(f"pid {hit.thread.pid}")
     for f in hit.frames:
         parts += [f.function or "", f.short or "", f.file or "",
                   os.path.basename(f.library) if f.library else ""]
@@ -48,6 +50,8 @@ class HitsTable(RowJumps, DataTable):
         self._haystacks: dict[tuple, str] = {}  # by frames (hits of a hot path share them), thread, ...
         self._auto_row: int | None = None
         self._selected: int | None = None  # the index in ``shown`` last told as selected
+        self.pids: set[int] = set()  # the processes hits came from: shown with each hit once there are several
+        self.roles: dict[int, str] = {}  # pid -> its role (DataLoader worker 0, rank 1), when the session says
         self.border_title = "hits"
 
     def on_mount(self) -> None:
@@ -89,6 +93,10 @@ class HitsTable(RowJumps, DataTable):
         inner = hit.innermost
         origin = P.innermost_python(hit.frames)
         thread = f"{hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
+        pid = hit.thread.pid
+        if pid is not None and len(self.pids) > 1:
+            role = self.roles.get(pid)
+            thread = f"pid {pid}" + (f" ({role})" if role else "") + f" · {thread}"
         return (
             Text(str(hit.seq), justify="right"),
             Text(hit.breakpoint or (hit.signal or "?"), style="cyan" if hit.breakpoint else "bold red"),
@@ -133,6 +141,7 @@ class HitsTable(RowJumps, DataTable):
         if seen == 0 and self.row_count:
             self.clear()
             self.start = 0
+        self.pids.update(site.thread.pid for site in self.hits.sites if site.thread.pid is not None)
         if self.needle:
             self.shown = (self.shown if seen else array("i")) + self._matching(seen)
         else:

@@ -1,0 +1,219 @@
+"""Child processes followed by ``pttrace run`` (real gdb, real torch, real processes): DataLoader workers,
+an ``os.fork`` child, multiprocessing's fork and spawn start methods, a subprocess; every hit names its
+process, the session lists every process with its end, and nothing is left running.
+
+One recording serves most assertions (module-scoped): a program that does all of it in turn."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
+from tracer import storage
+
+pytestmark = pytest.mark.gdb
+
+FAMILY = '''\
+import multiprocessing, os, subprocess, sys, torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.tensor([i])
+
+
+def child_work(n):
+    torch.tensor([n])
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Items(), batch_size=1, num_workers=2)
+    print("BATCHES", len(list(loader)), flush=True)
+    pid = os.fork()
+    if pid == 0:
+        torch.tensor([10])
+        os._exit(3)
+    os.waitpid(pid, 0)
+    print("FORKED", pid, flush=True)
+    p = multiprocessing.get_context("fork").Process(target=child_work, args=(20,))
+    p.start()
+    p.join()
+    print("MPFORK", p.pid, p.exitcode, flush=True)
+    p = multiprocessing.get_context("spawn").Process(target=child_work, args=(30,))
+    p.start()
+    p.join()
+    print("SPAWN", p.pid, p.exitcode, flush=True)
+    subprocess.run([sys.executable, "-c", "import torch; torch.tensor([40])"], check=True)
+    print("DONE", os.getpid(), flush=True)
+'''
+
+
+def record(tmp_path: Path, *args: str, timeout: float = 300):
+    sessions = tmp_path / "sessions"
+    before = gdb_pids()
+    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
+                          input=b"", capture_output=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert gdb_pids() <= before, "a gdb was left running"
+    files = sorted(sessions.glob("*.jsonl"))
+    assert len(files) == 1, (proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+    return proc, storage.load(files[0])
+
+
+def printed(proc, tag: str) -> list[int]:
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        if line.startswith(tag + " "):
+            return [int(x) for x in line.split()[1:]]
+    raise AssertionError(f"{tag} not printed: {proc.stdout!r} {proc.stderr!r}")
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("family")
+    (tmp / "family.py").write_text(FAMILY)
+    proc, session = record(tmp, "--break", "THPVariable_tensor", "family.py")
+    return proc, session
+
+
+def test_every_dataloader_hit_is_recorded_with_its_worker(family):
+    proc, session = family
+    assert proc.returncode == 0, proc.stderr
+    assert printed(proc, "BATCHES") == [4]
+    roles = {}
+    for hit in session.hits:
+        p = session.process(hit.thread.pid)
+        assert p is not None, hit.thread
+        if p.role and p.role.startswith("DataLoader worker"):
+            roles.setdefault(p.role, []).append(hit)
+            assert any(f.function == "Items.__getitem__" for f in hit.frames if f.kind == "python")
+    assert sorted(roles) == ["DataLoader worker 0", "DataLoader worker 1"], [p.to_dict() for p in session.processes]
+    assert sum(len(v) for v in roles.values()) == 4
+    main = session.processes[0]
+    for role in roles:
+        worker = next(p for p in session.processes if p.role == role)
+        assert worker.ppid == main.pid and worker.worker == int(role.split()[-1])
+        assert worker.state == "exited" and worker.exit_code == 0 and worker.ended
+
+
+def test_an_os_fork_child_and_a_multiprocessing_fork_child_are_followed(family):
+    proc, session = family
+    forked = printed(proc, "FORKED")[0]
+    mp_pid, mp_code = printed(proc, "MPFORK")
+    main = session.processes[0]
+    child = session.process(forked)
+    assert child is not None and child.ppid == main.pid and child.exit_code == 3, child
+    assert [h for h in session.hits if h.thread.pid == forked], "the fork child's hit is missing"
+    mp_child = session.process(mp_pid)
+    assert mp_child is not None and mp_child.exit_code == mp_code == 0
+    assert [h for h in session.hits if h.thread.pid == mp_pid], "the multiprocessing fork child's hit is missing"
+
+
+def test_the_main_process_hits_and_the_header_lists_every_process(family):
+    proc, session = family
+    main = session.processes[0]
+    assert main.pid == printed(proc, "DONE")[0] and main.exit_code == 0 and main.ppid
+    assert main.argv[-1] == "family.py"
+    assert session.info.status == "completed" and session.info.exit_code == 0
+    for p in session.processes:
+        assert p.started and (p.ended or p.state == "detached"), p
+
+
+def test_a_child_that_executes_another_program_is_a_warning_not_a_silent_gap(family):
+    proc, session = family
+    spawned, code = printed(proc, "SPAWN")
+    assert code == 0
+    warned = [w for w in session.info.warnings if "vfork child" in w and "not followed" in w]
+    assert len(warned) >= 2, session.info.warnings  # the spawn child and the subprocess at least
+
+
+def test_no_target_process_is_left_running(family):
+    proc, session = family
+    for p in session.processes:
+        assert not alive(p.pid), p
+
+
+ATTACHED_FAMILY = '''\
+import os, sys, time, torch
+ready, go, stop = sys.argv[1:4]
+open(ready + ".tmp", "w").write(str(os.getpid()))
+os.rename(ready + ".tmp", ready)
+while not os.path.exists(go):
+    torch.tensor([0])
+    time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    while not os.path.exists(stop):
+        torch.tensor([1])
+        time.sleep(0.05)
+    os._exit(7)
+print("CHILD", pid, flush=True)
+while not os.path.exists(stop):
+    time.sleep(0.05)
+_, status = os.waitpid(pid, 0)
+print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
+'''
+
+
+def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_path):
+    import time
+
+    script, ready, go, stop = tmp_path / "parent.py", tmp_path / "ready", tmp_path / "go", tmp_path / "stop"
+    script.write_text(ATTACHED_FAMILY)
+    target = subprocess.Popen([sys.executable, str(script), str(ready), str(go), str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    before = gdb_pids()
+    sessions = tmp_path / "sessions"
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--duration", "25", "--break",
+                                   "THPVariable_tensor", "--session-dir", str(sessions)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        # The parent's own hits say gdb is attached: then it forks its worker.
+        while time.monotonic() < deadline and tracer.poll() is None:
+            files = list(sessions.glob("*.jsonl"))
+            if files and b'"type":"hit"' in files[0].read_bytes():
+                break
+            time.sleep(0.1)
+        go.touch()
+        out, err = tracer.communicate(timeout=180)
+        assert tracer.returncode == 0, err
+        assert gdb_pids() <= before, "a gdb was left running"
+        session = storage.load(next(sessions.glob("*.jsonl")))
+        child_pid = int(target.stdout.readline().split()[1])
+        assert session.info.status == "detached"
+        child = session.process(child_pid)
+        assert child is not None and child.ppid == target.pid and child.state == "detached", \
+            [p.to_dict() for p in session.processes]
+        assert [h for h in session.hits if h.thread.pid == child_pid], "the child's hits are missing"
+        assert [h for h in session.hits if h.thread.pid == target.pid]
+        # pttrace never kills what it attached to: both run on, and end as they mean to.
+        assert alive(target.pid) and alive(child_pid)
+        stop.touch()
+        assert target.stdout.readline().split() == [b"CHILD-EXIT", b"7"]
+        assert target.wait(60) == 0
+    finally:
+        stop.touch()
+        if target.poll() is None:
+            target.kill()
+
+
+def test_a_run_ended_early_kills_every_child_it_followed(tmp_path):
+    # --max-hits ends the run while both DataLoader workers still run: they go with the target, as gdb's
+    # `kill inferiors` would take them, and the session says how each ended.
+    (tmp_path / "loader.py").write_text((ROOT / "bench" / "workers_target.py").read_text())
+    proc, session = record(tmp_path, "--max-hits", "3", "--break", "THPVariable_tensor", "loader.py", "100000")
+    assert proc.returncode == 0, proc.stderr
+    assert len(session.hits) == 3
+    assert len(session.processes) >= 3, [p.to_dict() for p in session.processes]
+    for p in session.processes:
+        assert not alive(p.pid), p
+        assert p.ended and p.state == "exited", p

@@ -1,0 +1,162 @@
+"""The processes of a recording, as pttrace follows them: gdb's inferiors, their start and end in the
+session, a child's symbols set up as its parent's, an ``exec`` let go with a warning, and the end of
+every one (killed at the end of a run, detached at the end of an attach).
+
+gdb follows children with ``detach-on-fork off`` and ``schedule-multiple on``: every process runs, and
+a breakpoint stops in any of them (the agent's side: tracer/gdb/agent/processes.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Callable
+
+from tracer import records, storage
+from tracer.errors import PttraceError
+from tracer.gdb.mi import MiConnection
+from tracer.recorder.inferiors import Inferior
+from tracer.recorder.launch import cmdline
+
+if TYPE_CHECKING:
+    from tracer.recorder.agent_link import AgentLink
+    from tracer.recorder.libraries import LibraryPolicy
+
+log = logging.getLogger("pttrace.recorder")
+
+# What gdb is told so that children are followed (the default; --no-follow-children leaves gdb's defaults).
+FOLLOW_SETTINGS = ("detach-on-fork off", "follow-fork-mode parent", "schedule-multiple on")
+# A vfork's child runs another program at once (subprocess, multiprocessing's spawn and forkserver):
+# gdb 13 cannot keep breakpoints set by address out of a new program, so it is let go at the vfork.
+FOLLOW_CATCHES = ("catch vfork",)
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class ProcessTable:
+    """Every inferior of the recording, and the ``process`` records that say what became of each."""
+
+    def __init__(self, main: Inferior, writer: Callable[[], "storage.SessionWriter | None"],
+                 warn: Callable[[str], None]):
+        self.inferiors: dict[str, Inferior] = {main.group: main}
+        self.main = main
+        self.last_exited: Inferior | None = None
+        self._writer = writer
+        self._warn = warn
+
+    def _write(self, record: dict) -> None:
+        writer = self._writer()
+        if writer is not None:
+            try:
+                writer.write(record)
+            except PttraceError as exc:
+                log.debug("process record not written: %s", exc)
+
+    def get(self, group: str | None) -> Inferior:
+        return self.inferiors.get(group or "i1", self.main)
+
+    def live(self) -> list[Inferior]:
+        return [i for i in self.inferiors.values() if i.live]
+
+    def started(self, group: str, pid: int) -> None:
+        inferior = self.inferiors.setdefault(group, Inferior(group))
+        inferior.pid, inferior.state = pid, "running"
+        inferior.exit_code = inferior.signal = None
+        argv = cmdline(pid)
+        self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, inferior=inferior.number,
+                                    started=storage.now_iso(), attached=True if inferior.attached else None))
+
+    def exited(self, group: str, exit_code: int | None = None, signal: str | None = None) -> None:
+        inferior = self.inferiors.get(group)
+        if inferior is None or inferior.pid is None or inferior.state == "detached":
+            return
+        if inferior.state == "exited" and (signal is None or inferior.signal):
+            return  # already said (=thread-group-exited, then the stop that reports the same end)
+        inferior.state = "exited"
+        self.last_exited = inferior
+        if exit_code is not None:
+            inferior.exit_code = exit_code
+        if signal is not None:
+            inferior.signal = signal
+        self._write(records.process(inferior.pid, ended=storage.now_iso(), exit_code=inferior.exit_code,
+                                    signal=inferior.signal, state="exited"))
+
+    def detached(self, inferior: Inferior, why: str | None = None) -> None:
+        inferior.state = "detached"
+        self._write(records.process(inferior.pid, ended=storage.now_iso(), state="detached", detached=why))
+
+    def group_of_number(self, number: int) -> Inferior | None:
+        return self.inferiors.get(f"i{number}")
+
+    # --- what gdb is asked ----------------------------------------------------------------------
+    def select(self, mi: MiConnection, inferior: Inferior) -> None:
+        mi.console(f"inferior {inferior.number}", check=False)
+
+    def set_up_child(self, mi: MiConnection, agent: "AgentLink", policy: "LibraryPolicy", number: int) -> None:
+        """A child's first hit: give gdb the symbols (and unwind-table copies) of its libraries that its
+        parent has, in the child's program space, then tell the agent it is ready."""
+        if policy is not None:
+            for path in sorted(policy.loaded - policy.cfi_libs):
+                policy.load_symbols_here(path)
+            for path in sorted(policy.cfi_libs):
+                copy = policy.copy_of(path)
+                if copy is not None:
+                    refused = agent.cfi_add(path, copy)
+                    if refused:
+                        self._warn(f"gdb refused the unwind-table copy of {os.path.basename(path)} in a child "
+                                   f"process ({refused}); its frames there may be cut short")
+        agent.process_ready(number)
+
+    def let_vfork_go(self, mi: MiConnection) -> None:
+        """Stopped at a vfork: gdb detaches its child as it resumes the parent, then follows forks again."""
+        mi.command("-gdb-set detach-on-fork on", check=False)
+        mi.command("-exec-continue", check=False)
+        mi.command("-gdb-set detach-on-fork off", check=False)
+
+    def vfork_child_let_go(self, pid: int) -> None:
+        self._warn(f"process {pid}, a vfork child (which runs another program), was not followed: pttrace does not "
+                   "follow a "
+                   "process into the program it executes yet, so its hits are not recorded (multiprocessing's "
+                   "spawn and forkserver start methods and subprocesses start their children this way)")
+
+    def let_exec_go(self, mi: MiConnection, request: dict) -> None:
+        """A followed process is about to exec: detach it, with a warning naming the program."""
+        number = request.get("inferior")
+        inferior = self.group_of_number(int(number)) if isinstance(number, int) else None
+        pid = request.get("pid")
+        program = request.get("program") or "another program"
+        self._warn(f"process {pid} executes {program}: pttrace does not follow a process past exec yet, so its "
+                   "hits from then on are not recorded (multiprocessing's spawn and forkserver start methods and "
+                   "subprocesses run this way)")
+        if inferior is None:
+            return
+        res = mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+        if res.error:
+            log.debug("detaching %s: %s", inferior.group, res.error)
+        self.detached(inferior, f"exec of {program}")
+
+    def end_all(self, mi: MiConnection, attached: bool) -> None:
+        """The end of the recording for every process still followed: killed (a run's children, as
+        ``kill inferiors`` does) or detached and left running (an attach)."""
+        live = [i for i in self.live() if i is not self.main]
+        for inferior in live:
+            if attached:
+                res = mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+                if res.error:
+                    log.debug("detaching %s: %s", inferior.group, res.error)
+                self.detached(inferior, "end of the recording")
+            else:
+                mi.console(f"kill inferiors {inferior.number}", timeout=20, check=False)
+                self.exited(inferior.group, signal="SIGKILL")
+
+    def leftovers(self) -> list[int]:
+        """Pids of children gdb may have left alive (for a run's last SIGKILL)."""
+        return [i.pid for i in self.live() if i is not self.main]
