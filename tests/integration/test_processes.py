@@ -217,3 +217,24 @@ def test_a_run_ended_early_kills_every_child_it_followed(tmp_path):
     for p in session.processes:
         assert not alive(p.pid), p
         assert p.ended and p.state == "exited", p
+
+
+def test_summary_show_and_markdown_group_hits_by_process(family, tmp_path, capsys):
+    from tracer.cli import main
+
+    proc, session = family
+    workers = [p for p in session.processes if (p.role or "").startswith("DataLoader worker")]
+    summary = proc.stdout.decode(errors="replace")
+    assert "processes: " in summary and all(f"pid {w.pid} ({w.role})" in summary for w in workers), summary
+    assert main(["show", session.path]) == 0
+    shown = capsys.readouterr().out
+    for w in workers:
+        assert f"pid {w.pid} ({w.role})" in shown and "exit code 0" in shown
+    out = tmp_path / "notes.md"
+    assert main(["export", session.path, "-o", str(out)]) == 0
+    md = out.read_text()
+    assert "## Processes" in md
+    rows = [line for line in md.splitlines() if line.startswith("| pid ")]
+    assert len(rows) == len(session.processes), rows
+    assert any("DataLoader worker 0" in r and "exit code 0" in r and "| 2 |" in r for r in rows), rows
+    assert "processes pid " in md or "process pid " in md

@@ -2,7 +2,7 @@
 
 Shape (contract 2; README "The JSON export" has it whole)::
 
-    {"schema": 2, "session": {...}, "breakpoints": [...],
+    {"schema": 2, "session": {...}, "processes": [...], "breakpoints": [...],
      "frames": [{kind, function, short, library, address, file, line, layer, dispatch_key, ...}, ...],
      "stacks": [[frame index, ...outermost first], ...],
      "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?}, ...]}
@@ -107,7 +107,9 @@ def write(session: Session, out: TextIO, finder=None) -> None:
     if finder is not None and finder.notes:
         info["warnings"] = list(info.get("warnings") or []) + finder.notes
     session_obj = json.dumps(info, ensure_ascii=False, indent=2).replace("\n", "\n  ")
-    out.write(f'{{\n  "schema": {CONTRACT},\n  "session": {session_obj},\n  "breakpoints": ')
+    out.write(f'{{\n  "schema": {CONTRACT},\n  "session": {session_obj},\n  "processes": ')
+    _array(out, (_compact(p.to_dict()) for p in session.processes))
+    out.write(',\n  "breakpoints": ')
     _array(out, (_compact(b.to_dict()) for b in session.breakpoints))
     out.write(',\n  "frames": ')
     _array(out, interned.frames)

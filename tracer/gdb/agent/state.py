@@ -1,6 +1,7 @@
 """What the agent holds between hits: its settings and counters (``STATE``) and its caches (``CACHES``).
 
-One instance of each per gdb: gdb runs one agent, for one target at a time.
+One instance of each per gdb: gdb runs one agent. ``CACHES`` holds the caches of the process the last
+hit was in; processes.py swaps in another process's (its ``__dict__``) when a hit comes from it.
 """
 from __future__ import annotations
 

@@ -1,0 +1,61 @@
+"""Process records in a session file: merged by pid on load, a hit's process by its thread's pid, and a
+session without any (one process, or recorded before children were followed) loads as before."""
+from __future__ import annotations
+
+from tracer import records, storage
+from tracer.export import processes as PR
+from tracer.model import SessionInfo
+
+
+def _write(path, procs: list[dict], hits: list[tuple[int, int]]) -> None:
+    interner = records.Interner()
+    with open(path, "wb") as fh:
+        fh.write(records.encode({"type": "header", "schema": records.SCHEMA,
+                                 "session": SessionInfo(id="t", mode="run", argv=["python", "x.py"]).to_dict()}))
+        for p in procs:
+            fh.write(records.encode(records.process(**p)))
+        frame = {"kind": "native", "function": "f", "library": "libx.so", "layer": "kernel"}
+        for seq, pid in hits:
+            thread = {"id": 1, "name": "python", "lwp": pid}
+            if pid:
+                thread["pid"] = pid
+            fh.write(interner.encode_hit(seq, "f", thread, float(seq), [frame]))
+        fh.write(records.encode({"type": "end", "status": "completed", "exit_code": 0}))
+
+
+def test_records_of_one_pid_are_merged_and_hits_grouped_by_process(tmp_path):
+    path = tmp_path / "s.jsonl"
+    _write(path, [{"pid": 10, "ppid": 1, "argv": ["python", "x.py"], "started": "a"},
+                  {"pid": 11, "ppid": 10, "argv": ["python", "x.py"], "started": "b"},
+                  {"pid": 11, "role": "DataLoader worker 0", "worker": 0},
+                  {"pid": 11, "ended": "c", "exit_code": 0, "state": "exited"}],
+           [(1, 10), (2, 11), (3, 11)])
+    report = storage.LoadReport()
+    s = storage.load(path, report)
+    assert not report.bad_lines
+    assert [p.pid for p in s.processes] == [10, 11]
+    worker = s.process(11)
+    assert (worker.ppid, worker.role, worker.worker, worker.exit_code, worker.ended) == (10, "DataLoader worker 0", 0,
+                                                                                        0, "c")
+    assert worker.argv == ["python", "x.py"] and worker.started == "b"
+    assert PR.several(s)
+    groups = PR.groups(s)
+    assert [(g.pid, len(g.hits)) for g in groups] == [(10, 1), (11, 2)]
+    assert [h.seq for h in groups[1].hits] == [2, 3]
+
+
+def test_a_session_of_one_process_has_no_processes_and_no_grouping(tmp_path):
+    path = tmp_path / "s.jsonl"
+    _write(path, [], [(1, 0), (2, 0)])
+    s = storage.load(path)
+    assert s.processes == [] and not PR.several(s)
+    assert all(h.thread.pid is None for h in s.hits)
+
+
+def test_a_process_record_of_the_wrong_type_is_a_damaged_line_not_a_crash(tmp_path):
+    path = tmp_path / "s.jsonl"
+    _write(path, [{"pid": 10, "ppid": "one"}], [(1, 10)])
+    report = storage.LoadReport()
+    s = storage.load(path, report)
+    assert report.bad_lines and "process" in report.bad_lines[0][1]
+    assert len(s.hits) == 1
