@@ -196,6 +196,7 @@ def _run_reuse(tmp_path: Path, name: str, no_reuse: bool, *extra: str) -> tuple[
     for hit in hits:
         hit.pop("time")
         hit["thread"].pop("lwp")  # another process: other LWPs
+        hit["thread"].pop("pid", None)  # and another pid
     return hits, json.loads(stats.read_text())
 
 
