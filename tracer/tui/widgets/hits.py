@@ -52,6 +52,7 @@ class HitsTable(RowJumps, DataTable):
         self._selected: int | None = None  # the index in ``shown`` last told as selected
         self.pids: set[int] = set()  # the processes hits came from: shown with each hit once there are several
         self.roles: dict[int, str] = {}  # pid -> its role (DataLoader worker 0, rank 1), when the session says
+        self._pid_sites = 0  # sites of self.hits whose pid is in self.pids
         self.border_title = "hits"
 
     def on_mount(self) -> None:
@@ -141,7 +142,11 @@ class HitsTable(RowJumps, DataTable):
         if seen == 0 and self.row_count:
             self.clear()
             self.start = 0
-        self.pids.update(site.thread.pid for site in self.hits.sites if site.thread.pid is not None)
+        if seen == 0:
+            self._pid_sites = 0
+        sites = self.hits.sites  # only the sites new since the last call: a live run adds hits often
+        self.pids.update(site.thread.pid for site in sites[self._pid_sites:] if site.thread.pid is not None)
+        self._pid_sites = len(sites)
         if self.needle:
             self.shown = (self.shown if seen else array("i")) + self._matching(seen)
         else:
