@@ -80,8 +80,6 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
     if cfg.follow_children:
         for setting in FOLLOW_SETTINGS:
             mi.command(f"-gdb-set {setting}")
-        for catch in FOLLOW_CATCHES:
-            mi.console(catch)
     if cfg.pid is None:
         if not launch.needs_shell([rec.python, *cfg.program()]):
             mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
@@ -111,6 +109,10 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
         rec.control.add_breakpoint(spec, fatal=True)
     if resolution.by_address:
         rec.agent.dump_breakpoints()
+    if cfg.follow:
+        # After the user's breakpoints: gdb numbers catchpoints with them, and theirs come first.
+        for catch in FOLLOW_CATCHES:
+            mi.console(catch)
 
 
 def attach(rec: Recorder, pid: int) -> None:
