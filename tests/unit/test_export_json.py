@@ -14,7 +14,7 @@ FRAME_KEYS = {"kind", "function", "short", "library", "address", "file", "line",
 def test_contract_shape():
     s = load_sigmoid()
     doc = json.loads(json_export.render(s))
-    assert set(doc) == {"schema", "session", "breakpoints", "frames", "stacks", "hits"}
+    assert set(doc) == {"schema", "session", "processes", "breakpoints", "frames", "stacks", "hits"}
     assert doc["schema"] == 2
     info = doc["session"]
     for key in ("id", "mode", "argv", "pid", "python", "torch_version", "torch_git_version", "gdb_version",

@@ -109,7 +109,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
         rec.control.add_breakpoint(spec, fatal=True)
     if resolution.by_address:
         rec.agent.dump_breakpoints()
-    if cfg.follow:
+    if cfg.follow_children:
         # After the user's breakpoints: gdb numbers catchpoints with them, and theirs come first.
         for catch in FOLLOW_CATCHES:
             mi.console(catch)
