@@ -377,8 +377,9 @@ def main() -> int:
         f"{build['debug_bytes'] / 1e9:.2f} GB of DWARF before compression "
         f"({build['sections']['.debug_info'] / 1e9:.2f} GB "
         f".debug_info, {build['sections']['.debug_line'] / 1e6:.0f} MB .debug_line), {build['units']} units, built by "
-        f"`bench/gen_big_debug.py` (its last invocation: {build['total_s'] / 60:.0f} min, compile {build['compile_s']} s, "
-        f"link {build['link_s']} s) with `nice -n 19` on this shared machine. {facts['gdb']}; {facts['nproc']} cores; "
+        f"`bench/gen_big_debug.py` (its last invocation: {build['total_s'] / 60:.0f} min, "
+        f"compile {build['compile_s']} s, link {build['link_s']} s) with `nice -n 19` on this shared machine. "
+        f"{facts['gdb']}; {facts['nproc']} cores; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
     ]

@@ -106,7 +106,7 @@ def breakpoints_in(spec: str, path: str) -> list[dict]:
     from tracer.symbols import find_symbol
 
     items = []
-    for m in find_symbol(spec, [path]):
+    for m in find_symbol(spec, [path], lines=False):
         if m.kind != "function" or m.cold:
             continue
         item = {"label": spec, "library": m.library, "offset": m.address, "function": m.name}

@@ -2,7 +2,7 @@
 
 Public API (addresses are file-relative: ``st_value``, what ``nm`` and ``addr2line`` use):
 
-- ``find_symbol(name, libraries) -> list[SymbolMatch]``: every function or object named ``name`` the
+- ``find_symbol(name, libraries, lines=True) -> list[SymbolMatch]``: every function or object named ``name`` the
   way gdb's ``break NAME`` understands it: the exact demangled name, the name without its parameter
   list, trailing ``::`` components (``initModule`` matches ``torch::cpu::initModule(_object*)`` and
   ``initModule``), or the mangled name; a leading ``::`` asks for the fully qualified name. ``@plt``
@@ -82,8 +82,9 @@ def _match(raw: RawSymbol, library: str) -> SymbolMatch:
                        raw.plt, raw.cold)
 
 
-def find_symbol(name: str, libraries: list[str]) -> list[SymbolMatch]:
-    """Every symbol ``name`` designates in these libraries, with file:line where DWARF says it."""
+def find_symbol(name: str, libraries: list[str], lines: bool = True) -> list[SymbolMatch]:
+    """Every symbol ``name`` designates in these libraries, with file:line where DWARF says it
+    (``lines=False``: without, and without reading any DWARF: what setting a breakpoint needs)."""
     out: list[SymbolMatch] = []
     for lib in libraries:
         shown = os.path.abspath(lib)
@@ -92,7 +93,7 @@ def find_symbol(name: str, libraries: list[str]) -> list[SymbolMatch]:
         if not raws:
             continue
         matches = [_match(r, shown) for r in raws]
-        reader = _dwarf(index)
+        reader = _dwarf(index) if lines else None
         if reader is not None:
             for m in matches:
                 if m.plt or m.kind != "function":

@@ -73,7 +73,7 @@ class ElfFile:
         self.mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
         self.sections = self._read_sections(path)
         self._decompressed: dict[str, bytes | memoryview] = {}
-        self._inflated_maps: list[mmap.mmap] = []
+        self._inflated_maps: dict[str, mmap.mmap] = {}
 
     def _read_sections(self, shown: str) -> dict[str, Section]:
         # The section table (and build-id) is cached by path, size and mtime: a warm lookup then
@@ -265,18 +265,45 @@ class ElfFile:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             try:
+                base = self.sections.get(name) or self.sections.get(".z" + name[1:])
+                start = base.offset + (len(self.raw(base)) - len(body))
+
+                def consumed(upto: int) -> None:
+                    self._release(self.mm, start, start + upto)
+
                 with open(tmp, "wb") as out:
-                    _stream_inflate(body, size, out, self.display, name)
+                    _stream_inflate(body, size, out, self.display, name, consumed)
                 os.replace(tmp, path)
             finally:
                 if tmp.exists():
                     tmp.unlink()
         with open(path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        self._inflated_maps.append(mm)
+        self._inflated_maps[name] = mm
         view = memoryview(mm)
         self._decompressed[name] = view
         return view
+
+    def release(self, name: str, start: int, end: int) -> None:
+        """Unmap the pages of bytes [start, end) of a section read through a mapping (they stay in the page
+        cache, and are read again if touched): a walk over a gigabyte section does not keep it all resident."""
+        mm = self._inflated_maps.get(name)
+        if mm is None:
+            sec = self.sections.get(name)
+            if sec is None or name in self._decompressed:
+                return
+            mm, start, end = self.mm, sec.offset + start, sec.offset + end
+        self._release(mm, start, end)
+
+    @staticmethod
+    def _release(mm: mmap.mmap, start: int, end: int) -> None:
+        start -= start % mmap.PAGESIZE
+        end -= end % mmap.PAGESIZE
+        if end > start and hasattr(mm, "madvise"):
+            try:
+                mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+            except (OSError, ValueError):
+                pass  # only memory use depends on it
 
     def close(self) -> None:
         try:
@@ -307,8 +334,9 @@ def _inflate_zlib(body, size: int, shown: str, name: str) -> bytes:
         raise SymbolError(f"{shown}: section {name} does not decompress ({exc})") from None
 
 
-def _stream_inflate(body, size: int, out, shown: str, name: str) -> None:
-    """Inflate ``body`` into the file ``out`` INFLATE_CHUNK bytes at a time; exactly ``size`` bytes or an error."""
+def _stream_inflate(body, size: int, out, shown: str, name: str, consumed=None) -> None:
+    """Inflate ``body`` into the file ``out`` INFLATE_CHUNK bytes at a time; exactly ``size`` bytes or an error.
+    ``consumed(n)`` is told when the first n bytes of ``body`` are no longer needed."""
     inflater = zlib.decompressobj()
     written = 0
     pos = 0
@@ -318,6 +346,8 @@ def _stream_inflate(body, size: int, out, shown: str, name: str) -> None:
             if inflater.unconsumed_tail:
                 chunk = inflater.decompress(inflater.unconsumed_tail, INFLATE_CHUNK)
             elif pos < len(body):
+                if consumed is not None and pos:
+                    consumed(pos)
                 chunk = inflater.decompress(body[pos:pos + step], INFLATE_CHUNK)
                 pos += step
             else:

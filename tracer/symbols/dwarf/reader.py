@@ -17,6 +17,9 @@ from .lines import LineTable
 from .unit import CompUnit
 
 
+_RELEASE_EVERY = 32 << 20  # walking the unit headers: unmap what was walked every 32 MB
+
+
 class DwarfReader:
     """The DWARF of one file (the library itself or its separate debug file)."""
 
@@ -89,14 +92,23 @@ class DwarfReader:
 
     def unit_offsets(self) -> list[int]:
         if self._unit_offsets is None:
+            stored = cache.read(self.key, "units")
+            if stored is not None:
+                self._unit_offsets = list(stored)
+                return self._unit_offsets
             offs = []
-            pos = 0
+            pos = released = 0
             info = self.info
             while pos + 4 <= len(info):
                 offs.append(pos)
                 length, after, _ = initial_length(info, pos)
                 pos = after + length
+                if pos - released >= _RELEASE_EVERY:
+                    self.elf.release(".debug_info", released, min(pos, len(info)))
+                    released = pos
+            self.elf.release(".debug_info", released, len(info))
             self._unit_offsets = offs
+            cache.write(self.key, "units", offs)
         return self._unit_offsets
 
     def unit_containing(self, info_offset: int) -> CompUnit:
