@@ -237,10 +237,12 @@ class HitsTable(RowJumps, DataTable):
             self.call_after_refresh(self._recentre)
 
     def _near_edge(self) -> bool:
-        """The cursor close to the window's top or end, with hits beyond it."""
+        """The cursor close to the window's top or end, with hits beyond it. A window not yet full gets
+        the new hits of a live run as rows of its own (``add_hits``): moving it would cost a refill a batch."""
         row = self.cursor_row
         return ((row < self.MARGIN and self.start > 0)
-                or (row >= self.row_count - self.MARGIN and self.start + self.row_count < len(self.shown)))
+                or (self.row_count >= self.WINDOW and row >= self.row_count - self.MARGIN
+                    and self.start + self.row_count < len(self.shown)))
 
     def _recentre(self) -> None:
         if self._near_edge():
