@@ -17,6 +17,12 @@ class Follower:
         self.seen = {(b["library"], int(b["offset"])) for b in already}  # broken on already: once is enough
         self.followed: list[str] = []  # "ROOT>op", in the order they were met
         self.seconds = 0.0  # spent resolving
+        labels = dict(spec.get("roots") or {}).values()
+        roots = ", ".join(dict.fromkeys(str(r).removeprefix("op:") for r in labels)) or "the operator"
+        # What the follow cannot see is said in the session, not only in the README.
+        warn(f"--follow {roots}: operators entered only through a boxed call (TorchScript, torch.ops by "
+             "handle) or only through redispatch are not seen as children; to record one of them, add "
+             "--op NAME for it")
 
     def items(self, requests: tuple[dict, ...]) -> list[dict]:
         """Address breakpoints (flagged ``follow``) for each {root: "op:conv2d", op: at::_ops struct}."""
