@@ -347,6 +347,8 @@ class Process:
     state: str | None = None  # "exited", "detached"; None while it ran (or the session was cut)
     detached: str | None = None  # why pttrace let it go
     attached: bool | None = None
+    session: str | None = None  # its own session file (a child that executed Python), beside this one
+    attached_late: bool | None = None  # traced from a moment after its exec, not from its start
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != []}
@@ -490,7 +492,7 @@ _BREAKPOINT_TYPES = {"spec": STR, "number": INT, "hits": INT, "pending": BOOL, "
 _THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT, "python_name": STR, "pid": INT}
 _PROCESS_TYPES = {"pid": INT, "ppid": INT, "argv": STRS, "role": STR, "rank": INT, "worker": INT, "inferior": INT,
                   "started": STR, "ended": STR, "exit_code": INT, "signal": STR, "state": STR, "detached": STR,
-                  "attached": BOOL}
+                  "attached": BOOL, "session": STR, "attached_late": BOOL}
 _HIT_TYPES = {"seq": INT, "breakpoint": STR, "time": NUM, "truncated": BOOL, "signal": STR}
 _INFO_TYPES = {"id": STR, "mode": STR, "argv": STRS, "pid": INT, "python": STR, "torch_version": STR,
                "torch_git_version": STR, "gdb_version": STR, "started": STR, "status": STR, "warnings": STRS,

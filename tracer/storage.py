@@ -177,7 +177,8 @@ def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> 
     return True
 
 
-def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True) -> Session:
+def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True,
+         _depth: int = 0) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
     ``hits=False``: everything but the hits (a million of them take a second to read).
     The hits are a ``HitTable``: a few numbers a hit, their frames held once a stack."""
@@ -299,7 +300,49 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         _decode_keysets(table, key_table)
     session.hits = table
     session.processes = list(processes.values())
+    if _depth < 4:
+        _merge_children(session, table, path, _depth)
     return session
+
+
+def _merge_children(session: Session, table: HitTable, path: Path, depth: int) -> None:
+    """The sessions of children that executed Python (tracer/recorder/children.py), read into this one:
+    their hits numbered after this session's, their processes and warnings added."""
+    merged = False
+    for p in list(session.processes):
+        if not p.session:
+            continue
+        sub_path = (path.parent / p.session).resolve()
+        if path.parent.resolve() not in sub_path.parents:
+            session.info.warnings.append(f"process {p.pid}'s session {p.session} is outside this session's "
+                                         "directory: not read")
+            continue
+        try:
+            sub = load(sub_path, _depth=depth + 1)
+        except (SessionError, OSError) as exc:
+            session.info.warnings.append(f"the session of process {p.pid} ({p.session}) cannot be read: "
+                                         f"{getattr(exc, 'message', exc)}")
+            continue
+        offset = max(table.seqs) if len(table) else 0
+        for hit in sub.hits:
+            hit.seq += offset
+            table.append(hit)
+        merged = True
+        for sp in sub.processes:
+            mine = session.process(sp.pid)
+            if mine is None:
+                session.processes.append(sp)
+            else:
+                mine.merge({k: v for k, v in sp.to_dict().items()})
+        for w in sub.info.warnings:
+            w = f"process {p.pid}: {w}"
+            if w not in session.info.warnings:
+                session.info.warnings.append(w)
+        counts = {bp.spec: bp.hits for bp in sub.breakpoints}
+        for bp in session.breakpoints:
+            bp.hits += counts.get(bp.spec, 0)
+    if merged:
+        table.sort()
 
 
 def _distinct_paths(hits: list[Hit] | HitTable) -> list[list[Frame]]:

@@ -51,7 +51,9 @@ if __name__ == "__main__":
     p.start()
     p.join()
     print("SPAWN", p.pid, p.exitcode, flush=True)
-    subprocess.run([sys.executable, "-c", "import torch; torch.tensor([40])"], check=True)
+    sub = subprocess.Popen([sys.executable, "-c", "import torch; torch.tensor([40])"])
+    print("SUBPROCESS", sub.pid, sub.wait(), flush=True)
+    subprocess.run(["sleep", "0.3"], check=True)
     print("DONE", os.getpid(), flush=True)
 '''
 
@@ -122,15 +124,33 @@ def test_the_main_process_hits_and_the_header_lists_every_process(family):
     assert main.argv[-1] == "family.py"
     assert session.info.status == "completed" and session.info.exit_code == 0
     for p in session.processes:
-        assert p.started and (p.ended or p.state == "detached"), p
+        assert p.started and p.ended, p
 
 
-def test_a_child_that_executes_another_program_is_a_warning_not_a_silent_gap(family):
+def test_a_spawned_child_and_a_python_subprocess_are_traced_after_their_exec(family):
     proc, session = family
-    spawned, code = printed(proc, "SPAWN")
-    assert code == 0
-    warned = [w for w in session.info.warnings if "vfork child" in w and "not followed" in w]
-    assert len(warned) >= 2, session.info.warnings  # the spawn child and the subprocess at least
+    for tag in ("SPAWN", "SUBPROCESS"):
+        pid, code = printed(proc, tag)
+        assert code == 0
+        child = session.process(pid)
+        assert child is not None and child.session and child.attached_late, [p.to_dict() for p in session.processes]
+        assert child.ppid == session.processes[0].pid and child.exit_code == 0
+        hits = [h for h in session.hits if h.thread.pid == pid]
+        assert hits, f"{tag}: no hit recorded in process {pid}"
+        python = [f for h in hits for f in h.frames if f.kind == "python"]
+        if tag == "SPAWN":  # child_work(30) in family.py
+            assert any(f.function == "child_work" for f in python), [f.function for f in python]
+        else:  # python -c CODE: its frame is <string>
+            assert any(f.file == "<string>" for f in python), [(f.function, f.file) for f in python]
+        assert any(f"process {pid} (" in w and "attached after its exec" in w for w in session.info.warnings)
+    # Hits are numbered once over the whole recording.
+    seqs = [h.seq for h in session.hits]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def test_a_child_that_executes_another_program_than_python_is_a_warning(family):
+    proc, session = family
+    assert any("executes sleep 0.3" in w and "not traced" in w for w in session.info.warnings), session.info.warnings
 
 
 def test_no_target_process_is_left_running(family):
@@ -238,3 +258,30 @@ def test_summary_show_and_markdown_group_hits_by_process(family, tmp_path, capsy
     assert len(rows) == len(session.processes), rows
     assert any("DataLoader worker 0" in r and "exit code 0" in r and "| 2 |" in r for r in rows), rows
     assert "processes pid " in md or "process pid " in md
+
+
+TRAIN = '''\
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank())])
+dist.all_reduce(t)
+print("RANK", dist.get_rank(), "SUM", int(t.item()), flush=True)
+dist.destroy_process_group()
+'''
+
+
+def test_torchrun_records_every_ranks_hits_labelled_by_rank(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    proc, session = record(tmp_path, "--break", "THPVariable_tensor", "-m", "torch.distributed.run",
+                           "--standalone", "--nproc-per-node", "2", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode(errors="replace")
+    assert "RANK 0 SUM 1" in out and "RANK 1 SUM 1" in out, out
+    ranks = {p.rank: p for p in session.processes if p.rank is not None}
+    assert sorted(ranks) == [0, 1] and all(p.role == f"rank {r}" for r, p in ranks.items()), \
+        [p.to_dict() for p in session.processes]
+    for rank, p in ranks.items():
+        hits = [h for h in session.hits if h.thread.pid == p.pid]
+        assert hits and any("dist.get_rank()" in (f.source or "") for f in hits[0].frames), (rank, hits)
+        assert p.exit_code == 0 and not alive(p.pid)
+    assert "rank 0" in out and "rank 1" in out  # the summary groups by rank

@@ -59,3 +59,19 @@ def test_a_process_record_of_the_wrong_type_is_a_damaged_line_not_a_crash(tmp_pa
     s = storage.load(path, report)
     assert report.bad_lines and "process" in report.bad_lines[0][1]
     assert len(s.hits) == 1
+
+
+def test_the_session_of_a_child_that_executed_python_is_read_with_the_main_one(tmp_path):
+    main_path = tmp_path / "s.jsonl"
+    (tmp_path / "s.children").mkdir()
+    _write(tmp_path / "s.children" / "c.jsonl", [{"pid": 20, "ppid": 10, "argv": ["python", "-c", "x"],
+                                                  "started": "b", "ended": "c", "exit_code": 0}], [(1, 20), (2, 20)])
+    _write(main_path, [{"pid": 10, "argv": ["python", "x.py"], "started": "a"},
+                       {"pid": 20, "session": "s.children/c.jsonl", "attached_late": True},
+                       {"pid": 30, "session": "../elsewhere.jsonl"}], [(1, 10), (2, 10)])
+    s = storage.load(main_path)
+    assert [(h.seq, h.thread.pid) for h in s.hits] == [(1, 10), (2, 10), (3, 20), (4, 20)]
+    child = s.process(20)
+    assert child.exit_code == 0 and child.ppid == 10 and child.attached_late
+    assert s.breakpoints == [] or all(bp.hits for bp in s.breakpoints)
+    assert any("outside this session's directory" in w for w in s.info.warnings), s.info.warnings

@@ -92,6 +92,7 @@ def close(rec: Recorder) -> str:
     for spec in rec.later.unfound_ops():
         rec.warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
                  "blocks read: none of them names it); nothing of it was broken on")
+    rec.children.close(kill=rec.config.pid is None)  # a run's children go with it; an attach's run on
     if rec.writer:
         rec.keys.settle()
         # Names for the frames recorded by library and offset that no fill record has yet.

@@ -121,21 +121,12 @@ class ProcessTable:
         mi.command("-exec-continue", check=False)
         mi.command("-gdb-set detach-on-fork off", check=False)
 
-    def vfork_child_let_go(self, pid: int) -> None:
-        self._warn(f"process {pid}, a vfork child (which runs another program), was not followed: pttrace does not "
-                   "follow a "
-                   "process into the program it executes yet, so its hits are not recorded (multiprocessing's "
-                   "spawn and forkserver start methods and subprocesses start their children this way)")
-
     def let_exec_go(self, mi: MiConnection, request: dict) -> None:
-        """A followed process is about to exec: detach it, with a warning naming the program."""
+        """A followed process is about to exec (stopped at ``execve``): gdb detaches it; what it executes is
+        then watched like a vfork child's (children.py), which says what becomes of it."""
         number = request.get("inferior")
         inferior = self.group_of_number(int(number)) if isinstance(number, int) else None
-        pid = request.get("pid")
         program = request.get("program") or "another program"
-        self._warn(f"process {pid} executes {program}: pttrace does not follow a process past exec yet, so its "
-                   "hits from then on are not recorded (multiprocessing's spawn and forkserver start methods and "
-                   "subprocesses run this way)")
         if inferior is None:
             return
         res = mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)

@@ -21,6 +21,7 @@ from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.model import Session, SessionInfo
 from tracer.recorder import ending, launch, shutdown, startup
 from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder.children import ExecChildren
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
 from tracer.recorder.events import Listener, RecorderEvent, TargetStateChanged, WarningRaised
@@ -56,6 +57,7 @@ class Recorder:
         self.info: SessionInfo | None = None
         self.main = Inferior("i1", pid=config.pid, attached=config.pid is not None)
         self.processes = ProcessTable(self.main, lambda: self.writer, self.warn)
+        self.children = ExecChildren(self)
         self.inferiors = self.processes.inferiors
         self.status = "running"
         self.end_reason: str | None = None
