@@ -124,8 +124,7 @@ class ExecChildren:
         sub_dir.mkdir(exist_ok=True)
         cfg = dataclasses.replace(rec.config, pid=pid, script=None, module=None, code=None, script_args=(),
                                   python=rec.python, session_dir=sub_dir, live=False, forward_output=False,
-                                  forward_input=False, timeout=None, notes=(), dispatch_keys=None,
-                                  dispatch_keys_later=None, max_hits=0, mode="record")
+                                  forward_input=False, timeout=None, notes=(), max_hits=0, mode="record")
         sub = (self._make or Recorder)(cfg)
         with self._lock:
             if self._closing:
