@@ -51,16 +51,17 @@ end
 run
 python
 import gdb
-while True:
+errors = 0
+while errors < 20:
     live = [i for i in gdb.inferiors() if i.pid]
     if not live:
         break
-    if not gdb.selected_inferior().pid:
-        gdb.execute(f"inferior {{live[0].num}}", to_string=True)
     try:
+        if not gdb.selected_inferior().pid:
+            gdb.execute(f"inferior {{live[0].num}}", to_string=True)
         gdb.execute("continue")
-    except gdb.error:
-        break
+    except gdb.error:  # a process that exited meanwhile: look again at those left
+        errors += 1
 end
 """
 
