@@ -189,10 +189,6 @@ class ElfFile:
         return data[:end].decode("utf-8", "replace"), struct.unpack_from("<I", data, crc_at)[0]
 
     # -- section bytes --------------------------------------------------------------------------
-    def has(self, name: str) -> bool:
-        sec = self.sections.get(name) or self.sections.get(name.replace(".debug_", ".zdebug_", 1))
-        return sec is not None and sec.type != SHT_NOBITS and sec.size > 0
-
     def raw(self, sec: Section) -> memoryview:
         return memoryview(self.mm)[sec.offset : sec.offset + sec.size]
 
