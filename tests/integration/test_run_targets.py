@@ -133,7 +133,7 @@ def test_with_no_follow_dataloader_workers_and_a_subprocess_are_each_named_as_no
         "if __name__ == '__main__':\n"
         "    print('BATCHES', len(list(DataLoader(Items(), batch_size=2, num_workers=2))))\n"
         "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n")
-    proc, session = record(tmp_path, "--no-follow-children", "--break", "THPVariable_tensor", "loader.py")
+    proc, session = record(tmp_path, "--no-follow", "--break", "THPVariable_tensor", "loader.py")  # the short spelling
     assert proc.returncode == 0, proc.stderr
     assert b"BATCHES 2" in proc.stdout
     children = {w.split("child process ")[1].split()[0] for w in session.info.warnings if "was not followed" in w}

@@ -23,7 +23,7 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
     p.add_argument("--stop", action="store_true",
                    help="open the TUI in stop mode: the target stops at the first hit, to step from there")
-    p.add_argument("--no-follow-children", dest="follow_children", action="store_false",
+    p.add_argument("--no-follow-children", "--no-follow", dest="follow_children", action="store_false",
                    help="do not follow child processes (forks, DataLoader workers): they run untraced, with a "
                         "warning")
     from tracer.commands.ops import add_trace_options
