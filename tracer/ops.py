@@ -445,7 +445,7 @@ def _inlined_layer(f: "OpFunction") -> str | None:
     return classify(target, f.library) if target else None
 
 
-def _unqualified(demangled: str) -> str:
+def unqualified(demangled: str) -> str:
     """The qualified name without parameters, clones or anonymous namespaces."""
     from tracer.symbols import names as _names
 
@@ -554,7 +554,7 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
     natives: dict[str, list] = {}
     for m in found:
         if m.kind == "object":
-            sm = _STUB_RE.match(_unqualified(m.name)) if "DispatchStub" in m.name else None
+            sm = _STUB_RE.match(unqualified(m.name)) if "DispatchStub" in m.name else None
             if sm and sm.group(2) != "CPU_CAPABILITY":
                 stubs.append((m, sm.group(1), sm.group(2)))
             continue
@@ -564,7 +564,7 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
             if not m.cold:
                 adapters.append(m)
             continue
-        qual = _unqualified(m.name)
+        qual = unqualified(m.name)
         fam = _family(qual, refs, backward) if qual not in wanted else None
         if fam is None and qual not in wanted:
             continue
@@ -609,7 +609,7 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
     # Adapters only for kernels that exist nowhere but inlined into them.
     for m in adapters:
         target = target_of(m.name)
-        tq = _unqualified(target) if target else ""
+        tq = unqualified(target) if target else ""
         fam = _family(tq, refs, backward) if tq else None
         if fam is None:
             continue
@@ -619,10 +619,10 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
         role, ref, key = fam
         _add(chosen, m, "adapter", ref, key, None, label,
              note=f"{short_name(target)} exists only inlined into this adapter")
-    res.functions = sorted(chosen.values(), key=_order)
+    res.functions = sorted(chosen.values(), key=function_order)
     returns = native_functions.return_types(entries).get if entries else None
     for f in res.functions:
-        f.keyset_at = _keyset_at(f.function, returns)
+        f.keyset_at = keyset_where(f.function, returns)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -635,12 +635,12 @@ def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | Non
     chosen[k] = OpFunction(
         function=m.name, short=short_name(m.name) or m.name, library=m.library, address=m.address,
         layer=classify(m.name, m.library), role=role, op=ref.aten, dispatch_key=key, capability=cap,
-        label=f"{label}[{cap}]" if cap else label, takes_keyset=_takes_keyset(m.name), note=note,
+        label=f"{label}[{cap}]" if cap else label, takes_keyset=takes_keyset(m.name), note=note,
         keys=keys if len(keys) > 1 else (),
     )
 
 
-def _keyset_at(function: str, returns) -> str | None:
+def keyset_where(function: str, returns) -> str | None:
     from tracer import keyset_abi
 
     sig = keyset_abi.signature_from_name(function, returns)
@@ -701,12 +701,12 @@ def _add_native(chosen: dict, res: OpResolution, ms: list, claims: list[tuple], 
         _add(chosen, m, role, ref, kernel.keys[0], None, label, note=note, keys=kernel.keys)
 
 
-def _order(f: OpFunction) -> tuple:
+def function_order(f: OpFunction) -> tuple:
     return (ROLES.index(f.role) if f.role in ROLES else len(ROLES), f.op, f.dispatch_key or "",
             f.capability or "", f.function, f.address)
 
 
-def _takes_keyset(function: str) -> bool:
+def takes_keyset(function: str) -> bool:
     from tracer import keyset_abi
 
     return keyset_abi.takes_keyset(function)
@@ -734,13 +734,6 @@ def resolve_ops(specs: list[str], libraries: list[str], facts: TorchFacts | None
 # Operators a library registers itself (TORCH_LIBRARY): ``--op ns::name``
 # ---------------------------------------------------------------------------------------------------
 _LIBRARY_OP_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]*))?$")
-# The boxing templates of torch's headers, instantiated in the library for a kernel it registers: the
-# dispatcher's hops of the operator's calls, between Dispatcher::call/callBoxed and the kernel.
-_LIBRARY_HOPS = ("c10::impl::make_boxed_from_unboxed_functor", "c10::impl::wrap_kernel_functor_unboxed_",
-                 "c10::impl::call_functor_with_args_from_stack", "c10::impl::detail::WrapFunctionIntoRuntimeFunctor_",
-                 "c10::impl::detail::WrapFunctionIntoFunctor_")
-
-
 def library_op(spec: str) -> tuple[str, str, str | None] | None:
     """``myns::myop[.overload]`` -> (namespace, name, overload): an operator of a TORCH_LIBRARY of one's own
     (``aten::`` names are torch's own: None)."""
@@ -748,136 +741,6 @@ def library_op(spec: str) -> tuple[str, str, str | None] | None:
     if not m or m.group(1) == "aten":
         return None
     return m.group(1), m.group(2), m.group(3)
-
-
-def resolve_library_op(spec: str, libraries: list[str]) -> OpResolution:
-    """The kernels the libraries' TORCH_LIBRARY_IMPL (and TORCH_LIBRARY) blocks register for ``ns::name``
-    (read from the blocks' code: tracer/symbols/registrations.py), each with its block's dispatch key,
-    and the boxing templates instantiated for them (found by the kernel's function type in their
-    template arguments). A template built for a function *type* serves every kernel of that type: it is
-    broken on as a *stash* (its key set kept, no hit), and becomes a hop only when a kernel of the
-    operator then runs below it (tracer/gdb/agent/stash.py)."""
-    import time
-
-    from tracer import symbols
-    from tracer.symbols import names as _names
-
-    t0 = time.perf_counter()
-    namespace, name, overload = library_op(spec) or ("", "", None)
-    ref = OpRef(name, overload or "")
-    res = OpResolution(spec, [ref])
-    label = LABEL_PREFIX + spec.strip()
-    chosen: dict[tuple[str, int], OpFunction] = {}
-    for lib in libraries:
-        try:
-            regs = symbols.registered_kernels(lib, namespace)
-        except symbols.SymbolError as exc:
-            res.warnings.append(f"{os.path.basename(lib)} could not be read for {spec}: {exc}")
-            continue
-        mine = [(key, m) for op, key, m in regs if op.split("::")[-1] in (name, f"{name}.{overload}")
-                and (overload is None or op.endswith(f".{overload}") or (not overload and "." not in op))]
-        for key, m in mine:
-            k = (m.library, m.address)
-            if k not in chosen:
-                chosen[k] = OpFunction(function=m.name, short=short_name(m.name) or m.name, library=m.library,
-                                       address=m.address, layer="kernel", role="kernel", op=spec.strip(),
-                                       dispatch_key=key, label=label,
-                                       note=f"registered for {key} by {namespace}'s TORCH_LIBRARY blocks")
-        if not mine:
-            continue
-        # The templates instantiated for these kernels: by function type (shared), or naming the kernel.
-        wanted = []
-        for _key, m in mine:
-            parsed = _names.parse(m.name)
-            qual = "::".join(c for c in parsed.components if c != "(anonymous namespace)")
-            wanted.append((f"(*){parsed.params}", f"&{qual}>"))
-        for m in symbols.search_symbols(["WrapFunctionIntoRuntimeFunctor_", "WrapFunctionIntoFunctor_"], [lib]):
-            if m.plt or m.cold:
-                continue
-            qual = _unqualified(m.name)
-            if not qual.startswith(_LIBRARY_HOPS) or not qual.endswith(("::call", "::operator()")) and \
-                    not qual.startswith("c10::impl::call_functor_with_args_from_stack"):
-                continue
-            shared = any(t in m.name for t, _ in wanted)
-            if not shared and not any(n in m.name for _, n in wanted):
-                continue
-            k = (m.library, m.address)
-            if k in chosen:
-                continue
-            chosen[k] = OpFunction(function=m.name, short=short_name(m.name) or m.name, library=m.library,
-                                   address=m.address, layer=classify(m.name, m.library), role="adapter",
-                                   op=spec.strip(), label=label, takes_keyset=_takes_keyset(m.name),
-                                   note=("built for the kernel's function type: a hop only when a kernel of "
-                                         "this operator runs below it") if shared else None)
-            chosen[k].stash = True
-            chosen[k].size = m.size
-    res.functions = sorted(chosen.values(), key=_order)
-    for f in res.functions:
-        f.keyset_at = _keyset_at(f.function, None)
-    res.seconds = time.perf_counter() - t0
-    return res
-
-
-# ---------------------------------------------------------------------------------------------------
-# --follow (tracer/gdb/agent/follow.py, tracer/recorder/follow.py)
-# ---------------------------------------------------------------------------------------------------
-# Called by every operator entry (``at::_ops::X::call``, through Dispatcher::call's profiler check): a
-# function of libtorch_cpu of its own, so that its caller names each operator a followed one calls.
-FOLLOW_TRIGGER = "at::getStepCallbacksUnlessEmpty"
-
-
-def follow_config(results: list[OpResolution], libraries: list[str]) -> dict:
-    """What the agent needs to follow these operators: {roots: {struct: label}, known: [struct], trigger}."""
-    from tracer import symbols
-
-    roots: dict[str, str] = {}
-    known: list[str] = []
-    for res in results:
-        label = LABEL_PREFIX + res.request.strip().removeprefix("aten::")
-        for r in res.ops:
-            known.append(r.struct)
-            if not r.backward:
-                roots.setdefault(r.struct, label)
-    trigger = None
-    for m in symbols.find_symbol("::" + FOLLOW_TRIGGER, libraries):
-        if m.kind == "function" and not m.plt and not m.cold:
-            trigger = {"library": m.library, "offset": m.address, "function": m.name}
-            break
-    return {"roots": roots, "known": known, "trigger": trigger, "entries": entry_ranges(libraries)}
-
-
-_ENTRY_NAME = re.compile(r"^at::_ops::(\w+)::(call|redispatch)\(")
-
-
-def entry_ranges(libraries: list[str]) -> dict[str, list[list]]:
-    """{library: [[offset, size, struct, "call"|"redispatch"]...]} of every ``at::_ops`` entry (cold parts
-    too), sorted: the agent names the operator a frame is in without gdb's symbols of that library."""
-    from tracer import symbols
-
-    out: dict[str, list[list]] = {}
-    found = symbols.search_symbols(["_ZN2at4_ops"], libraries, pattern=r"^_ZN2at4_ops\d+\w+?(?:4call|10redispatch)E")
-    for m in found:
-        em = _ENTRY_NAME.match(m.name)
-        if em and m.size:
-            out.setdefault(m.library, []).append([m.address, m.size, em.group(1), em.group(2)])
-    for ranges in out.values():
-        ranges.sort()
-    return out
-
-
-def ref_of_struct(struct: str, facts: TorchFacts | None) -> OpRef | None:
-    """``add_Tensor`` -> aten::add.Tensor: the operator overload an ``at::_ops`` struct is named after."""
-    if facts is None or not facts.ops:
-        return None
-    for name, overloads in ((struct, facts.overloads(struct)),) + tuple(
-            (struct[:i], facts.overloads(struct[:i])) for i in range(len(struct) - 1, 0, -1) if struct[i] == "_"):
-        if not overloads:
-            continue
-        overload = "" if name == struct else struct[len(name) + 1:]
-        for o, out in overloads:
-            if o == overload:
-                return OpRef(name, o, out)
-    return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -902,7 +765,7 @@ def keyset_text(frame, innermost: bool = True) -> str:
     note = getattr(frame, "keyset_note", None)
     if note:
         return f"not read: {note}"
-    if _takes_keyset(name):
+    if takes_keyset(name):
         if innermost:
             return "not read (the DispatchKeySet argument could not be read at this stop)"
         return "not read (it is read only at the frame a breakpoint stopped in)"

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tracer import ops
+from tracer import op_follow, ops
 from tracer.errors import UsageError
 
 PY = sys.executable
@@ -402,13 +402,13 @@ def test_at_ops_struct_names_back_to_their_overload():
     facts = ops.TorchFacts("2.13.0+cpu", "AVX512", None, {
         "add": [["Tensor", False], ["out", True]], "add_": [["Tensor", False]], "convolution": [["", False]],
         "_convolution": [["", False], ["deprecated", False]], "sum": [["", False], ["dim_IntList", False]]})
-    assert ops.ref_of_struct("add_Tensor", facts) == ops.OpRef("add", "Tensor")
-    assert ops.ref_of_struct("add__Tensor", facts) == ops.OpRef("add_", "Tensor")
-    assert ops.ref_of_struct("_convolution", facts) == ops.OpRef("_convolution", "")
-    assert ops.ref_of_struct("_convolution_deprecated", facts) == ops.OpRef("_convolution", "deprecated")
-    assert ops.ref_of_struct("sum_dim_IntList", facts) == ops.OpRef("sum", "dim_IntList")
-    assert ops.ref_of_struct("add_out", facts) == ops.OpRef("add", "out", True)
-    assert ops.ref_of_struct("nosuch", facts) is None and ops.ref_of_struct("add_Tensor", None) is None
+    assert op_follow.ref_of_struct("add_Tensor", facts) == ops.OpRef("add", "Tensor")
+    assert op_follow.ref_of_struct("add__Tensor", facts) == ops.OpRef("add_", "Tensor")
+    assert op_follow.ref_of_struct("_convolution", facts) == ops.OpRef("_convolution", "")
+    assert op_follow.ref_of_struct("_convolution_deprecated", facts) == ops.OpRef("_convolution", "deprecated")
+    assert op_follow.ref_of_struct("sum_dim_IntList", facts) == ops.OpRef("sum", "dim_IntList")
+    assert op_follow.ref_of_struct("add_out", facts) == ops.OpRef("add", "out", True)
+    assert op_follow.ref_of_struct("nosuch", facts) is None and op_follow.ref_of_struct("add_Tensor", None) is None
 
 
 @pytest.mark.parametrize("spec, expected", [

@@ -89,7 +89,7 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
         return fields
     import time
 
-    from tracer import ops, symbols
+    from tracer import library_ops, op_follow, ops, symbols
 
     t0 = time.perf_counter()
     libraries = attached[0] if attached else symbols.torch_libraries(python)
@@ -102,7 +102,7 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     results = ops.resolve_ops(specs, libraries, facts, variants=variants, backward=backward)
     address_breakpoints: list[dict] = []
     for spec in own:  # (an attach hears of the libraries already loaded as gdb attaches: they are searched then)
-        address_breakpoints.extend(ops.resolve_library_op(spec, libraries).address_breakpoints())
+        address_breakpoints.extend(library_ops.resolve_library_op(spec, libraries).address_breakpoints())
     notes: list[str] = []
     for res in results:
         if not res.functions:
@@ -114,10 +114,10 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
             notes.extend(res.composite_notes())
     fields["address_breakpoints"] = tuple(address_breakpoints)
     if follow:
-        fields["follow"] = dict(ops.follow_config(results, libraries), python=python, libraries=list(libraries),
+        fields["follow"] = dict(op_follow.follow_config(results, libraries), python=python, libraries=list(libraries),
                                 pythonpath=pythonpath)
         if fields["follow"]["trigger"] is None:
-            notes.append(f"--follow: {ops.FOLLOW_TRIGGER} is not in torch's libraries, so the operators called "
+            notes.append(f"--follow: {op_follow.FOLLOW_TRIGGER} is not in torch's libraries, so the operators called "
                          "inside the followed ones are not recorded")
     fields["notes"] = tuple(notes)
     fields["dispatch_keys"] = facts.key_table if facts is not None else None
@@ -266,13 +266,13 @@ def _run_library_op(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from tracer import ops, symbols
+    from tracer import library_ops, ops, symbols
 
     spec = args.op.strip()
     libraries = symbols.torch_libraries(args.python) + [os.path.abspath(x) for x in args.libs]
     proc = ops.start_dispatch_tables(args.python, [spec], load=[os.path.abspath(x) for x in args.libs])
     try:
-        res = ops.resolve_library_op(spec, libraries)
+        res = library_ops.resolve_library_op(spec, libraries)
     except BaseException:
         proc.kill()
         proc.communicate()

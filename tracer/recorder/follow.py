@@ -26,7 +26,7 @@ class Follower:
 
     def items(self, requests: tuple[dict, ...]) -> list[dict]:
         """Address breakpoints (flagged ``follow``) for each {root: "op:conv2d", op: at::_ops struct}."""
-        from tracer import ops
+        from tracer import op_follow, ops
 
         t0 = time.perf_counter()
         if self._facts is None:
@@ -35,7 +35,7 @@ class Follower:
         for req in requests:
             root, struct = str(req.get("root") or ""), str(req.get("op") or "")
             spec = f"{root.removeprefix(ops.LABEL_PREFIX)}>{struct}"
-            ref = ops.ref_of_struct(struct, self._facts)
+            ref = op_follow.ref_of_struct(struct, self._facts)
             if ref is None:
                 self.warn(f"--follow: at::_ops::{struct} (called inside {root.removeprefix(ops.LABEL_PREFIX)}) "
                           "is no operator this torch lists; only its entry is recorded")

@@ -62,12 +62,12 @@ class LaterLibraries:
         return items
 
     def _library_ops(self, path: str) -> list[dict]:
-        from tracer import ops
+        from tracer import library_ops
 
         items: list[dict] = []
         for spec in self.library_ops:
             try:
-                res = ops.resolve_library_op(spec, [path])
+                res = library_ops.resolve_library_op(spec, [path])
             except (resolve.IndexFailure, OSError) as exc:
                 self._warn(f"pttrace could not search {os.path.basename(path)} for --op {spec} ({exc}); a kernel "
                            "registered there is not broken on")
