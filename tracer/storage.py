@@ -178,9 +178,11 @@ def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> 
 
 
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True,
-         _depth: int = 0) -> Session:
+         _depth: int = 0, head: bool = False) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
     ``hits=False``: everything but the hits (a million of them take a second to read).
+    ``head=True``: only the file's first 256 KB (its header, the first few thousand hits: a screen's worth,
+    read at once whatever the file's size); a file longer than that loads as ``loading``.
     The hits are a ``HitTable``: a few numbers a hit, their frames held once a stack."""
     path = Path(path)
     report = report if report is not None else LoadReport()
@@ -196,7 +198,11 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     processes: dict[int, Process] = {}
     reader = HitReader()
     plain, add = _PLAIN_HIT.fullmatch, table.add
+    more = False
     for first_line, chunk in _chunks(path):
+        if head and first_line > 1:
+            more = True
+            break
         if hits and _plain_chunk(chunk, plain_sites, table):
             continue
         for lineno, raw in enumerate(io.BytesIO(chunk), first_line):
@@ -279,7 +285,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         for bp in ended_bps:
             bps[bp.spec] = bp
     else:
-        info.status = "interrupted"
+        info.status = "loading" if more else "interrupted"
     for lineno, why in report.bad_lines:
         info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
     # Hit counts come from the hits themselves: they are what was actually recorded.
@@ -294,13 +300,13 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     table.sort()
     if fills:
         apply_fills(table, fills)
-    if ended is None:
+    if ended is None and not more:
         _name_from_index(table)
     if key_table is not None:
         _decode_keysets(table, key_table)
     session.hits = table
     session.processes = list(processes.values())
-    if _depth < 4:
+    if _depth < 4 and not more:
         _merge_children(session, table, path, _depth)
     return session
 

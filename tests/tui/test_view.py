@@ -377,3 +377,44 @@ def test_a_big_session_opens_as_a_window_of_rows_that_follows_the_cursor(tmp_pat
             await pilot.press("q")
 
     run_pilot(scenario(), timeout=120)
+
+
+def test_a_big_session_shows_its_first_hits_before_the_rest_of_its_file_is_read(tmp_path, monkeypatch):
+    """The first screen needs the file's head only: its hits are on screen, "loading" said, while the rest is
+    read; then every hit is there (the end reaches the last), with the end record's status and counts."""
+    from tests.unit.export_support import write_hot_session
+    import threading
+
+    from tracer.tui import sources
+
+    path = tmp_path / "big.jsonl"
+    write_hot_session(path, 30_000, paths=3, threads=2)
+    source = SessionSource.open(path)
+    head = len(source.session.hits)
+    assert 0 < head < 30_000 and source.session.info.status == "loading"
+    # The rest of the file is read only once the test has looked at the first screen (a gate, not a fake).
+    gate, real_load = threading.Event(), storage.load
+    monkeypatch.setattr(sources.storage, "load", lambda *a, **kw: gate.wait(60) and real_load(*a, **kw))
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.call_path.hit is not None)
+            assert app.state.status is None and len(app.state.hits) == head
+            assert app.hits_table.border_title == f"hits ({head:,})"
+            assert f"loading {head:,}+ hits…" in str(app.query_one("#status").render())
+            app.hits_table.focus()
+            app.hits_table.select_seq(7)
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 7)
+            gate.set()
+            await wait_until(pilot, lambda: app.state.status == "completed", timeout=60)
+            assert len(app.state.hits) == 30_000 and app.hits_table.hits is app.state.hits
+            assert app.hits_table.border_title == "hits (30,000)"
+            assert "hits 30,000" in str(app.query_one("#status").render())
+            assert app.state.hits_of("THPVariable_tensor") == 20_000
+            assert app.hits_table.selected_hit.seq == 7  # the cursor stayed on its hit
+            await pilot.press("end")
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 30_000)
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=120)

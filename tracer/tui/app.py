@@ -211,7 +211,7 @@ class PttraceApp(App[int]):
             if ev.kind == "output":
                 output.append(str(ev.data))
                 continue
-            if ev.kind in ("hit", "hits"):
+            if ev.kind in ("hit", "hits", "all-hits"):
                 new_hits = True
             elif ev.kind == "session":
                 self._session_opened(ev.data)
@@ -240,7 +240,12 @@ class PttraceApp(App[int]):
                 log.note(f"warning: {ev.data}")
             changed |= self.state.apply(ev.kind, ev.data)
         if new_hits:
-            self.hits_table.add_hits(self.state.hits)
+            table = self.hits_table
+            replaced = table.hits is not self.state.hits and len(table.hits) > 0  # a session read to its end
+            selected = table.selected_hit.seq if replaced and table.selected_hit else None
+            table.add_hits(self.state.hits)
+            if selected is not None:
+                table.select_seq(selected)  # where the cursor was, with the whole file's names
         self._follow_stop()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)

@@ -10,6 +10,7 @@ Event kinds (``data`` in brackets):
   breakpoint-gdb [Breakpoint] gdb's own news of a breakpoint (it resolved when a library loaded):
                              locations without libraries, used until the recorder says more
   hit [Hit] / hits [list]    recorded hits
+  all-hits [HitTable]        a saved session's every hit, replacing those sent before
   output [str]               the target's own stdout/stderr
   state [str]                the target's state: "running", "stopped", "exited", "detached"
   stopped [dict]             the target stopped (gdb's MI payload: reason, frame, ...)
@@ -36,6 +37,7 @@ from tracer.hit_table import HitTable
 from tracer.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
+WARNINGS_SHOWN = 5  # a saved session's warnings, as notes; past these, one note says how many more
 
 
 @dataclass
@@ -235,32 +237,61 @@ class Refusal:
 
 
 class SessionSource(EventSource):
-    """A session file read with ``storage.load``; everything arrives at once, nothing to control."""
+    """A session file read with ``storage.load``, nothing to control. Its first 256 KB are read before the
+    screen changes (a bad file is told at once, and the first screen shows their hits whatever the file's
+    size); the whole file is then read by ``run``, which sends its hits as "all-hits", before "finished"."""
 
     def __init__(self, session: Session):
         self.session = session
         self.label = Path(session.path).name if session.path else session.info.id
+        self._loaded = threading.Event()
+        if session.info.status != "loading":
+            self._loaded.set()
+        self.error: PttraceError | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "SessionSource":
-        """Read the file now, so that a bad path is told before the screen changes."""
-        return cls(storage.load(path))
+        """Read the file's head now, so that a bad path is told before the screen changes."""
+        return cls(storage.load(path, head=True))
 
     @property
     def session_path(self) -> Path | None:
         return Path(self.session.path) if self.session.path else None
 
     def load_session(self) -> Session:
+        self._loaded.wait()  # from a worker: the whole session, not its head
+        if self.error is not None:
+            raise self.error
         return self.session
 
-    def run(self, emit: Emit) -> None:
-        s = self.session
+    def _announce(self, emit: Emit, s: Session) -> None:
         emit(SourceEvent("session", s.info))
         if s.info.pid:
             emit(SourceEvent("pid", s.info.pid))
         for bp in s.breakpoints:
             emit(SourceEvent("breakpoint", bp))
+
+    def run(self, emit: Emit) -> None:
+        s = self.session
+        self._announce(emit, s)
         emit(SourceEvent("hits", s.hits))  # the session's table, not a list of a million Hits
+        if not self._loaded.is_set():
+            try:
+                s = self.session = storage.load(s.path)
+            except PttraceError as exc:  # the file changed since its head was read
+                self.error = exc
+                emit(SourceEvent("failed", exc))
+                return
+            finally:
+                self._loaded.set()
+            self._announce(emit, s)  # its end record: status, warnings, the breakpoints' counts
+            emit(SourceEvent("all-hits", s.hits))  # replaces the head's
+        shown = s.info.warnings[:WARNINGS_SHOWN]
+        for w in shown:
+            emit(SourceEvent("warning", w))
+        if len(s.info.warnings) > len(shown):
+            emit(SourceEvent("warning", f"{len(s.info.warnings) - len(shown)} more warnings: "
+                                        "`pttrace show` lists them all"))
         emit(SourceEvent("finished", s.info.status))
 
     def complete(self, text: str, limit: int = 12) -> list[str]:

@@ -46,6 +46,11 @@ class TraceState:
         return self.status is not None or self.error is not None
 
     @property
+    def loading(self) -> bool:
+        """A saved session whose first hits are shown while the rest of its file is read."""
+        return not self.live and not self.finished and getattr(self.info, "status", None) == "loading"
+
+    @property
     def can_control(self) -> bool:
         return self.live and not self.finished and self.gdb != "starting"
 
@@ -76,6 +81,9 @@ class TraceState:
                 self.breakpoints[bp.spec] = _merged(self.breakpoints[bp.spec], bp)
                 return {"breakpoints"}
             return set()
+        if kind == "all-hits":  # a saved session read to its end: its table replaces the first screen's
+            self.hits, self.counts, self.first_frames = HitTable(), {}, {}
+            kind = "hits"
         if kind == "hits" and isinstance(data, HitTable):  # a saved session's: taken as it is, counted by site
             if len(self.hits):
                 self.hits.extend(data)

@@ -22,6 +22,8 @@ class StatusLine(Static):
             target = f"{target} ({state.status})"
         elif state.status:
             target = f"recorded, {state.status}"
+        elif state.loading:
+            target = "recorded"
         if state.target == "stopped" and state.stop_reason and not state.status:
             target = f"stopped: {state.stop_reason}"
         style = _TARGET_STYLE.get(state.target, "bold")
@@ -30,7 +32,10 @@ class StatusLine(Static):
         parts.append(("target", target, style))
         if state.pid:
             parts.append(("pid", str(state.pid), "bold"))
-        parts.append(("hits", f"{len(state.hits):,}", "bold"))
+        if state.loading:
+            parts.append(("loading", f"loading {len(state.hits):,}+ hits…", "bold yellow"))
+        else:
+            parts.append(("hits", f"{len(state.hits):,}", "bold"))
         if state.live:
             parts.append(("gdb", state.gdb, "bold red" if state.error else ("yellow" if state.gdb.startswith("busy")
                                                                             else "bold")))
@@ -45,7 +50,7 @@ class StatusLine(Static):
         for label, value, style in parts:
             if t:
                 t.append("  │  " if labelled <= width else " · ", style="grey42")
-            if labelled <= width or label in ("pid", "gdb"):
+            if (labelled <= width or label in ("pid", "gdb")) and label != "loading":  # its value says it
                 t.append(f"{label} ", style="grey62")
             if label == "hits" and labelled > width:
                 value += " hit" if value == "1" else " hits"
