@@ -18,6 +18,7 @@ from tracer.tui.app import make_app
 from tracer.tui.sources import SessionSource
 from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.callpath import CallPathTable
+from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.source import SourcePane
 
 SIZE = (160, 48)
@@ -413,6 +414,8 @@ def test_a_big_session_shows_its_first_hits_before_the_rest_of_its_file_is_read(
             assert "hits 30,000" in str(app.query_one("#status").render())
             assert app.state.hits_of("THPVariable_tensor") == 20_000
             assert app.hits_table.selected_hit.seq == 7  # the cursor stayed on its hit
+            log = " ".join(" ".join(strip.text for strip in app.query_one(OutputLog).lines).split())
+            assert "warning: " in log and "no DWARF line information" in log  # the session's own, once read
             await pilot.press("end")
             await wait_until(pilot, lambda: app.call_path.hit.seq == 30_000)
             await pilot.press("q")

@@ -233,7 +233,8 @@ class PttraceApp(App[int]):
                 output = []
                 log.note(str(ev.data), style="cyan")
             elif ev.kind == "warning":
-                self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
+                if self.source.live:  # a saved session's are known: noted in the log, no toast each
+                    self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
                 log = self.query_one(OutputLog)
                 log.write_output(output)  # what the target printed before the warning comes first
                 output = []
@@ -246,6 +247,7 @@ class PttraceApp(App[int]):
             table.add_hits(self.state.hits)
             if selected is not None:
                 table.select_seq(selected)  # where the cursor was, with the whole file's names
+            self.call_after_refresh(self.source.screen_shown)
         self._follow_stop()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)

@@ -37,6 +37,7 @@ from tracer.hit_table import HitTable
 from tracer.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
+SHOWN_WAIT = 2.0  # seconds a saved session's reader waits for its first screen to be drawn
 WARNINGS_SHOWN = 5  # a saved session's warnings, as notes; past these, one note says how many more
 
 
@@ -79,6 +80,9 @@ class EventSource:
 
     def request_stop(self, reason: str = "quit") -> None:
         """Like ``stop`` but without waiting; safe from any thread."""
+
+    def screen_shown(self) -> None:
+        """The app has drawn its first hits; safe from any thread."""
 
     def complete(self, text: str, limit: int = 12) -> list[str]:
         """Breakpoint names that fit ``text``, best first; ``PttraceError`` if none can be looked up."""
@@ -248,6 +252,7 @@ class SessionSource(EventSource):
         if session.info.status != "loading":
             self._loaded.set()
         self.error: PttraceError | None = None
+        self._shown = threading.Event()  # the head's hits are on screen: reading the rest may compete
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "SessionSource":
@@ -276,6 +281,7 @@ class SessionSource(EventSource):
         self._announce(emit, s)
         emit(SourceEvent("hits", s.hits))  # the session's table, not a list of a million Hits
         if not self._loaded.is_set():
+            self._shown.wait(SHOWN_WAIT)  # the first screen first: the read would slow its drawing down
             try:
                 s = self.session = storage.load(s.path)
             except PttraceError as exc:  # the file changed since its head was read
@@ -289,10 +295,14 @@ class SessionSource(EventSource):
         shown = s.info.warnings[:WARNINGS_SHOWN]
         for w in shown:
             emit(SourceEvent("warning", w))
-        if len(s.info.warnings) > len(shown):
-            emit(SourceEvent("warning", f"{len(s.info.warnings) - len(shown)} more warnings: "
+        more = len(s.info.warnings) - len(shown)
+        if more:
+            emit(SourceEvent("warning", f"{more} more warning{'s' if more > 1 else ''}: "
                                         "`pttrace show` lists them all"))
         emit(SourceEvent("finished", s.info.status))
+
+    def screen_shown(self) -> None:
+        self._shown.set()
 
     def complete(self, text: str, limit: int = 12) -> list[str]:
         return breakpoint_names(self.session.hits, text, limit)
