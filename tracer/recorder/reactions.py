@@ -9,7 +9,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from tracer.recorder import ending
+from tracer.recorder import ending, guard
 from tracer.recorder.agent_link import AgentError
 from tracer.recorder.events import GdbBreakpointChanged, TargetStateChanged, TargetStopped
 from tracer.recorder.launch import cmdline
@@ -139,6 +139,22 @@ class Reactions:
             rec.status, rec.end_reason = "target-crashed", f"killed by {rec.main.signal}"
         else:
             rec.status, rec.end_reason = "completed", "exited"
+        return True
+
+    def vanished(self) -> bool:
+        """True (and the recording ended) when every process gdb follows is gone although gdb never said
+        so: gdb 13 can lose the end of a many-threaded process killed by SIGKILL while it stops its
+        threads, and would then wait for ever."""
+        rec = self._rec
+        live = [i for i in rec.processes.live() if i.pid is not None]
+        if not live or any(guard.process_state(i.pid) not in (None, "Z", "X") for i in live):
+            return False
+        for inferior in live:
+            rec.processes.exited(inferior.group)
+        pids = ", ".join(str(i.pid) for i in live)
+        rec.warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
+                 "ended there and every hit before it is kept")
+        rec.status, rec.end_reason = "target-crashed", "gone without a word from gdb"
         return True
 
     def continue_live(self) -> bool:

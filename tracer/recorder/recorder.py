@@ -170,6 +170,7 @@ class Recorder:
                 return self._close()
             mi.command("-exec-run" if self.config.pid is None else "-exec-continue")
             self.set_state(self.main, "running")
+            quiet_since = checked = time.monotonic()
             while True:
                 if self.stop_requested:
                     self.end_reason = self.stop_requested
@@ -181,7 +182,15 @@ class Recorder:
                     break
                 ev = mi.next_event(timeout=0.1)
                 if ev is None:
+                    # Quiet for a while: is anything left to wait for? (gdb may have lost a process's end)
+                    now = time.monotonic()
+                    if now - quiet_since > 2.0 and now - checked > 1.0:
+                        checked = now
+                        if self.reactions.vanished():
+                            ending.finish_target(self, interrupt=False)
+                            break
                     continue
+                quiet_since = time.monotonic()
                 if ev.kind == "gdb-exited":
                     self.reactions.gdb_gone(ev.payload)
                     break
