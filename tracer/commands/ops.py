@@ -292,16 +292,7 @@ def _run_library_op(args: argparse.Namespace) -> int:
     console.print(Text(f"--op {spec} breaks on {len(res.functions)} functions (in {', '.join(libs) or 'no library'})",
                        style="bold"))
     for f in res.functions:
-        row = Text("    ")
-        row.append(f.short, style="bold")
-        row.append(f"  {f.role}", style="cyan")
-        if f.dispatch_key:
-            row.append(f"  [{f.dispatch_key}]", style="bold")
-        if f.keyset_at:
-            row.append(f"  (DispatchKeySet at entry: {f.keyset_at})", style="dim")
-        if f.note:
-            row.append(f"  {f.note}", style="dim")
-        console.print(row)
+        console.print(_function_row(f, [(f"[{f.dispatch_key}]", "bold")] if f.dispatch_key else []))
     console.print()
     console.print(Text(f"dispatch table of {spec}", style="bold"))
     if "rows" not in entry:
@@ -321,6 +312,23 @@ def _run_library_op(args: argparse.Namespace) -> int:
         console.print(Text(f"  and {len(fallbacks)} keys served by torch's backend fallbacks (--json lists them)",
                            style="dim"))
     return 0 if res.functions else 1
+
+
+def _function_row(f, tags: list[tuple[str, str]]):
+    """One function of an operator, as `pttrace ops` lists it: name, role, TAGS (text, style), where it
+    receives its DispatchKeySet, its note."""
+    from rich.text import Text
+
+    row = Text("    ")
+    row.append(f.short, style="bold")
+    row.append(f"  {f.role}", style="cyan")
+    for text, style in tags:
+        row.append(f"  {text}", style=style)
+    if f.keyset_at:
+        row.append(f"  (DispatchKeySet at entry: {f.keyset_at})", style="dim")
+    if f.note:
+        row.append(f"  {f.note}", style="dim")
+    return row
 
 
 def _short_path(path: str) -> str:
@@ -375,19 +383,11 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
             line.append(f"  [{key}]", style="bold")
         console.print(line)
         for f in fs:
-            row = Text("    ")
-            row.append(f.short, style="bold")
-            row.append(f"  {f.role}", style="cyan")
-            if len(refs) > 1:
-                row.append(f"  aten::{f.op}", style="dim")
+            tags = [(f"aten::{f.op}", "dim")] if len(refs) > 1 else []
             if f.capability:
                 mark = "  <- this machine" if facts is not None and facts.cpu_capability == f.capability else ""
-                row.append(f"  {f.capability}{mark}", style="green")
-            if f.keyset_at:
-                row.append(f"  (DispatchKeySet at entry: {f.keyset_at})", style="dim")
-            if f.note:
-                row.append(f"  {f.note}", style="dim")
-            console.print(row)
+                tags.append((f"{f.capability}{mark}", "green"))
+            console.print(_function_row(f, tags))
     fallbacks = [s for s in res.stubs if not s["function"]]
     for s in fallbacks:
         console.print(Text(f"  {s['stub']}: no {s['capability']} kernel compiled; the next lower capability's "

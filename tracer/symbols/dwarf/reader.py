@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-from functools import cached_property
 from typing import Callable
 
 from .. import cache
@@ -18,6 +17,24 @@ from .unit import CompUnit
 
 
 _RELEASE_EVERY = 32 << 20  # walking the unit headers: unmap what was walked every 32 MB
+
+
+class _Section:
+    """A DWARF section's bytes, read (inflated, if compressed) the first time they are asked for and then
+    kept on the reader, as ``functools.cached_property`` would."""
+
+    def __init__(self, section: str):
+        self.section = section
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, reader, owner=None):
+        if reader is None:
+            return self
+        data = reader.elf.data(self.section)
+        reader.__dict__[self.name] = data
+        return data
 
 
 class DwarfReader:
@@ -38,41 +55,15 @@ class DwarfReader:
 
     # -- sections: read (inflated, if compressed) when first needed: a lookup answered from the cache
     # reads none of them ---------------------------------------------------------------------------
-    @cached_property
-    def info(self):
-        return self.elf.data(".debug_info")
-
-    @cached_property
-    def line(self):
-        return self.elf.data(".debug_line")
-
-    @cached_property
-    def abbrev(self):
-        return self.elf.data(".debug_abbrev")
-
-    @cached_property
-    def str(self):
-        return self.elf.data(".debug_str")
-
-    @cached_property
-    def line_str(self):
-        return self.elf.data(".debug_line_str")
-
-    @cached_property
-    def str_offsets(self):
-        return self.elf.data(".debug_str_offsets")
-
-    @cached_property
-    def addr(self):
-        return self.elf.data(".debug_addr")
-
-    @cached_property
-    def rnglists(self):
-        return self.elf.data(".debug_rnglists")
-
-    @cached_property
-    def ranges_v4(self):
-        return self.elf.data(".debug_ranges")
+    info = _Section(".debug_info")
+    line = _Section(".debug_line")
+    abbrev = _Section(".debug_abbrev")
+    str = _Section(".debug_str")
+    line_str = _Section(".debug_line_str")
+    str_offsets = _Section(".debug_str_offsets")
+    addr = _Section(".debug_addr")
+    rnglists = _Section(".debug_rnglists")
+    ranges_v4 = _Section(".debug_ranges")
 
     # -- structure ------------------------------------------------------------------------------
     def abbrev_table(self, offset: int, addr_size: int, offset_size: int) -> dict[int, Abbrev]:
