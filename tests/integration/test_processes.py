@@ -6,6 +6,7 @@ One recording serves most assertions (module-scoped): a program that does all of
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,11 @@ if __name__ == "__main__":
         os._exit(3)
     os.waitpid(pid, 0)
     print("FORKED", pid, flush=True)
+    pid = os.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import os"])
+    _, status = os.waitpid(pid, 0)
+    print("FORKEXEC", pid, os.waitstatus_to_exitcode(status), flush=True)
     p = multiprocessing.get_context("fork").Process(target=child_work, args=(20,))
     p.start()
     p.join()
@@ -80,7 +86,9 @@ def printed(proc, tag: str) -> list[int]:
 def family(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("family")
     (tmp / "family.py").write_text(FAMILY)
-    proc, session = record(tmp, "--break", "THPVariable_tensor", "family.py")
+    # _dl_start: the dynamic loader's first function, microseconds after an exec; Py_BytesMain: libpython's first.
+    proc, session = record(tmp, "--break", "THPVariable_tensor", "--break", "_dl_start", "--break", "Py_BytesMain",
+                           "family.py")
     return proc, session
 
 
@@ -127,22 +135,27 @@ def test_the_main_process_hits_and_the_header_lists_every_process(family):
         assert p.started and p.ended, p
 
 
-def test_a_spawned_child_and_a_python_subprocess_are_traced_after_their_exec(family):
+def test_a_spawned_child_and_a_python_subprocess_are_traced_from_their_first_instruction(family):
     proc, session = family
-    for tag in ("SPAWN", "SUBPROCESS"):
+    for tag in ("SPAWN", "SUBPROCESS", "FORKEXEC"):
         pid, code = printed(proc, tag)
         assert code == 0
         child = session.process(pid)
-        assert child is not None and child.session and child.attached_late, [p.to_dict() for p in session.processes]
+        assert child is not None and child.session and not child.attached_late, \
+            [p.to_dict() for p in session.processes]
         assert child.ppid == session.processes[0].pid and child.exit_code == 0
         hits = [h for h in session.hits if h.thread.pid == pid]
         assert hits, f"{tag}: no hit recorded in process {pid}"
+        # Held at its exec, before the dynamic loader ran: the loader's start and the interpreter's are recorded.
+        assert [h.breakpoint for h in hits][:2] == ["_dl_start", "Py_BytesMain"], [h.breakpoint for h in hits]
         python = [f for h in hits for f in h.frames if f.kind == "python"]
-        if tag == "SPAWN":  # child_work(30) in family.py
+        if tag == "FORKEXEC":  # an os.fork child that runs os.execv: taken through its exec from its execve
+            assert child.argv[1:] == ["-c", "import os"] and len(hits) == 2
+        elif tag == "SPAWN":  # child_work(30) in family.py
             assert any(f.function == "child_work" for f in python), [f.function for f in python]
         else:  # python -c CODE: its frame is <string>
             assert any(f.file == "<string>" for f in python), [(f.function, f.file) for f in python]
-        assert any(f"process {pid} (" in w and "attached after its exec" in w for w in session.info.warnings)
+        assert not [w for w in session.info.warnings if re.search(rf"\b{pid}\b", w)], session.info.warnings
     # Hits are numbered once over the whole recording.
     seqs = [h.seq for h in session.hits]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)

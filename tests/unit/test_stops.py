@@ -82,3 +82,9 @@ def test_a_stop_keeps_the_breakpoint_number_and_the_frame_for_the_views():
     assert stop.breakpoint == "1" and where.get("func") and where.get("addr", "").startswith("0x")
     text = describe_stop({"reason": stop.reason, "bkptno": stop.breakpoint, "frame": where})
     assert text == "Breakpoint 1, work at t.c:7"
+
+
+def test_an_exec_outside_a_hold_is_handed_over_not_left_stopped():
+    # catch exec stops there (an exec that bypassed libc's execve): the exec'd process is detached, the rest go on.
+    stop = read("exec")
+    assert stop.kind is StopKind.EXECD and stop.thread_id == "1"

@@ -135,5 +135,11 @@ class AgentLink:
     def exec_seen(self) -> None:
         self._ask("pttrace-exec-seen")
 
+    def quiet(self, on: bool) -> None:
+        """Every breakpoint off but execve's (a process goes through its exec alone), or on again."""
+        res = self._ask(f"pttrace-quiet {'on' if on else 'off'}")
+        if res.error:
+            raise AgentError(f"the agent could not turn its breakpoints {'off' if on else 'on'}: {res.error}")
+
     def cfi_drop(self, library: str) -> None:
         self._ask(f"pttrace-cfi-drop {library}")

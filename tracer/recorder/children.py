@@ -1,13 +1,14 @@
 """Children that run another program (``exec``): a Python one is traced by a recorder of its own.
 
 gdb 13 cannot follow a process into a new program with pttrace's breakpoints (they are set by address,
-and gdb would put them into the new program at the old addresses), so the recording lets a vfork child
-go (processes.py). When that child then executes a Python interpreter (``subprocess`` running Python,
-multiprocessing's spawn and forkserver children, torchrun's ranks), a second recorder attaches to it
-with the same breakpoints and writes its hits into a session file of its own beside the main one
-(``<session id>.children/<pid>.jsonl``); the main session names it in the child's ``process`` record,
-and ``storage.load`` reads it with the main one. What runs before the attach (the interpreter's first
-fraction of a second) is not traced; the session says so.
+and gdb would put them into the new program at the old addresses), so the recording takes a child through
+its exec and detaches it there, held (SIGSTOP) at the new program's first instruction (exec_hold.py).
+When it executes a Python interpreter (``subprocess`` running Python, multiprocessing's spawn and
+forkserver children, torchrun's ranks), a second recorder attaches to it with the same breakpoints, lets
+it go (SIGCONT) and writes its hits into a session file of its own beside the main one
+(``<session id>.children/<pid>.jsonl``): nothing it runs is missed, its dynamic loader included. The
+main session names that file in the child's ``process`` record, and ``storage.load`` reads it with the
+main one. A child whose recorder cannot start is let go (SIGCONT) untraced, with a warning.
 """
 from __future__ import annotations
 
@@ -16,22 +17,19 @@ import logging
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from tracer import records
 from tracer.errors import PttraceError
 from tracer.recorder import guard
-from tracer.recorder.launch import cmdline
-from tracer.recorder.processes import parent_of
 
 if TYPE_CHECKING:
+    from tracer.recorder.exec_hold import Execd
     from tracer.recorder.recorder import Recorder
 
 log = logging.getLogger("pttrace.recorder")
 
-EXEC_WAIT = 3.0  # seconds a child let go at its vfork is watched for its exec
 CHILDREN_SUFFIX = ".children"
 
 
@@ -65,47 +63,27 @@ class ExecChildren:
         self._lock = threading.Lock()
         self._closing = False
 
-    def let_go(self, pid: int, before: list[str] | None = None) -> None:
-        """A child gdb let go at its vfork (or at its ``execve``): watched for the program it executes.
-        ``before``: its command line before the exec (a vfork child's is its parent's until then)."""
-        if before is None:
-            ppid = parent_of(pid)
-            before = cmdline(ppid) if ppid else []
+    def wants(self, argv: list[str]) -> bool:
+        """A program this recording traces with a recorder of its own: Python."""
+        return _python_like(argv, self._rec.python)
+
+    def hand_over(self, execd: "Execd") -> None:
+        """A child held (stopped, detached) at the first instruction of the Python it executed: traced from
+        there by a recorder of its own, in a thread; let go untraced if that cannot be."""
         if self._closing or self._rec.session_path is None:
-            self._not_followed(pid)
+            _resume(execd.pid)
+            self.not_followed(execd.pid, f" ({' '.join(execd.argv[:3])})")
             return
-        t = threading.Thread(target=self._follow, args=(pid, before), name=f"exec-child-{pid}", daemon=True)
+        t = threading.Thread(target=self._follow, args=(execd,), name=f"exec-child-{execd.pid}", daemon=True)
         self._threads.append(t)
         t.start()
 
-    def _not_followed(self, pid: int, what: str = "") -> None:
+    def not_followed(self, pid: int | None, what: str = "") -> None:
         self._rec.warn(f"process {pid}, a child that executes another program{what}, was not followed: its hits "
                        "are not recorded")
 
-    def _follow(self, pid: int, before: list[str]) -> None:
-        end = time.monotonic() + EXEC_WAIT
-        argv = cmdline(pid)
-        # Empty while the kernel swaps the program in, or when the process is gone.
-        while (argv == before or not argv) and time.monotonic() < end and not self._closing:
-            if not argv and not guard.alive(pid):
-                break
-            time.sleep(0.005)
-            argv = cmdline(pid)
-        if not argv:
-            self._not_followed(pid, " that ended before pttrace saw what it ran")
-            return
-        if argv == before or self._closing:
-            self._not_followed(pid)
-            return
-        if not _python_like(argv, self._rec.python):
-            self._rec.warn(f"process {pid} executes {' '.join(argv[:3])}, not Python: it is not traced")
-            return
-        # Held (SIGSTOP) while its recorder starts and attaches, so that its hits are not missed; let go
-        # (SIGCONT) once attached, or whatever happens.
-        try:
-            os.kill(pid, signal.SIGSTOP)
-        except OSError:
-            return
+    def _follow(self, execd: "Execd") -> None:
+        pid, argv = execd.pid, execd.argv
         try:
             self._trace(pid, argv)
         except PttraceError as exc:
@@ -128,6 +106,7 @@ class ExecChildren:
         sub = (self._make or Recorder)(cfg)
         with self._lock:
             if self._closing:
+                _resume(pid)
                 return
             self._subs[pid] = sub
         try:
@@ -137,11 +116,9 @@ class ExecChildren:
         rel = os.path.relpath(path, Path(rec.session_path).parent)
         if rec.writer is not None:
             try:
-                rec.writer.write(records.process(pid, argv=argv, session=rel, attached_late=True))
+                rec.writer.write(records.process(pid, argv=argv, session=rel))
             except PttraceError as exc:
                 log.debug("process record: %s", exc)
-        rec.warn(f"process {pid} ({' '.join(argv[:4])}) executes Python: it is traced by a recorder of its own "
-                 "that attached after its exec (what it ran before that is not recorded)")
         sub.run()
 
     def close(self, kill: bool) -> None:

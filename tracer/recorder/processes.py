@@ -1,6 +1,6 @@
 """The processes of a recording, as pttrace follows them: gdb's inferiors, their start and end in the
-session, a child's symbols set up as its parent's, an ``exec`` let go with a warning, and the end of
-every one (killed at the end of a run, detached at the end of an attach).
+session, a child's symbols set up as its parent's, one that executed another program handed over or let
+go (exec_hold.py), and the end of every one (killed at the end of a run, detached at the end of an attach).
 
 gdb follows children with ``detach-on-fork off`` and ``schedule-multiple on``: every process runs, and
 a breakpoint stops in any of them (the agent's side: tracer/gdb/agent/processes.py).
@@ -25,9 +25,9 @@ log = logging.getLogger("pttrace.recorder")
 
 # What gdb is told so that children are followed (the default; --no-follow-children leaves gdb's defaults).
 FOLLOW_SETTINGS = ("detach-on-fork off", "follow-fork-mode parent", "schedule-multiple on")
-# A vfork's child runs another program at once (subprocess, multiprocessing's spawn and forkserver):
-# gdb 13 cannot keep breakpoints set by address out of a new program, so it is let go at the vfork.
-FOLLOW_CATCHES = ("catch vfork",)
+# A vfork's child runs another program at once (subprocess, multiprocessing's spawn and forkserver): it is
+# taken through its exec alone (exec_hold.py), from the vfork to gdb's exec event.
+FOLLOW_CATCHES = ("catch vfork", "catch exec")
 
 
 def parent_of(pid: int) -> int | None:
@@ -89,9 +89,15 @@ class ProcessTable:
         self._write(records.process(inferior.pid, ended=storage.now_iso(), exit_code=inferior.exit_code,
                                     signal=inferior.signal, state="exited"))
 
-    def detached(self, inferior: Inferior, why: str | None = None) -> None:
+    def detached(self, inferior: Inferior, why: str | None = None, argv: list[str] | None = None) -> None:
         inferior.state = "detached"
-        self._write(records.process(inferior.pid, ended=storage.now_iso(), state="detached", detached=why))
+        self._write(records.process(inferior.pid, argv=argv or None, ended=storage.now_iso(), state="detached",
+                                    detached=why))
+
+    def handed_over(self, inferior: Inferior, argv: list[str]) -> None:
+        """Executed Python and detached held: its recorder of its own says the rest (children.py)."""
+        inferior.state = "detached"
+        self._write(records.process(inferior.pid, argv=argv or None))
 
     def group_of_number(self, number: int) -> Inferior | None:
         return self.inferiors.get(f"i{number}")
@@ -114,25 +120,6 @@ class ProcessTable:
                         self._warn(f"gdb refused the unwind-table copy of {os.path.basename(path)} in a child "
                                    f"process ({refused}); its frames there may be cut short")
         agent.process_ready(number)
-
-    def let_vfork_go(self, mi: MiConnection) -> None:
-        """Stopped at a vfork: gdb detaches its child as it resumes the parent, then follows forks again."""
-        mi.command("-gdb-set detach-on-fork on", check=False)
-        mi.command("-exec-continue", check=False)
-        mi.command("-gdb-set detach-on-fork off", check=False)
-
-    def let_exec_go(self, mi: MiConnection, request: dict) -> None:
-        """A followed process is about to exec (stopped at ``execve``): gdb detaches it; what it executes is
-        then watched like a vfork child's (children.py), which says what becomes of it."""
-        number = request.get("inferior")
-        inferior = self.group_of_number(int(number)) if isinstance(number, int) else None
-        program = request.get("program") or "another program"
-        if inferior is None:
-            return
-        res = mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
-        if res.error:
-            log.debug("detaching %s: %s", inferior.group, res.error)
-        self.detached(inferior, f"exec of {program}")
 
     def end_all(self, mi: MiConnection, attached: bool) -> None:
         """The end of the recording for every process still followed: killed (a run's children, as

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tracer.recorder import ending, guard
 from tracer.recorder.agent_link import AgentError
 from tracer.recorder.events import GdbBreakpointChanged, TargetStateChanged, TargetStopped
-from tracer.recorder.launch import cmdline
+from tracer.recorder.exec_hold import ExecHold
 from tracer.recorder.stops import Stop, StopKind, read_stop
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class Reactions:
         """gdb's own messages while the target runs: a child process it let go is a warning."""
         m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
         if m and self._rec.config.follow_children:
-            self._rec.children.let_go(int(m.group(2)))
+            self._rec.children.not_followed(int(m.group(2)))
         elif m:
             self._rec.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
                            "hits are not recorded (pttrace follows one process; DataLoader workers, "
@@ -117,7 +117,11 @@ class Reactions:
         elif kind is StopKind.BREAKPOINT:
             return self.breakpoint(stop)
         elif kind is StopKind.VFORKED:
-            rec.processes.let_vfork_go(rec.mi)
+            ExecHold(rec).from_vfork()
+            self.continue_live()
+        elif kind is StopKind.EXECD:
+            ExecHold(rec).at_exec({"thread-id": stop.thread_id})
+            self.continue_live()
         elif kind is StopKind.STEPPED:
             self.stopped(stop)
         return False
@@ -175,12 +179,7 @@ class Reactions:
         try:
             status = rec.agent.status()
             if status.exec_request:
-                pid = status.exec_request.get("pid")
-                before = cmdline(pid) if isinstance(pid, int) else []
-                rec.processes.let_exec_go(rec.mi, status.exec_request)
-                rec.agent.exec_seen()
-                if isinstance(pid, int):
-                    rec.children.let_go(pid, before)
+                ExecHold(rec).from_execve(status.exec_request)
                 self.continue_live()
                 return False
             if status.need_process is not None and not status.write_error:

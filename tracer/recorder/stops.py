@@ -26,7 +26,8 @@ class StopKind(enum.Enum):
     LIBRARIES = "libraries"  # libraries loaded (stop-on-solib-events): decide their symbols, continue
     BREAKPOINT = "breakpoint"  # a breakpoint the agent handled without letting gdb go on
     STEPPED = "stepped"  # a step, next or finish is done: stay stopped for the controller
-    VFORKED = "vforked"  # a followed process vforked (catch vfork): its child is let go, it runs on
+    EXECD = "execd"  # a followed process executed a program outside a hold: handed over or let go, it runs on
+    VFORKED = "vforked"  # a followed process vforked (catch vfork): its child is taken through its exec
     OTHER = "other"  # nothing to do (a watchpoint, say): the target stays stopped
 
 
@@ -74,6 +75,8 @@ def _read_stop(payload: Mapping[str, Any], *, ending: bool, interrupting: bool) 
         return Stop(StopKind.SIGNAL, reason, thread_id=thread, signal=sig)
     if reason == "vfork":
         return Stop(StopKind.VFORKED, reason, thread_id=thread)
+    if reason == "exec":
+        return Stop(StopKind.EXECD, reason, thread_id=thread)
     if reason == "solib-event":
         return Stop(StopKind.LIBRARIES, reason, thread_id=thread)
     if reason == "breakpoint-hit":

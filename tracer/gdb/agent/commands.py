@@ -15,6 +15,7 @@
   pttrace-followed              the operators --follow asked for (need_ops) are resolved and broken on
   pttrace-cfi-add {"library": L, "copy": C}   give gdb L's CFI-only copy instead of L's symbols
   pttrace-cfi-drop LIBRARY      take that copy away (L's full symbols are loaded next)
+  pttrace-quiet on|off          every breakpoint off but execve's (a process goes through its exec), then on
 
 The configuration of pttrace-setup: ``session`` (the file to append to), ``mode``, ``max_hits``,
 ``max_depth``, ``first_seq`` (the seq of the last hit already in the file), ``layers``, ``breakpoints``
@@ -35,7 +36,7 @@ from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
-from tracer.gdb.agent.processes import PROCESSES, ExecWatch
+from tracer.gdb.agent.processes import PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
@@ -182,6 +183,15 @@ def _exec_seen(arg: str) -> None:
     STATE.exec_request = None
 
 
+def _quiet(arg: str) -> None:
+    if arg.strip() not in ("on", "off"):
+        raise gdb.GdbError("pttrace-quiet takes on or off")
+    if arg.strip() == "on":
+        QUIET.on()
+    else:
+        QUIET.off()
+
+
 def _on_exited(event) -> None:
     num = getattr(getattr(event, "inferior", None), "num", PROCESSES.current)
     if num == PROCESSES.current:
@@ -217,6 +227,7 @@ def install() -> None:
     _Command("pttrace-cfi-drop", _cfi_drop)
     _Command("pttrace-process-ready", _process_ready)
     _Command("pttrace-exec-seen", _exec_seen)
+    _Command("pttrace-quiet", _quiet)
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
     gdb.events.new_objfile.connect(_on_new_objfile)
     for event in ("new_objfile", "free_objfile", "clear_objfiles"):

@@ -8,8 +8,9 @@ the first time a process is seen, with what is known of it (its parent, command 
 
 A child's libraries have no symbols in gdb until pttrace loads them in its program space: its first hit
 is deferred (``need_process``) until pttrace has done that (``pttrace-process-ready``).
-An ``exec`` in a followed process is caught at libc's ``execve`` (``ExecWatch``): pttrace detaches that
-process before it runs another program, and says so in the session.
+An ``exec`` in a followed process is caught at libc's ``execve`` (``ExecWatch``): pttrace takes that process
+through its exec with every other breakpoint off (``quiet``), and detaches it at the new program's first
+instruction (tracer/recorder/exec_hold.py).
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ PROCESSES = Processes()
 
 class ExecWatch(gdb.Breakpoint):
     """libc's ``execve``: a followed process about to run another program stops here, and pttrace
-    detaches it (its breakpoints, set by address, mean nothing in another program)."""
+    takes it through its exec alone (its breakpoints, set by address, mean nothing in another program)."""
 
     def __init__(self) -> None:
         super().__init__("execve", type=gdb.BP_BREAKPOINT, internal=True)
@@ -150,3 +151,27 @@ def _c_string(address: int, limit: int = 4096) -> str | None:
         address += 256
         out += bytes(gdb.selected_inferior().read_memory(address, 256))
     return os.fsdecode(out.split(b"\0", 1)[0])
+
+
+class Quiet:
+    """Every breakpoint off but ``ExecWatch`` while a process goes through its exec, then on again: gdb 13
+    puts the breakpoints set by address into the new program at the old addresses, and fails."""
+
+    def __init__(self) -> None:
+        self._off: list = []
+
+    def on(self) -> None:
+        for bp in gdb.breakpoints():
+            if bp.enabled and bp.type in (gdb.BP_BREAKPOINT, gdb.BP_HARDWARE_BREAKPOINT) \
+                    and not isinstance(bp, ExecWatch):
+                bp.enabled = False
+                self._off.append(bp)
+
+    def off(self) -> None:
+        off, self._off = self._off, []
+        for bp in off:
+            if bp.is_valid():
+                bp.enabled = True
+
+
+QUIET = Quiet()

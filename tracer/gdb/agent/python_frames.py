@@ -62,6 +62,15 @@ def _minor_version(runtime_address: int) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _loader_at_work() -> bool:
+    """The dynamic loader has not mapped libc yet (a hit in the first instructions of a program)."""
+    try:
+        with open(f"/proc/{gdb.selected_inferior().pid}/maps") as fh:
+            return not any("/libc.so" in line or "/libc-" in line for line in fh)
+    except OSError:
+        return False
+
+
 class CPythonFrames:
     def __init__(self) -> None:
         self.sources = SourceLines()
@@ -77,6 +86,8 @@ class CPythonFrames:
 
     def _find_runtime(self) -> bool | None:
         address = _symbol_address("_PyRuntime")
+        if address is None and _loader_at_work():
+            return None  # a process held at its exec: its libraries are not there yet, asked again later
         if address is None:
             OUT.warn("the target has no _PyRuntime symbol (not CPython 3.10+, or its symbol tables were "
                      f"stripped): {_NOT_SHOWN}")

@@ -1,0 +1,234 @@
+"""A followed process that executes another program, held at that program's first instruction.
+
+gdb 13 cannot carry pttrace's breakpoints into a new program: it sets those set by address again at the
+same addresses in it, fails to insert them, and the exec event is lost in the error. So a process goes
+through its exec with every breakpoint off (the agent's ``pttrace-quiet``) and alone
+(``scheduler-locking on``: every other process stays stopped, none of their hits is missed). At gdb's
+exec event (``catch exec``) it stands at the dynamic loader's entry and has run nothing of its new
+program: a Python one gets a SIGSTOP and is detached stopped, for a recorder of its own to attach to
+(children.py); another program is detached running, with a warning.
+
+A vfork child (``subprocess``, multiprocessing's spawn and forkserver, torchrun's ranks) is followed
+from its vfork to its ``execve`` (its parent is blocked by the kernel until its exec anyway: ~10 ms);
+a fork child from its ``execve``. ``execve`` is stepped through one instruction at a time up to its
+``syscall``, so an exec that fails (a vfork child tries each directory of PATH) comes back at once.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tracer.errors import GdbDied
+from tracer.recorder.launch import cmdline
+
+if TYPE_CHECKING:
+    from tracer.recorder.inferiors import Inferior
+    from tracer.recorder.recorder import Recorder
+
+log = logging.getLogger("pttrace.recorder")
+
+STOP_WAIT = 10.0  # seconds a held process has to reach its execve, or to be stepped one instruction
+SYSCALL = b"\x0f\x05"  # x86-64's syscall instruction
+MAX_STEPS = 64  # instructions from execve's first to its syscall (glibc's: 2 or 3)
+
+
+@dataclass(frozen=True)
+class Execd:
+    """A process held at the first instruction of the program it executed (SIGSTOP, detached)."""
+
+    pid: int
+    argv: list[str]
+    program: str | None
+
+
+class ExecHold:
+    """One process taken through its exec while every other one waits."""
+
+    def __init__(self, rec: "Recorder"):
+        self._rec = rec
+        self._mi = rec.mi
+        self._child: str | None = None  # the held process's thread group, once gdb has it
+
+    # --- the two ways in ------------------------------------------------------------------------
+    def from_vfork(self) -> None:
+        """Stopped at a vfork (``catch vfork``): gdb attaches the child and runs it alone to its exec."""
+        self._begin()
+        try:
+            self._mi.command("-gdb-set follow-fork-mode child")
+            self._run_to_exec(self._go("-exec-continue"), vfork=True)
+        finally:
+            self._end()
+
+    def from_execve(self, request: dict) -> None:
+        """A fork child stopped at ``execve`` (the agent's ExecWatch): stepped through its exec."""
+        number = request.get("inferior")
+        self._child = f"i{number}" if isinstance(number, int) else None
+        self._begin()
+        try:
+            self._run_to_exec(None, vfork=False)
+        finally:
+            self._end()
+
+    def at_exec(self, stop: dict) -> None:
+        """gdb's exec event outside a hold (an exec that bypassed libc's execve: ``fexecve``, a raw syscall):
+        handed over or let go as at the end of a hold."""
+        self._child = self._group_of_thread(stop.get("thread-id"))
+        self._held(stop)
+
+    def _group_of_thread(self, thread_id: object) -> str | None:
+        res = self._mi.command(f"-thread-info {thread_id}", check=False) if thread_id else None
+        threads = (res.payload or {}).get("threads") if res is not None else None
+        target = str(threads[0].get("target-id") or "") if threads else ""
+        pids = [int(x) for x in re.findall(r"\d+", target)]
+        for inferior in self._rec.processes.live():
+            if inferior.pid in pids:
+                return inferior.group
+        return None
+
+    # --- the hold -------------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._rec.agent.quiet(True)
+        self._mi.command("-gdb-set scheduler-locking on")
+
+    def _end(self) -> None:
+        """Breakpoints on again, every process followed runs as before (the caller continues them)."""
+        rec = self._rec
+        try:
+            rec.agent.quiet(False)
+            rec.agent.exec_seen()
+            rec.mi.command("-gdb-set follow-fork-mode parent", check=False)
+            live = rec.processes.live()
+            if live:  # scheduler-locking is refused while a process that is gone is selected
+                rec.processes.select(rec.mi, live[0])
+            rec.mi.command("-gdb-set scheduler-locking off", check=False)
+        except GdbDied:
+            raise
+        except Exception:  # the edge of a multi-step dance with gdb: said in the log, the run goes on
+            log.exception("ending an exec hold")
+
+    def _run_to_exec(self, stop: dict | None, vfork: bool) -> None:
+        """``stop``: where the held process is now (None: at its execve)."""
+        for _ in range(MAX_STEPS):
+            if stop is not None:
+                reason = stop.get("reason")
+                if reason in ("exited", "exited-normally", "exited-signalled"):
+                    return  # it ended before any exec (every execve failed)
+                if reason == "exec":
+                    self._held(stop)
+                    return
+                status = self._rec.agent.status()
+                if not status.exec_request:
+                    self._give_up(f"it stopped before its exec ({reason or 'no reason'})")
+                    return
+                self._rec.agent.exec_seen()
+            outcome = self._step_through_execve()
+            if isinstance(outcome, dict):
+                self._held(outcome)
+                return
+            if outcome == "failed" and not vfork:
+                return  # a fork child whose exec failed goes on as it was, followed
+            if outcome != "failed":
+                self._give_up(outcome)
+                return
+            stop = self._go("-exec-continue")  # a vfork child tries its next directory of PATH, or ends
+        self._give_up("it called execve too many times")
+
+    def _step_through_execve(self) -> dict | str:
+        """From execve's first instruction through its syscall: gdb's exec stop, or "failed" (the syscall
+        came back), or why neither."""
+        for _ in range(MAX_STEPS):
+            res = self._mi.command("-data-read-memory-bytes $pc 2", check=False)
+            memory = (res.payload or {}).get("memory") or [{}]
+            at_syscall = bytes.fromhex(memory[0].get("contents") or "") == SYSCALL
+            stop = self._go("-exec-step-instruction")
+            if stop.get("reason") == "exec":
+                return stop
+            if stop.get("reason") != "end-stepping-range":
+                return f"it stopped in its execve ({stop.get('reason') or 'no reason'})"
+            if at_syscall:
+                return "failed"
+        return "its execve was not stepped through"
+
+    def _held(self, stop: dict) -> None:
+        rec = self._rec
+        inferior = self._inferior()
+        if inferior is None or inferior.pid is None:
+            log.debug("exec stop of no known process: %r", stop)
+            return
+        pid = inferior.pid
+        argv = cmdline(pid)
+        program = stop.get("new-exec")
+        python = rec.config.follow_children and rec.children.wants(argv)
+        if python:
+            # Stopped again the moment gdb lets it go: a SIGSTOP sent while it is stopped waits for it.
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                python = False
+        res = rec.mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+        if res.error:
+            log.debug("detaching %s: %s", inferior.group, res.error)
+            if python:
+                os.kill(pid, signal.SIGCONT)
+            rec.processes.detached(inferior, f"exec of {program}", argv)
+            rec.children.not_followed(pid, f" ({' '.join(argv[:3])}: gdb could not let it go: {res.error})")
+            return
+        rec.processes.handed_over(inferior, argv) if python else \
+            rec.processes.detached(inferior, f"exec of {program}", argv)
+        if python:
+            rec.children.hand_over(Execd(pid, argv, program))
+        else:
+            rec.warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced")
+
+    def _give_up(self, why: str) -> None:
+        """The held process is let go where it is (it runs untraced): said in the session."""
+        rec = self._rec
+        inferior = self._inferior()
+        if inferior is None or not inferior.live:
+            return
+        rec.mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+        rec.processes.detached(inferior, why)
+        rec.children.not_followed(inferior.pid, f" ({why})")
+
+    def _inferior(self) -> "Inferior | None":
+        return self._rec.processes.inferiors.get(self._child) if self._child else None
+
+    # --- gdb's events while it holds ------------------------------------------------------------
+    def _go(self, command: str) -> dict:
+        """Run ``command`` (the held process alone runs) and wait for its stop; what else gdb says meanwhile
+        is acted on as usual. A stop that does not come in time is an interrupt."""
+        self._mi.command(command)
+        stop = self._next_stop(STOP_WAIT)
+        if stop is None:
+            self._mi.command("-exec-interrupt", check=False)
+            stop = self._next_stop(STOP_WAIT) or {}
+            stop = {**stop, "reason": "timeout"}
+        return stop
+
+    def _next_stop(self, timeout: float) -> dict | None:
+        rec = self._rec
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ev = self._mi.next_event(timeout=0.1)
+            if ev is None:
+                continue
+            if ev.kind == "gdb-exited":
+                raise GdbDied("gdb exited while a process went through its exec.")
+            if ev.kind == "console":
+                rec.reactions.console(ev.payload)
+            if ev.kind != "notify":
+                continue
+            payload = ev.payload or {}
+            if ev.message == "thread-group-started" and self._child is None:
+                self._child = payload.get("id")
+            if ev.message == "stopped":
+                for inferior in rec.processes.live():
+                    inferior.state = "stopped"
+                return payload
+            rec.reactions.notify(ev.message, payload)
+        return None
