@@ -298,3 +298,57 @@ def test_torchrun_records_every_ranks_hits_labelled_by_rank(tmp_path):
         assert hits and any("dist.get_rank()" in (f.source or "") for f in hits[0].frames), (rank, hits)
         assert p.exit_code == 0 and not alive(p.pid)
     assert "rank 0" in out and "rank 1" in out  # the summary groups by rank
+
+
+HELD_PARENT = '''\
+import os, subprocess, sys, time
+ready, go, marker = sys.argv[1:4]
+open(ready, "w").write(str(os.getpid()))
+while not os.path.exists(go):
+    time.sleep(0.02)
+subprocess.run([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('ran')", marker], check=True)
+'''
+
+
+def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_path):
+    # Attached to a parent that starts a Python subprocess: the child waits, stopped, while its recorder
+    # starts (its session file is the first sign of that). pttrace killed then, the keeper continues it
+    # and it does its work; the parent, detached by its gdb, waits for it and ends.
+    import signal
+    import time
+
+    ready, go, marker = tmp_path / "ready", tmp_path / "go", tmp_path / "ran"
+    (tmp_path / "parent.py").write_text(HELD_PARENT)
+    target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(ready), str(go), str(marker)])
+    sessions = tmp_path / "sessions"
+    before = gdb_pids()
+    tracer = None
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", "Py_BytesMain",
+                                   "--session-dir", str(sessions)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        while not list(sessions.glob("*.jsonl")) and time.monotonic() < deadline + 60:
+            time.sleep(0.05)
+        time.sleep(1.0)  # attached: the session file is written once gdb is set up (a header, no hit yet)
+        go.touch()
+        deadline = time.monotonic() + 120
+        while not list(sessions.glob("*.children/*.jsonl")) and time.monotonic() < deadline:
+            assert tracer.poll() is None, "pttrace ended before the child was held"
+            time.sleep(0.01)
+        assert not marker.exists(), "the child ran before its recorder attached"
+        tracer.send_signal(signal.SIGKILL)
+        tracer.wait(30)
+        assert target.wait(60) == 0, "the parent did not end"
+        assert marker.read_text() == "ran", "the held child was left stopped"
+        deadline = time.monotonic() + 30
+        while gdb_pids() - before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert gdb_pids() <= before, "a gdb was left running"
+    finally:
+        for proc in (tracer, target):
+            if proc is not None and proc.poll() is None:
+                proc.kill()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 from tracer import records
 from tracer.errors import PttraceError
 from tracer.recorder import guard
+from tracer.recorder.keeper import Keeper
 
 if TYPE_CHECKING:
     from tracer.recorder.exec_hold import Execd
@@ -45,13 +46,6 @@ def _python_like(argv: list[str], python: str) -> bool:
         return False
 
 
-def _resume(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGCONT)
-    except OSError:
-        pass
-
-
 class ExecChildren:
     """The recorders of a recording's children that executed Python (one thread each)."""
 
@@ -62,6 +56,24 @@ class ExecChildren:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._closing = False
+        self._keeper = Keeper()
+
+    def hold(self, pid: int) -> bool:
+        """Stop ``pid`` (SIGSTOP) until its recorder has attached; a keeper continues it if pttrace dies."""
+        self._keeper.held(pid)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            self._keeper.released(pid)
+            return False
+        return True
+
+    def resume(self, pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
+        self._keeper.released(pid)
 
     def wants(self, argv: list[str]) -> bool:
         """A program this recording traces with a recorder of its own: Python."""
@@ -71,7 +83,7 @@ class ExecChildren:
         """A child held (stopped, detached) at the first instruction of the Python it executed: traced from
         there by a recorder of its own, in a thread; let go untraced if that cannot be."""
         if self._closing or self._rec.session_path is None:
-            _resume(execd.pid)
+            self.resume(execd.pid)
             self.not_followed(execd.pid, f" ({' '.join(execd.argv[:3])})")
             return
         t = threading.Thread(target=self._follow, args=(execd,), name=f"exec-child-{execd.pid}", daemon=True)
@@ -87,10 +99,10 @@ class ExecChildren:
         try:
             self._trace(pid, argv)
         except PttraceError as exc:
-            _resume(pid)
+            self.resume(pid)
             self._rec.warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {exc.message}")
         except Exception as exc:  # the edge of a thread of our own: the main recording goes on, said
-            _resume(pid)
+            self.resume(pid)
             log.exception("tracing child %s", pid)
             self._rec.warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {type(exc).__name__}: {exc}")
 
@@ -106,13 +118,13 @@ class ExecChildren:
         sub = (self._make or Recorder)(cfg)
         with self._lock:
             if self._closing:
-                _resume(pid)
+                self.resume(pid)
                 return
             self._subs[pid] = sub
         try:
             path = sub.start()
         finally:
-            _resume(pid)
+            self.resume(pid)
         rel = os.path.relpath(path, Path(rec.session_path).parent)
         if rec.writer is not None:
             try:
@@ -139,3 +151,4 @@ class ExecChildren:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+        self._keeper.close()
