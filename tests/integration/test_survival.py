@@ -185,3 +185,63 @@ def test_arguments_too_long_for_gdb_are_refused_before_anything_starts(tmp_path,
     assert proc.stderr.startswith("pttrace: the script's arguments are too long") and "Traceback" not in proc.stderr
     assert len(proc.stdout) < 1000
     assert not list(tmp_path.glob("*.jsonl"))
+
+
+FORKING = '''\
+import os, sys, time, torch
+go, stop = sys.argv[1:3]
+print("ready", flush=True)
+while not os.path.exists(go):
+    torch.tensor([0])
+    time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    n = 0
+    while not os.path.exists(stop):
+        torch.tensor([n])
+        n += 1
+        print(f"beat {n}", flush=True)
+        time.sleep(0.4)
+    os._exit(7)
+print("child", pid, flush=True)
+_, status = os.waitpid(pid, 0)
+print("child-exit", os.waitstatus_to_exitcode(status), flush=True)
+'''
+
+
+def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_path, no_leftovers):
+    # GIVEN pttrace attached to a parent that then forks a child calling torch.tensor, followed by gdb
+    go, stop, sessions = tmp_path / "go", tmp_path / "stop", tmp_path / "sessions"
+    (tmp_path / "parent.py").write_text(FORKING)
+    target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(go), str(stop)],
+                              stdout=subprocess.PIPE, text=True)
+    p = None
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        p = attach(target, sessions)
+        wait_for_hits(sessions, 2)  # the parent's own: gdb is attached
+        go.touch()
+        child = int(target.stdout.readline().split()[1])
+        fresh_beat(target)  # the child's hits are recorded (its first one set its symbols up)
+        fresh_beat(target)
+        # WHEN gdb is killed with SIGKILL between two of the child's hits
+        os.kill(its_gdb(p), signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 3, err
+        # THEN the child's copy of gdb's breakpoints is put back too: it runs on past its next hits
+        time.sleep(1.5)
+        assert process_state(child) in ("S", "R") and traced_by(child) == 0, process_state(child)
+        s = session_in(sessions)
+        assert any(f"in process {child} " in w and "put the original bytes back" in w for w in s.info.warnings), \
+            s.info.warnings
+        stop.touch()
+        line = target.stdout.readline()
+        while line.startswith("beat"):
+            line = target.stdout.readline()
+        assert line.split() == ["child-exit", "7"], line
+        assert target.wait(60) == 0
+    finally:
+        stop.touch()
+        for proc in (p, target):
+            if proc is not None and proc.poll() is None:
+                proc.kill()

@@ -55,12 +55,23 @@ def finish_target(rec: Recorder, interrupt: bool) -> None:
 
 
 def _leave_attached_target(rec: Recorder) -> None:
-    """gdb is gone: the attached target must run on without any breakpoint instruction of gdb's."""
+    """gdb is gone: the attached target, and every child of it gdb followed, must run on without any
+    breakpoint instruction of gdb's (a fork child has its own copy of each page gdb wrote to)."""
     status, messages = guard.leave_attached(rec.main.pid, rec.gdb_lost)
     for message in messages:
         rec.warn(message)
     if status is not None and (status != "detached" or rec.gdb_lost or rec.status == "running"):
         rec.status = status
+    if not rec.gdb_lost:
+        return  # gdb detached from every child itself
+    for inferior in [i for i in rec.processes.live() if i is not rec.main]:
+        child_status, messages = guard.leave_attached(inferior.pid, True)
+        for message in messages:
+            rec.warn(message)
+        if child_status == "detached":
+            rec.processes.detached(inferior, "gdb was lost")
+        else:
+            rec.processes.exited(inferior.group)
 
 
 def close(rec: Recorder) -> str:

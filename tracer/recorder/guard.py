@@ -1,4 +1,5 @@
-"""Keeping an attached target alive when gdb cannot: the breakpoint instructions gdb leaves behind.
+"""Keeping an attached target alive when gdb cannot: the breakpoint instructions gdb leaves behind (in the
+target and in each child of it that gdb followed: a fork child has its own copies of those pages).
 
 gdb writes an ``int3`` (0xCC) over the first byte of every breakpoint location, its own internal ones
 included (the dynamic linker's library-load hook), while the target runs. If gdb dies or hangs, the
