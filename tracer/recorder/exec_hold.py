@@ -53,6 +53,7 @@ class ExecHold:
         self._rec = rec
         self._mi = rec.mi
         self._child: str | None = None  # the held process's thread group, once gdb has it
+        self._execd: str | None = None  # its group once detached after its exec: gdb forgets it at the end
 
     # --- the two ways in ------------------------------------------------------------------------
     def from_vfork(self) -> None:
@@ -105,6 +106,8 @@ class ExecHold:
             live = rec.processes.live()
             if live:  # scheduler-locking is refused while a process that is gone is selected
                 rec.processes.select(rec.mi, live[0])
+                if self._execd:  # else gdb would keep the new program's symbols of every exec'd child
+                    rec.mi.command(f"-remove-inferior {self._execd}", check=False)
             rec.mi.command("-gdb-set scheduler-locking off", check=False)
         except (GdbCommandError, AgentError) as exc:  # the breakpoints stay as they are: said, the run goes on
             rec.warn(f"gdb did not end the hold of a process at its exec as asked ({exc.message}); "
@@ -173,11 +176,12 @@ class ExecHold:
             rec.processes.detached(inferior, f"exec of {program}", argv)
             rec.children.not_followed(pid, f" ({' '.join(argv[:3])}: gdb could not let it go: {res.error})")
             return
-        rec.processes.handed_over(inferior, argv) if python else \
-            rec.processes.detached(inferior, f"exec of {program}", argv)
+        self._execd = inferior.group
         if python:
+            rec.processes.handed_over(inferior, argv)
             rec.children.hand_over(Execd(pid, argv, program))
         else:
+            rec.processes.detached(inferior, f"exec of {program}", argv)
             rec.warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced")
 
     def _give_up(self, why: str) -> None:
