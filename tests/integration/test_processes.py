@@ -352,3 +352,17 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
         for proc in (tracer, target):
             if proc is not None and proc.poll() is None:
                 proc.kill()
+
+
+def test_a_target_that_executes_python_itself_is_traced_on_and_the_run_ends_with_it(tmp_path):
+    # The target process itself runs os.execv: handed over like a child, and the run ends when it does
+    # (before: pttrace waited for ever on a gdb with nothing left to debug).
+    (tmp_path / "again.py").write_text(
+        "import os, sys\nos.execv(sys.executable, [sys.executable, '-c', 'print(\"AGAIN\", flush=True)'])\n")
+    proc, session = record(tmp_path, "--break", "Py_BytesMain", "again.py", timeout=120)
+    assert proc.returncode == 0 and b"AGAIN" in proc.stdout, proc.stderr
+    main = session.processes[0]
+    assert main.argv[-1] == 'print("AGAIN", flush=True)' and main.exit_code == 0 and main.session
+    assert [h.breakpoint for h in session.hits if h.thread.pid == main.pid] == ["Py_BytesMain"] * 2
+    assert session.info.status == "completed" and not session.info.warnings, session.info.warnings
+    assert not alive(main.pid)

@@ -90,6 +90,10 @@ class ExecChildren:
         self._threads.append(t)
         t.start()
 
+    def idle(self) -> bool:
+        """No child recorder runs."""
+        return not any(t.is_alive() for t in self._threads)
+
     def not_followed(self, pid: int | None, what: str = "") -> None:
         self._rec.warn(f"process {pid}, a child that executes another program{what}, was not followed: its hits "
                        "are not recorded")

@@ -161,6 +161,16 @@ class Reactions:
         rec.status, rec.end_reason = "target-crashed", "gone without a word from gdb"
         return True
 
+    def handed_over_all(self) -> bool:
+        """True (and the recording ended) when the target itself executed Python, was handed over to a
+        recorder of its own (children.py), and every such recorder has ended: nothing is left to wait for."""
+        rec = self._rec
+        if rec.main.state != "detached" or rec.processes.live() or not rec.children.idle():
+            return False
+        if rec.status == "running":
+            rec.status, rec.end_reason = "completed", "exited"
+        return True
+
     def continue_live(self) -> bool:
         """Let the processes still followed go on (one of them selected: gdb continues the selected one's
         inferior, and with schedule-multiple every other); False when there is none."""

@@ -181,6 +181,8 @@ class Recorder:
                     ending.finish_target(self, interrupt=True)
                     break
                 ev = mi.next_event(timeout=0.1)
+                if ev is None and self.reactions.handed_over_all():
+                    break
                 if ev is None:
                     # Quiet for a while: is anything left to wait for? (gdb may have lost a process's end)
                     now = time.monotonic()
