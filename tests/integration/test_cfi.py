@@ -9,8 +9,10 @@ fill records (or its end) loads with library and offset, and with names as far a
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,32 @@ def test_cfi_run_records_the_same_paths_as_the_old_path(two_runs):
     redispatch = [f for h in cfi.hits for f in h.frames if f.function and f.function.startswith(
         "at::_ops::sigmoid::redispatch(")]
     assert redispatch and all(f.keys for f in redispatch if f.keyset is not None)
+
+
+def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_all_does(two_runs, tmp_path):
+    """Re-runs read fewer symbols: libtorch_python.so (30 MB, no DWARF) is given to gdb as unwind tables
+    and named by our index; a small library no stack passes through is never read; one a stack passes
+    through is read when the agent asks. Every frame is still what gdb reading every library gives."""
+    cfi_path, _ = two_runs
+    log = tmp_path / "log.txt"
+    args = [a for spec in BREAKS for a in ("--break", spec)] + [str(HELLO)]
+    lazy = _record(tmp_path, "lazy", ["--log", str(log), *args])
+    every = _record(tmp_path, "every", ["--all-symbols", *args])
+    a, b = storage.load(lazy), storage.load(every)
+    assert [h.breakpoint for h in a.hits] == [h.breakpoint for h in b.hits] and a.hits
+    for x, y in zip(a.hits, b.hits):
+        assert _path(x) == _path(y)
+    python = [f for h in _raw_hits(lazy) for f in h["frames"]
+              if (f.get("library") or "").endswith("/libtorch_python.so")]
+    assert python and all(f["function"] is None and f["offset"] > 0 for f in python)
+    read = {Path(p).name for p in re.findall(r"gdb reads the symbols of (\S+)", log.read_text())}
+    stack = {Path(f.library).name for h in a.hits for f in h.frames if f.library}
+    assert "libc.so.6" in read and "libtorch_python.so" not in read
+    # torch imports extension modules (_json, _socket, ...) that no recorded stack passes through
+    code = "import sys, torch; print(*[getattr(m, '__file__', None) for m in list(sys.modules.values())])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    unused = {Path(p).name for p in out.split() if p.endswith(".so") and "/lib-dynload/" in p} - stack
+    assert unused and not unused & read, (unused & read)
 
 
 def test_session_cut_off_keeps_library_and_offset_and_the_fills_written(two_runs, tmp_path):
@@ -192,7 +220,8 @@ def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
         snap = engine.control.snapshot()
         assert snap.frames[-1].short == "at::wrapper_CPU_sigmoid" and snap.frames[-1].layer == "kernel"
         engine.control.add_breakpoint("sigmoid_backward")  # gdb resolves it: our index does not, exactly
-        assert not engine.policy.cfi_libs
+        # libtorch_cpu.so, which defines it, gets its symbols; libtorch_python.so (no DWARF) keeps its copy
+        assert not [lib for lib in engine.policy.cfi_libs if lib.endswith("libtorch_cpu.so")]
         engine.control.set_mode("record")
         engine.control.resume()
         runner.join(180)

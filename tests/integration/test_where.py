@@ -418,3 +418,19 @@ def test_export_of_the_debug_ext_session_links_torch_headers_and_quotes_the_kern
     # The kernel's source is quoted around its line, and our extension is not linked to GitHub.
     assert f"> {kernel_line}    TORCH_CHECK(a.sizes() == b.sizes()" in md
     assert "github.com/pytorch/pytorch/blob/" + commit + "/scripts/" not in md
+
+
+def test_a_library_without_dwarf_is_heavy_from_16_mb_with_dwarf_from_100_mb(torch_libs, tmp_path):
+    """gdb gets libtorch_python.so (30 MB, symbol table only) as unwind tables, named by our index; a
+    library as big with DWARF keeps gdb's own reading (its inlined frames, file:line)."""
+    from tracer.recorder import resolve
+
+    python_lib = by_name(torch_libs, "libtorch_python")
+    assert resolve.is_heavy(by_name(torch_libs, "libtorch_cpu")) and resolve.is_heavy(python_lib)
+    assert not resolve.is_heavy(by_name(torch_libs, "libc10"))  # 1.5 MB: gdb reads it in ~0.03 s
+    tiny = tmp_path / "tiny.bin"
+    tiny.write_bytes(b"\0" * 16)
+    copy = tmp_path / "libwith_dwarf.so"
+    subprocess.run(["objcopy", f"--add-section=.debug_info={tiny}", f"--add-section=.debug_line={tiny}",
+                    python_lib, str(copy)], check=True)
+    assert os.path.getsize(copy) >= resolve.HEAVY_SYMBOL_TABLE and not resolve.is_heavy(str(copy))

@@ -73,6 +73,8 @@ class Controller:
 
     def snapshot(self) -> Hit | None:
         """The call path of the stopped thread, as a Hit with seq 0 (None while the target runs)."""
+        if self._rec.main.state == "stopped":
+            self._rec.policy.load_waiting()  # stopped anywhere (an interrupt): unwound with every library
         data = self._rec.agent.snapshot()
         if data is None:
             return None

@@ -22,6 +22,9 @@ from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.settings import Settings
 
 log = logging.getLogger("pttrace.recorder")
+# Libraries gdb reads at once even when others wait for a stack (see LibraryPolicy.lazy): nearly every
+# stack passes through them, and gdb's thread support reads libc anyway.
+READ_AT_ONCE = ("libpython", "libc.so", "ld-linux", "ld64.so")
 
 
 def gdb_regex_literal(path: str) -> str:
@@ -47,6 +50,11 @@ class LibraryPolicy:
         self.address_breakpoints: list[dict] = []
         self.loaded: set[str] = set()
         self.skipped: set[str] = set()  # libraries loaded without their symbols
+        # Small libraries gdb reads only when a recorded stack passes through them (the agent asks:
+        # need_libs): most of a torch program's ~60 (extension modules, libcrypto, libstdc++...) never are.
+        self.lazy = False
+        self.waiting: set[str] = set()
+        self._break_libs: set[str] | None = None  # the libraries of address_breakpoints, resolved
         self.cfi_libs: set[str] = set()  # libraries gdb has as unwind tables now
         self._new: list[str] = []
         self._copies: dict[str, str | None] = {}  # library -> its CFI-only copy (None: cannot be had)
@@ -57,6 +65,7 @@ class LibraryPolicy:
         """Decide what gdb reads, and tell gdb to stop at library loads if we decide there."""
         self.gdb_specs = list(gdb_specs)
         self.address_breakpoints = list(address_breakpoints)
+        self._break_libs = None
         if self.settings.all_symbols:
             return
         self.cfi = self.settings.use_cfi
@@ -78,6 +87,7 @@ class LibraryPolicy:
             self.mi.command("-gdb-set auto-solib-add off")
             self.mi.command("-gdb-set stop-on-solib-events 1")
             self.deferring = True
+            self.lazy = True
         else:
             # Every big library is needed (or which are is unknown): gdb reads each library's
             # symbols as it loads, as plain gdb does, without a stop and a round trip per library.
@@ -95,7 +105,7 @@ class LibraryPolicy:
         self.load_symbols(wanted)
         if self.cfi:
             for path in new:
-                if path not in wanted:
+                if path not in wanted and path not in self.waiting:
                     self._load_cfi(path)
 
     def wants_symbols(self, path: str) -> bool:
@@ -105,11 +115,11 @@ class LibraryPolicy:
         if base in self.needed:
             return True
         try:
-            skippable = os.path.getsize(path) >= resolve.HEAVY_LIBRARY or (self.cfi and self._forced_cfi(path))
+            skippable = resolve.is_heavy(path) or (self.cfi and self._forced_cfi(path))
         except OSError:
             return True
         if not skippable:
-            return True
+            return not self.lazy or self._read_now(path)
         if base not in self.heavy and any(resolve.may_define(spec, path) for spec in self.gdb_specs):
             # A library of the user's own (or one --cfi-lib names) that defines a breakpoint gdb
             # resolves by name. Only our index can tell before gdb reads it. On the CFI path our index
@@ -120,6 +130,47 @@ class LibraryPolicy:
             self.needed.add(base)
             return True
         return False
+
+    def _read_now(self, path: str) -> bool:
+        """Whether gdb reads a small library's symbols as it loads: one almost every stack passes through
+        (the interpreter, libc, the dynamic linker), or one a breakpoint gdb resolves by name may be in.
+        The others wait in ``waiting`` until a recorded stack passes through them."""
+        base = os.path.basename(path)
+        if base.startswith(READ_AT_ONCE) or os.path.realpath(path) in self._break_libraries():
+            return True  # a breakpoint's key set may be read with the library's DWARF (agent/keyset.py)
+        if any(resolve.may_define(spec, path) for spec in self.gdb_specs):
+            return True
+        self.waiting.add(path)
+        return False
+
+    def _break_libraries(self) -> set[str]:
+        if self._break_libs is None:
+            self._break_libs = {os.path.realpath(b["library"]) for b in self.address_breakpoints if not b.get("plt")}
+        return self._break_libs
+
+    def breakpoints_added(self, items: list[dict]) -> None:
+        """Address breakpoints set in libraries loaded later: a small one waiting gets its symbols now."""
+        self.address_breakpoints += items
+        self._break_libs = None
+        libraries = {os.path.realpath(i["library"]) for i in items if not i.get("plt")}
+        self.load_symbols([p for p in sorted(self.waiting) if os.path.realpath(p) in libraries])
+
+    def load_for_stack(self, paths) -> None:
+        """The libraries a recorded stack passes through without symbols (the agent's need_libs), read in
+        the process it stopped in, even when another process of the recording has them already."""
+        for path in paths:
+            self.loaded.add(path)
+            self.skipped.discard(path)
+            self.waiting.discard(path)
+            log.debug("gdb reads the symbols of %s (a stack passes through it)", path)
+            self.load_symbols_here(path)
+
+    def load_waiting(self) -> None:
+        """Every library still waiting, and from now on each as it loads: what gdb shows of a stack it
+        unwinds without pttrace's agent (a crash's, stepping, an interrupted target's) must be whole."""
+        self.lazy = False
+        waiting, self.waiting = sorted(self.waiting), set()
+        self.load_symbols(waiting)
 
     def _break_by_index(self, path: str) -> bool:
         """Set the by-name breakpoints this library defines by address, from our index: True if every
@@ -156,6 +207,7 @@ class LibraryPolicy:
                 continue
             self.loaded.add(path)
             self.skipped.discard(path)
+            self.waiting.discard(path)
             log.debug("gdb reads the symbols of %s", path)
             self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
 
@@ -171,8 +223,7 @@ class LibraryPolicy:
         return os.path.basename(path) in self.settings.cfi_libs
 
     def _cfi_candidates(self) -> list[str]:
-        return [lib for lib in self.torch_libs if os.path.getsize(lib) >= resolve.HEAVY_LIBRARY
-                or self._forced_cfi(lib)]
+        return [lib for lib in self.torch_libs if resolve.is_heavy(lib) or self._forced_cfi(lib)]
 
     def _prepare_copies(self) -> None:
         """Write (or find in the cache) the copies of torch's heavy libraries while the target starts."""
@@ -218,6 +269,7 @@ class LibraryPolicy:
     def for_stepping(self) -> None:
         """gdb steps by function bounds, which come from symbols: a library given to it as unwind
         tables only gets its symbols before the first step (and libraries loaded later get theirs)."""
+        self.load_waiting()
         if not self.cfi_libs and not self.cfi:
             return
         self.cfi = False

@@ -103,6 +103,7 @@ class Reactions:
         elif kind is StopKind.CRASHED:
             if stop.thread_id:
                 rec.mi.command(f"-thread-select {stop.thread_id}", check=False)
+            rec.policy.load_waiting()  # gdb unwinds the crash's stack with every library's symbols
             rec.agent.record_stop(stop.signal)
             rec.status, rec.end_reason = "target-crashed", f"crashed with {stop.signal}"
             self.stopped(stop)
@@ -201,18 +202,22 @@ class Reactions:
                 # --follow met an operator for the first time: break on its functions, then go on.
                 items = rec.follower.items(status.need_ops)
                 if items:
+                    rec.policy.breakpoints_added(items)
                     rec.agent.break_address(items)
                 rec.agent.followed()
                 if not (status.need_libs or status.need_launcher or status.stop or status.write_error):
                     rec.mi.command("-exec-continue", check=False)
                     return False
             if (status.need_libs or status.need_launcher) and not status.write_error:
-                # The stack passed through libraries whose symbols we skipped: load them, record again.
-                # Or it is a parallel worker's: the agent reads the launching thread, then records it.
-                if status.need_libs:
-                    rec.policy.load_symbols(status.need_libs)
-                rec.agent.rerecord()
-                status = rec.agent.status()
+                # The stack passed through libraries whose symbols we skipped: load them, record again
+                # (gdb unwinds further with them, maybe into more such libraries: the agent asks again,
+                # never twice for one). Or it is a parallel worker's: the agent reads the launching
+                # thread, then records it.
+                while (status.need_libs or status.need_launcher) and not status.write_error:
+                    if status.need_libs:
+                        rec.policy.load_for_stack(status.need_libs)
+                    rec.agent.rerecord()
+                    status = rec.agent.status()
                 if not status.stop:
                     rec.mi.command("-exec-continue", check=False)
                     return False
@@ -242,6 +247,7 @@ class Reactions:
         rec = self._rec
         items = rec.later.breakpoints()
         if items:
+            rec.policy.breakpoints_added(items)
             try:
                 rec.agent.break_address(items)
             except AgentError as exc:

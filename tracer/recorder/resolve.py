@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tracer.errors import PttraceError
 
 # Libraries at least this big are skipped unless a breakpoint (or a recorded stack) needs them.
 HEAVY_LIBRARY = 100 * 1024 * 1024
+# So is a library without DWARF from this size on: gdb would read its symbol table only, which pttrace's
+# index names its frames from as well (fill records), and reading it costs gdb seconds' fractions a run
+# (libtorch_python.so, 30 MB: ~0.5 s of a 3 s re-run; bench/RESULTS.md).
+HEAVY_SYMBOL_TABLE = 16 * 1024 * 1024
 
 IndexFailure = (PttraceError, OSError)  # what our symbol index raises when it cannot read a library
 
@@ -81,7 +86,24 @@ def resolve_by_index(specs: list[str], libraries: list[str]) -> Resolution:
 
 
 def heavy(libraries: list[str]) -> list[str]:
-    return [lib for lib in libraries if os.path.getsize(lib) >= HEAVY_LIBRARY]
+    return [lib for lib in libraries if is_heavy(lib)]
+
+
+@lru_cache(maxsize=None)
+def is_heavy(path: str) -> bool:
+    """Whether gdb gets this library's symbols only when something needs them (else unwind tables
+    at most): 100 MB and more, or 16 MB and more without DWARF. Raises OSError when it is not there."""
+    size = os.path.getsize(path)
+    if size >= HEAVY_LIBRARY:
+        return True
+    if size < HEAVY_SYMBOL_TABLE:
+        return False
+    from tracer.symbols import has_debug_info
+
+    try:
+        return not has_debug_info(path)
+    except PttraceError:
+        return False  # unreadable to our index: gdb reads it as it can
 
 
 def libraries_for_breakpoints(specs: list[str], libraries: list[str], address_breakpoints: list[dict],

@@ -37,6 +37,7 @@ from tracer.errors import SymbolError, UsageError
 from .debugfile import find_debug_file
 from .dwarf import DECODE_ERRORS, DwarfReader, InlineStep, SourceLine
 from .elf_index import LibraryIndex, RawSymbol
+from .elffile import ElfFile
 
 __all__ = [
     "SymbolMatch", "SourceLine", "InlineStep", "find_symbol", "libraries_defining", "suggest",
@@ -131,6 +132,12 @@ def symbol_at(library: str, address: int) -> tuple[SymbolMatch, int] | None:
         return None
     raw, offset = found
     return _match(raw, os.path.abspath(library)), offset
+
+
+def has_debug_info(library: str) -> bool:
+    """Whether gdb finds DWARF for this library: in it, by its build-id or its ``.gnu_debuglink``.
+    Raises SymbolError when the library cannot be read."""
+    return find_debug_file(ElfFile(library)) is not None
 
 
 # -- DWARF ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from tracer.classify import classify, is_cold_clone, is_plt, kernel_below_adapte
 from tracer.gdb.agent import native, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
-from tracer.gdb.agent.hits import record_frames, record_hit
+from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.processes import PROCESSES
@@ -99,8 +99,9 @@ class TraceBreakpoint(gdb.Breakpoint):
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
         keyset, why = entry_keyset(newest, name, innermost.get("library"), _read_memory)
+        STATE.pending_unstash = False
         if self.pt_unstash and stash.STASH.by_thread:
-            _record_stashed(self.pt_spec, newest)
+            STATE.pending_unstash = not record_stashed(self.pt_spec, newest)
         STATE.need_libs = []
         if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest, keyset_note=why):
             STATE.pending_keyset = (keyset, why)  # the stop's registers, for the hit recorded later
@@ -123,13 +124,17 @@ def _read_memory(address: int, length: int):
     return gdb.selected_inferior().read_memory(address, length)
 
 
-def _record_stashed(spec: str, newest) -> None:
-    """The shared boxing templates that called this kernel (stash.py): a hit each, outermost first."""
+def record_stashed(spec: str, newest) -> bool:
+    """The shared boxing templates that called this kernel (stash.py): a hit each, outermost first.
+    False when the stack passes through libraries without symbols: then with the kernel's hit, after."""
     frames, truncated = call_path(newest)
+    if missing_symbols(frames):
+        return False
     if truncated:
-        return  # the outer part of the stack is cut: the templates' hits would be, too
+        return True  # the outer part of the stack is cut: the templates' hits would be, too
     for i, keyset, why in stash.STASH.claim(stash.thread_number(), frames):
         record_frames(spec, frames[: i + 1], keyset=keyset, keyset_note=why)
+    return True
 
 
 def _locations(bp) -> list[dict]:

@@ -34,7 +34,7 @@ import gdb  # type: ignore[import-not-found]
 from tracer.gdb.agent import breakpoints, launcher, native
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
-from tracer.gdb.agent.hits import record_hit, thread_info
+from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.processes import PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
@@ -144,20 +144,30 @@ def _rerecord(arg: str) -> None:
         return
     if STATE.pending_spec is None and not STATE.need_libs:
         return
-    spec, STATE.pending_spec, STATE.need_libs = STATE.pending_spec, None, []
-    if not STATE.pending_launcher:
+    spec = STATE.pending_spec
+    if STATE.need_libs or not STATE.pending_launcher:
         CACHES.invalidate()  # symbols were loaded: frames named before are stale
+    STATE.need_libs = []
     keyset, why = STATE.pending_keyset
-    STATE.pending_keyset = (None, None)
-    launched_by = launcher.find(call_path) if STATE.pending_launcher else None
-    STATE.pending_launcher = False
     newest = None
     if STATE.pending_skip:  # recorded from an older frame than the one it stopped in
         newest = gdb.newest_frame()
         for _ in range(STATE.pending_skip):
             newest = newest.older() or newest
-        STATE.pending_skip = 0
-    record_hit(spec, keyset=keyset, keyset_note=why, launched_by=launched_by, newest=newest)
+    launched_by = None
+    if STATE.pending_launcher:
+        launched_by = launcher.find(call_path)
+        missing = missing_symbols(launched_by.get("frames") or [])
+        if missing:  # the launcher's stack passes through libraries without symbols: after them
+            defer_for(missing, spec)
+            return
+    if STATE.pending_unstash:
+        STATE.pending_unstash = not breakpoints.record_stashed(spec, newest)
+    # Asked again (more libraries without symbols, or a worker's launcher to read): this state waits.
+    if not record_hit(spec, allow_defer=not STATE.pending_launcher, keyset=keyset, keyset_note=why,
+                      launched_by=launched_by, newest=newest, defer_missing=True):
+        return
+    STATE.pending_spec, STATE.pending_keyset, STATE.pending_skip, STATE.pending_launcher = None, (None, None), 0, False
     STATE.stop_requested = STATE.wants_stop()
 
 

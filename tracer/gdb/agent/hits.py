@@ -30,15 +30,26 @@ def thread_info() -> dict:
     return info
 
 
-def _missing_symbols(frames: list[dict]) -> list[str]:
+def missing_symbols(frames: list[dict]) -> list[str]:
+    """The libraries without symbols this stack passes through, not asked for before: gdb unwinds a
+    frame there without its unwind tables, so the frames past it may be wrong. One asked for already
+    and still without symbols is one gdb cannot read: asking again would never end."""
     libs = []
     for f in frames:
         if f["kind"] == "native" and not f.get("function") and f.get("library") and f["library"] not in libs:
-            if f["library"] in STATE.cfi_libs:
+            if f["library"] in STATE.cfi_libs or f["library"] in STATE.asked_libs:
                 continue  # unwound from its CFI-only copy; pttrace names its frames (a fill record)
             if not native.symbols_loaded(f["library"]):
                 libs.append(f["library"])
     return libs
+
+
+def defer_for(missing: list[str], spec: str | None) -> None:
+    """Record this hit once pttrace has given gdb these libraries' symbols (pttrace-rerecord)."""
+    STATE.need_libs = missing
+    STATE.asked_libs.update(missing)
+    STATE.pending_spec = spec
+    CACHES.forget_library_frames(missing)
 
 
 def kernels_by_caller(frames: list) -> None:
@@ -66,27 +77,28 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None, keyset_note: str | None = None,
-               launched_by: dict | None = None) -> bool:
+               launched_by: dict | None = None, defer_missing: bool = False) -> bool:
     """Record the current stack; returns False if deferred: until missing symbols are loaded, or, for a
-    parallel worker's hit, until its launching thread can be read (outside the breakpoint's stop)."""
+    parallel worker's hit, until its launching thread can be read (outside the breakpoint's stop).
+    ``defer_missing``: only the first (a hit recorded again, after the libraries it asked for)."""
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
     elif keyset_note and frames:  # it takes one, which could not be read: why, never a guess
         frames[-1] = dict(frames[-1], keyset_note=keyset_note)
-    if allow_defer:
-        missing = _missing_symbols(frames)
+    if allow_defer or defer_missing:
+        missing = missing_symbols(frames)
         if missing:
-            STATE.need_libs = missing
-            STATE.pending_spec = spec
-            CACHES.forget_library_frames(missing)
+            defer_for(missing, spec)
             return False
+    if allow_defer:
         if launcher.in_worker(frames):
             STATE.pending_spec = spec
             STATE.pending_launcher = True
             return False
     STATE.hits += 1
+    STATE.asked_libs.clear()
     OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by)
     STATS.write()
     return True

@@ -18,6 +18,8 @@ class State:
         self.layers: set[str] = set()  # --layer: record only hits whose innermost frame is in one of these
         self.hits = 0  # the last hit's seq
         self.need_libs: list[str] = []  # libraries without symbols that the last stack passed through
+        self.asked_libs: set[str] = set()  # every library asked for since the last hit was recorded
+        self.pending_unstash = False  # the deferred hit's stashed template hops are recorded with it
         self.pending_spec: str | None = None  # the breakpoint whose hit waits to be recorded again after loading them
         self.pending_keyset: tuple = (None, None)  # its key set (or why not), read at the stop
         self.pending_skip = 0  # frames above the one it is recorded from (--follow's trigger: 1)
