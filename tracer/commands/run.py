@@ -166,7 +166,6 @@ SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIG
 
 
 def run_batch(config, quiet: bool = False) -> int:
-    from tracer.commands._summary import print_summary
     from tracer.recorder import Recorder
     from tracer.recorder.shutdown import exit_code
 
@@ -190,6 +189,8 @@ def run_batch(config, quiet: bool = False) -> int:
         if engine.end_reason != "sighup" and quiet:  # the path is all it prints: no million hits read for it
             print(engine.session_path)
         elif engine.end_reason != "sighup":  # after a hang-up there is no terminal to print to
+            from tracer.commands._summary import print_summary  # rich: ~0.2 s to import, not before the run
+
             session = engine.load_session()
             print_summary(session, config, quiet=quiet)
             if not quiet and config.address_breakpoints:

@@ -97,9 +97,9 @@ def executable(python: str) -> str:
     return py
 
 
-def validate(config) -> tuple[str, dict]:
-    """Everything that can be refused before gdb starts: the interpreter as an executable path, and
-    its facts (versions of Python and torch)."""
+def validate(config) -> str:
+    """Everything that can be refused before gdb starts: the interpreter as an executable path (its
+    facts, describe_python, may still refuse it)."""
     if not config.breakpoints and not config.address_breakpoints and not config.library_ops:
         raise UsageError("give at least one breakpoint with --break SYMBOL.")
     if config.pid is None and config.module is None and config.code is None:
@@ -113,7 +113,7 @@ def validate(config) -> tuple[str, dict]:
     python = executable(config.python)
     if config.pid is None:
         check_program([python, *config.program()])
-    return python, describe_python(python)
+    return python
 
 
 def describe_python(python: str) -> dict:
@@ -194,13 +194,21 @@ def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[st
 
 
 def start_gdb(argv: list[str], cwd: str | None, settings: Settings) -> MiConnection:
-    """gdb up and set for pttrace: asynchronous MI, no pager or questions, pending breakpoints,
-    the DWARF index cache in pttrace's cache directory, our debug directories after its own."""
+    return set_up_gdb(spawn_gdb(argv, cwd), settings)
+
+
+def spawn_gdb(argv: list[str], cwd: str | None) -> MiConnection:
+    """gdb started: it loads while pttrace does its own start-up (set_up_gdb then waits for it)."""
     env = dict(os.environ)
     env["SHELL"] = "/bin/sh"
     env.pop("DEBUGINFOD_URLS", None)  # never fetch anything over the network
     log.debug("starting %s", " ".join(argv))
-    mi = MiConnection(argv, cwd=cwd, env=env)
+    return MiConnection(argv, cwd=cwd, env=env)
+
+
+def set_up_gdb(mi: MiConnection, settings: Settings) -> MiConnection:
+    """gdb set for pttrace: asynchronous MI, no pager or questions, pending breakpoints, the DWARF
+    index cache in pttrace's cache directory, our debug directories after its own."""
     for setting in ("mi-async on", "pagination off", "confirm off", "breakpoint pending on",
                     "print thread-events off"):
         mi.command(f"-gdb-set {setting}")

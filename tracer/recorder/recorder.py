@@ -129,18 +129,31 @@ class Recorder:
     # --- start-up -------------------------------------------------------------------------------
     def start(self) -> Path:
         cfg = self.config
-        self.python, facts = launch.validate(cfg)
+        self.python = launch.validate(cfg)
         gdb = launch.gdb_path(self.settings)
         gversion = launch.gdb_version(gdb)
         helper = launch.python_gdb_helper(self.python)
+        program = [self.python, *cfg.program()] if cfg.pid is None else None
+        # gdb loads (~0.1 s) while the interpreter tells its versions and where torch is (two more
+        # interpreters, ~0.1 s each): all at once.
+        self.mi = launch.spawn_gdb(launch.gdb_argv(gdb, helper, program), cfg.cwd)
+        libraries = threading.Thread(target=startup.torch_libraries, args=(self.python,), name="torch-libraries",
+                                     daemon=True)
+        libraries.start()
+        try:
+            facts = launch.describe_python(self.python)
+        except UsageError:
+            startup.abort(self)
+            raise
+        finally:
+            libraries.join()  # its answer is kept (symbols.torch_libraries is cached) for set_up_gdb
         startup.open_session(self, facts, gversion)
         if not helper:
             self.warn(f"no python-gdb helper beside {self.python}; Python frames are read by pttrace's own reader")
         for note in cfg.notes:
             self.warn(note)
-        program = [self.python, *cfg.program()] if cfg.pid is None else None
         try:
-            self.mi = launch.start_gdb(launch.gdb_argv(gdb, helper, program), cfg.cwd, self.settings)
+            launch.set_up_gdb(self.mi, self.settings)
             startup.set_up_gdb(self, Path(self._tmp.name))
         except (PermissionDenied, UsageError):
             startup.abort(self)
@@ -153,8 +166,7 @@ class Recorder:
             startup.abort(self)
             raise GdbDied("gdb exited during start-up: " + tail) from None
         self.started = True
-        if cfg.live:
-            self.tailer.start()
+        self.tailer.start(emit=cfg.live)  # batch: fills only, while the target runs on
         return self.session_path
 
     # --- running --------------------------------------------------------------------------------

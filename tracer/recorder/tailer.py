@@ -85,15 +85,16 @@ class SessionTailer:
         elif emit and kind == records.WARNING:
             self._emit(WarningRaised(str(rec.get("message"))))
 
-    def start(self) -> None:
-        """Follow the file on a thread, until ``stop()``: for a UI that shows hits as they happen."""
-        self._thread = threading.Thread(target=self._follow, name="session-tail", daemon=True)
+    def start(self, emit: bool = True) -> None:
+        """Follow the file on a thread, until ``stop()``: for a UI that shows hits as they happen
+        (``emit``), or to name frames while the target runs."""
+        self._thread = threading.Thread(target=self._follow, args=(emit,), name="session-tail", daemon=True)
         self._thread.start()
 
-    def _follow(self) -> None:
+    def _follow(self, emit: bool) -> None:
         while True:
             done = self._done.is_set()
-            self.scan(emit=True)
+            self.scan(emit=emit)
             if done:
                 break
             time.sleep(0.05)
