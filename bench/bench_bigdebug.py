@@ -19,6 +19,10 @@ the file:line (and inlined chain) ``addr2line -f -C -i`` gives for its pc. ``--c
 variant with zlib-compressed debug sections.
 
     .venv/bin/python bench/bench_bigdebug.py [-n ROUNDS] [--only first,where,hot] [--compressed] [--no-write]
+        [--variants pttrace-first,pttrace-again,gdb,gdb-cached,python]   (fewer: nothing written)
+
+Every variant runs with Python's bytecode cache on, as a user's shell has it (an environment with
+PYTHONDONTWRITEBYTECODE=1 makes pttrace and its agent compile their modules at every run: ~0.2 s).
 """
 from __future__ import annotations
 
@@ -169,7 +173,17 @@ def pttrace_env(lib: Path, cache: Path) -> dict:
     return env
 
 
-def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
+def load_average() -> str:
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+VARIANTS = ("pttrace-first", "pttrace-again", "gdb", "gdb-cached", "python")
+
+
+def first_hit(lib: Path, rounds: int, tmp: Path, only: tuple[str, ...] = VARIANTS) -> tuple[dict, list[str]]:
     gdb = shutil.which("gdb") or "gdb"
     script = [str(VENV_PY), str(CALL), str(lib), str(UNIT)]
     plain = ["-nx", "-batch", "-ex", "set breakpoint pending on", "-ex", f"break {FUNCTION}", "-ex", "run",
@@ -184,6 +198,7 @@ def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
         ("gdb-cached", "gdb with its index cache warm"),
         ("python", "python alone (no debugger: the floor)"),
     ]
+    variants = [(k, label) for k, label in variants if k in only]
 
     def pttrace_argv(rundir: Path) -> list[str]:
         return [str(PTTRACE), "run", "--batch", "-q", "-b", FUNCTION, "--session-dir", str(rundir / "sessions"),
@@ -193,9 +208,11 @@ def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
     prime = tmp / "prime"
     (prime / "sessions").mkdir(parents=True)
     subprocess.run(pttrace_argv(prime), env=pttrace_env(lib, warm_cache), capture_output=True, check=True)
-    subprocess.run([gdb, *cached, *plain, "--args", *script], capture_output=True, check=True)
+    if "gdb-cached" in only:
+        subprocess.run([gdb, *cached, *plain, "--args", *script], capture_output=True, check=True)
     runs: dict[str, list] = {}
     failures: list[str] = []
+    loads: list[str] = []  # the 1-minute load average after each run: this machine is shared
     for rnd in range(rounds):
         for key, label in variants:
             rundir = tmp / f"{key}-{rnd}"
@@ -212,10 +229,11 @@ def first_hit(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:
                 res = run_measured(argv, rundir / "out.txt")
                 errs = check_gdb(res.stdout.read_text(errors="replace"))
             runs.setdefault(key, []).append(res)
+            loads.append(load_average())
             failures += [f"{label}, round {rnd + 1}: {e}" for e in errs]
-            print(f"  round {rnd + 1}/{rounds}  {key:14s} {res.wall:6.2f} s  {res.tool_kb / 1024:6.0f} MB"
-                  f"{'  CHECK FAILED: ' + '; '.join(errs[:3]) if errs else ''}", flush=True)
-    return {"variants": variants, "runs": runs}, failures
+            print(f"  round {rnd + 1}/{rounds}  {key:14s} {res.wall:6.2f} s  {res.tool_kb / 1024:6.0f} MB  "
+                  f"load {loads[-1]}{'  CHECK FAILED: ' + '; '.join(errs[:3]) if errs else ''}", flush=True)
+    return {"variants": variants, "runs": runs, "loads": loads}, failures
 
 
 def code_addresses(lib: Path, count: int) -> list[int]:
@@ -358,8 +376,13 @@ def main() -> int:
     ap.add_argument("--compressed", action="store_true", help="the variant with compressed debug sections")
     ap.add_argument("--units", type=int, help="a library of this many units (default: the generator's)")
     ap.add_argument("--lib", type=Path, help="measure this library (units numbered as the generator's) instead")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="the first-hit variants to run (plain gdb costs ~90 s and 3 GB a round)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    if set(args.variants.split(",")) != set(VARIANTS):
+        args.no_write = True  # a partial table must not replace the section
     if args.units and args.units <= UNIT:
         set_unit(args.units - 1)
     only = set(args.only.split(","))
@@ -387,32 +410,37 @@ def main() -> int:
         tmp = Path(td)
         if "first" in only:
             print("first hit", flush=True)
-            got, errs = first_hit(lib, args.rounds, tmp)
+            got, errs = first_hit(lib, args.rounds, tmp, tuple(args.variants.split(",")))
             failures += errs
             runs = got["runs"]
-            ref = _median([r.wall for r in runs["gdb"]])
-            ref_kb = _median([r.tool_kb for r in runs["gdb"]])
-            cached = _median([r.wall for r in runs["gdb-cached"]])
-            lines += [f"First hit of `--break {FUNCTION}` (the whole run, to the target's end):", "",
+
+            def med(key: str, what: str = "wall") -> float | None:
+                return _median([getattr(r, what) for r in runs.get(key, [])])
+
+            def ratio(a: float | None, b: float | None) -> float | None:
+                return None if a is None or not b else a / b
+
+            ref, ref_kb, cached = med("gdb"), med("gdb", "tool_kb"), med("gdb-cached")
+            lines += [f"First hit of `--break {FUNCTION}` (the whole run, to the target's end; load average "
+                      f"after each run {min(got['loads'])}-{max(got['loads'])}):", "",
                       "| variant | wall | vs plain gdb | vs gdb, index cache warm | peak RSS (debugger) "
                       "| vs plain gdb |",
                       "|---|---:|---:|---:|---:|---:|"]
             for key, label in got["variants"]:
-                wall = _median([r.wall for r in runs[key]])
-                kb = _median([r.tool_kb for r in runs[key]])
+                wall, kb = med(key), med(key, "tool_kb")
                 if key == "python":
-                    lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(wall / ref, 'x')} | "
-                                 f"{_fmt(wall / cached, 'x')} | - | - |")
+                    lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(ratio(wall, ref), 'x')} | "
+                                 f"{_fmt(ratio(wall, cached), 'x')} | - | - |")
                     continue
-                lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(wall / ref, 'x')} | "
-                             f"{_fmt(wall / cached, 'x')} | "
-                             f"{_mb(kb)} | {_fmt(kb / ref_kb, 'x')} |")
-            first = _median([r.wall for r in runs["pttrace-first"]])
-            again = _median([r.wall for r in runs["pttrace-again"]])
-            peak = max(_median([r.tool_kb for r in runs[k]]) for k in ("pttrace-first", "pttrace-again"))
-            lines += ["", f"- first run: {first / ref:.2f}x plain gdb, {verdict(first / ref, 0.5)}",
-                      f"- re-run: {again / cached:.2f}x gdb with its index cache warm, {verdict(again / cached, 0.2)}",
-                      f"- peak memory: {peak / ref_kb:.2f}x plain gdb, {verdict(peak / ref_kb, 0.3)}", ""]
+                lines.append(f"| {label} | {_fmt(wall, ' s')} | {_fmt(ratio(wall, ref), 'x')} | "
+                             f"{_fmt(ratio(wall, cached), 'x')} | "
+                             f"{_mb(kb)} | {_fmt(ratio(kb, ref_kb), 'x')} |")
+            first, again = ratio(med("pttrace-first"), ref), ratio(med("pttrace-again"), cached)
+            peaks = [med(k, "tool_kb") for k in ("pttrace-first", "pttrace-again") if k in runs]
+            peak = ratio(max(peaks), ref_kb) if peaks else None
+            lines += ["", f"- first run: {_fmt(first, 'x')} plain gdb, {verdict(first, 0.5)}",
+                      f"- re-run: {_fmt(again, 'x')} gdb with its index cache warm, {verdict(again, 0.2)}",
+                      f"- peak memory: {_fmt(peak, 'x')} plain gdb, {verdict(peak, 0.3)}", ""]
         if "where" in only:
             print("where", flush=True)
             res, errs = where(lib, args.rounds, tmp)
