@@ -135,9 +135,11 @@ def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_
     finally:
         if p.poll() is None:
             p.kill()
-    # THEN the session has no fill record, yet every frame reads back named, its hits in order
+    # THEN every frame reads back named, its hits in order, even without the fill records written while
+    # it ran (pttrace can die before it writes any: they are taken out here)
     (path,) = tmp_path.glob("*.jsonl")
-    assert '"type":"fill"' not in path.read_text()
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if not line.startswith('{"type":"fill"')))
     s = storage.load(path)
     assert s.info.status == "interrupted" and len(s.hits) >= 20
     assert [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))

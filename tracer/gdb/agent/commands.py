@@ -157,7 +157,10 @@ def _rerecord(arg: str) -> None:
     launched_by = None
     if STATE.pending_launcher:
         launched_by = launcher.find(call_path)
+        # the launcher's stack (or, when none was found, the other threads' stacks) passes through
+        # libraries without symbols, where gdb unwinds no further
         missing = missing_symbols(launched_by.get("frames") or [])
+        missing += [lib for lib in launched_by.pop("unread", []) if lib not in STATE.asked_libs and lib not in missing]
         if missing:  # the launcher's stack passes through libraries without symbols: after them
             defer_for(missing, spec)
             return

@@ -12,8 +12,10 @@ import re
 
 import gdb  # type: ignore[import-not-found]
 
+from tracer.gdb.agent import native
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.state import STATE
 
 # Where a worker thread of an intra-op parallel region starts, and where its launching thread waits.
 WORKER_ROOTS = ("gomp_thread_start", "c10::ThreadPool::main_loop")
@@ -29,7 +31,9 @@ def in_worker(frames: list[dict]) -> bool:
     return any((f.get("function") or "").startswith(WORKER_ROOTS) for f in frames[:8])
 
 
-def _waits_in_launcher(thread) -> bool:
+def _waits_in_launcher(thread, unread: list[str]) -> bool:
+    """Whether the thread waits in a launcher; the libraries without symbols its stack passes through
+    (gdb unwinds no further there) are added to ``unread``."""
     thread.switch()
     frame = gdb.newest_frame()
     names = []
@@ -37,6 +41,9 @@ def _waits_in_launcher(thread) -> bool:
         if frame is None:
             break
         name = frame.name() or ""
+        lib = gdb.solib_name(frame.pc()) if not name else None
+        if lib and lib not in STATE.cfi_libs and not native.symbols_loaded(lib) and lib not in unread:
+            unread.append(lib)
         names.append(name or hex(frame.pc()))
         # By name, or by library: GOMP_parallel's own frame can be nameless to gdb (its call to
         # gomp_team_end is its last instruction, so the return address is past its end).
@@ -66,12 +73,13 @@ def find(call_path) -> dict:
     current = gdb.selected_thread()
     found = []
     unreadable = []
+    unread: list[str] = []
     try:
         for thread in gdb.selected_inferior().threads():
             if thread.num == current.num or not thread.is_valid():
                 continue
             try:
-                if _waits_in_launcher(thread):
+                if _waits_in_launcher(thread, unread):
                     found.append(thread)
             except READ_ERRORS as exc:
                 unreadable.append(f"thread {thread.num} ({exc})")
@@ -81,7 +89,7 @@ def find(call_path) -> dict:
                    else f"{len(found)} threads are inside a parallel launcher: which one launched it is not known")
             if unreadable:
                 why += "; could not read the stack of " + ", ".join(unreadable)
-            return {"thread": None, "why": why}
+            return {"thread": None, "why": why, "unread": unread}
         found[0].switch()
         frames, _ = call_path()
         th = found[0]
