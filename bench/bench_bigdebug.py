@@ -11,6 +11,8 @@ torch's dispatcher. Measured, each round alternating the variants (medians over 
   where       ``pttrace where big7::kernel_7_0 --lib BIG`` with empty caches vs ``addr2line -f -C -i``
               of its address; then 1,000 code addresses spread over the library: pttrace's index (its
               cache warm, a fresh process) vs addr2line given them all in one call
+  inline      breakpoints in functions called from inlined code (kernel_U_0's lambda, its insertion
+              sort): every frame, the inlined functions' included, as addr2line lists them
   hot         ``--break bigU::tick_U`` hit HOT times: per-hit cost on this library and on its release
               build (the same library with ``objcopy --strip-debug``)
 
@@ -18,7 +20,7 @@ Every recording is checked: the hit in the right function, and every frame of th
 the file:line (and inlined chain) ``addr2line -f -C -i`` gives for its pc. ``--compressed`` runs on the
 variant with zlib-compressed debug sections.
 
-    .venv/bin/python bench/bench_bigdebug.py [-n ROUNDS] [--only first,where,hot] [--compressed] [--no-write]
+    .venv/bin/python bench/bench_bigdebug.py [-n ROUNDS] [--only first,where,inline,hot] [--compressed] [--no-write]
         [--variants pttrace-first,pttrace-again,gdb,gdb-cached,python]   (fewer: nothing written)
 
 Every variant runs with Python's bytecode cache on, as a user's shell has it (an environment with
@@ -122,37 +124,58 @@ def recorded_hits(session_dir: Path) -> list[dict]:
     return [hit.to_dict() for hit in storage.load(files[0]).hits]
 
 
-def check_frames(hits: list[dict], lib: Path, function: str, want: int) -> list[str]:
-    """The hits' innermost function, and every frame in ``lib`` against addr2line's file:line for its pc
-    (a caller's pc is a return address: looked up at pc - 1, as both do)."""
+def physical_frames(frames: list[dict], lib: Path) -> list[tuple[int, list[dict]]]:
+    """The frames of ``lib`` as one group a pc: (the pc looked up, its frames innermost first: the frames
+    of the functions inlined there, then the one they are inlined in). A caller's pc is a return address:
+    looked up at pc - 1, as addr2line's users and gdb do."""
+    real = os.path.realpath(lib)
+    groups: list[list[dict]] = []
+    for f in frames:
+        if f.get("library") and os.path.realpath(f["library"]) == real:
+            if f.get("inlined") and groups and groups[-1][0].get("offset") == f.get("offset"):
+                groups[-1].append(f)
+            else:
+                groups.append([f])
+    last = frames[-1].get("offset") if frames else None
+    return [(g[0]["offset"] - (0 if i == len(groups) - 1 and g[0]["offset"] == last else 1), g[::-1])
+            for i, g in enumerate(groups) if g[0].get("offset") is not None]
+
+
+def check_frames(hits: list[dict], lib: Path, function: str | None, want: int, inlined_at_least: int = 0) -> list[str]:
+    """The hits' innermost function, and every frame in ``lib`` against ``addr2line -f -C -i`` for its pc:
+    one frame per function it lists (the inlined ones included), each with its file:line and, inlined, its
+    name (bfd names the innermost level of inlined code without a linkage name after the ELF symbol:
+    that name is not compared). ``inlined_at_least``: the frames pttrace must have shown as inlined."""
     if len(hits) != want:
         return [f"{len(hits)} hits recorded, expected {want}"]
     errs = []
-    real = os.path.realpath(lib)
+    shown_inlined = 0
     for hit in hits[:3]:
         frames = hit["frames"]
-        inner = frames[-1]
-        if not (inner.get("function") or "").startswith(function + "("):
-            errs.append(f"innermost frame is {inner.get('function')!r}")
-        ours = [(i, f) for i, f in enumerate(frames) if f.get("library") and os.path.realpath(f["library"]) == real]
-        if not ours:
+        real = [f for f in frames if not f.get("inlined")]
+        if function is not None and not (real[-1].get("function") or "").startswith(function + "("):
+            errs.append(f"innermost frame is {real[-1].get('function')!r}")
+        groups = physical_frames(frames, lib)
+        if not groups:
             errs.append("no frame in the big library")
             continue
-        pcs = {}
-        for i, f in ours:
-            off = f.get("offset")
-            if off is None:
-                errs.append(f"frame {f.get('function')} has no offset to check")
-                continue
-            pcs[i] = off if i == len(frames) - 1 else off - 1
-        theirs = addr2line(lib, sorted(set(pcs.values())))
-        for i, pc in pcs.items():
-            f = frames[i]
+        if any(f.get("library") and os.path.realpath(f["library"]) == os.path.realpath(lib)
+               and f.get("offset") is None for f in frames):
+            errs.append("a frame in the big library has no offset to check")
+        theirs = addr2line(lib, sorted({pc for pc, _ in groups}))
+        for pc, group in groups:
             chain = theirs.get(pc, [])
-            locations = [_strip_disc(x) for x in chain[1::2]]
-            mine = f"{f.get('file')}:{f.get('line')}"
-            if mine not in locations and mine != gdb_lines(lib, [pc])[pc]:
-                errs.append(f"{f.get('function')} at {pc:#x}: recorded {mine}, addr2line says {locations}")
+            want_lines = [_strip_disc(x) for x in chain[1::2]]
+            mine = [f"{f.get('file')}:{f.get('line')}" for f in group]
+            if mine != want_lines and not (mine[1:] == want_lines[1:] and mine[0] == gdb_lines(lib, [pc])[pc]):
+                errs.append(f"{group[-1].get('function')} at {pc:#x}: recorded {mine}, addr2line says {want_lines}")
+            skip = 1 if len(group) > 1 and chain[0] == chain[-2] else 0
+            if [f.get("function") for f in group][skip:-1] != chain[0::2][skip:-1]:
+                errs.append(f"inlined at {pc:#x}: recorded {[f.get('function') for f in group]}, addr2line says "
+                            f"{chain[0::2]}")
+            shown_inlined += len(group) - 1
+    if shown_inlined < inlined_at_least:
+        errs.append(f"{shown_inlined} inlined frames shown, expected at least {inlined_at_least}")
     return errs
 
 
@@ -362,6 +385,41 @@ def hot(lib: Path, release: Path, rounds: int, tmp: Path) -> tuple[dict, list[st
     return per_hit, failures
 
 
+def mangled(lib: Path, *parts: str) -> str:
+    """The one mangled name whose demangled form holds every one of ``parts`` (``--break`` takes no spaces)."""
+    names = subprocess.run(["nm", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    plain = [ln.split()[-1] for ln in names.splitlines() if len(ln.split()) == 3 and f"kernel_{UNIT}_0" in ln]
+    demangled = subprocess.run(["c++filt"], input="\n".join(plain), capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+    found = {m for m, d in zip(plain, demangled) if all(p in d for p in parts)}
+    if len(found) != 1:
+        raise SystemExit(f"{lib.name}: {len(found)} functions hold {parts}")
+    return found.pop()
+
+
+def inlined(lib: Path, tmp: Path) -> tuple[dict, list[str]]:
+    """Breakpoints in functions called from inlined code: kernel_U_0's std::for_each -> std::function's
+    operator() (inlined) calls the lambda's _M_invoke, whose first instruction is itself 5 inlined
+    functions deep; std::sort -> __sort -> __final_insertion_sort (inlined) call __insertion_sort.
+    Every frame of the big library is checked against addr2line, the inlined ones included."""
+    specs = [mangled(lib, "_M_invoke", f"kernel_{UNIT}_0(int)::{{lambda(big{UNIT}::Record{UNIT} const&)#2}}"),
+             mangled(lib, "__insertion_sort<", f"kernel_{UNIT}_0(int)::{{lambda")]
+    rundir = tmp / "inlined"
+    (rundir / "sessions").mkdir(parents=True)
+    argv = [str(PTTRACE), "run", "--batch", "-q", *(f"-b{s}" for s in specs), "--session-dir",
+            str(rundir / "sessions"), str(CALL), str(lib), str(UNIT)]
+    res = run_measured(argv, rundir / "out.txt", env=pttrace_env(lib, tmp / "inlined-cache"))
+    hits = recorded_hits(rundir / "sessions")
+    errs = check_frames([h for h in hits if h["breakpoint"] == specs[0]], lib, None, 3, inlined_at_least=3 * 7)
+    errs += check_frames([h for h in hits if h["breakpoint"] == specs[1]], lib, None, 1, inlined_at_least=3)
+    groups = [g for h in hits for _, g in physical_frames(h["frames"], lib)]
+    facts = {"wall": res.wall, "hits": len(hits), "frames": sum(len(g) for g in groups),
+             "inlined": sum(len(g) - 1 for g in groups), "deepest": max((len(g) - 1 for g in groups), default=0)}
+    print(f"  inlined: {facts['hits']} hits, {facts['frames']} frames in the library, {facts['inlined']} of them "
+          f"inlined, {res.wall:.2f} s{'  CHECK FAILED: ' + '; '.join(errs[:3]) if errs else ''}", flush=True)
+    return facts, [f"inlined frames: {e}" for e in errs]
+
+
 # -- report ----------------------------------------------------------------------------------------
 def verdict(ratio: float | None, limit: float) -> str:
     if ratio is None:
@@ -372,7 +430,7 @@ def verdict(ratio: float | None, limit: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--rounds", type=int, default=3)
-    ap.add_argument("--only", default="first,where,hot")
+    ap.add_argument("--only", default="first,where,inline,hot")
     ap.add_argument("--compressed", action="store_true", help="the variant with compressed debug sections")
     ap.add_argument("--units", type=int, help="a library of this many units (default: the generator's)")
     ap.add_argument("--lib", type=Path, help="measure this library (units numbered as the generator's) instead")
@@ -465,6 +523,19 @@ def main() -> int:
                       f"{_mb(_median(PEAK_KB.get('a2l-1000', [])))}). pttrace's cache for this library after the "
                       f"cold `where`: {res['cold_cache_bytes'] / 1e6:.1f} MB; after the 1,000 lookups "
                       f"{res['cache_bytes'] / 1e6:.1f} MB.", ""]
+        if "inline" in only:
+            print("inlined frames", flush=True)
+            facts_in, errs = inlined(lib, tmp)
+            failures += errs
+            lines += [f"Inlined frames (a run of its own, caches empty, {facts_in['wall']:.1f} s): breakpoints on "
+                      f"kernel_{UNIT}_0's lambda (`std::_Function_handler<...>::_M_invoke`, called from "
+                      "`std::function::operator()` inlined in `std::for_each` inlined in the kernel, its entry "
+                      "itself in 5 levels of inlined code) and on `std::__insertion_sort` (called from "
+                      "`__final_insertion_sort` < `__sort` < `std::sort`, inlined in the kernel): "
+                      f"{facts_in['hits']} hits, {facts_in['frames']} frames in the big library, "
+                      f"{facts_in['inlined']} of them inlined frames (up to {facts_in['deepest']} at one pc); "
+                      + ("every one has the name and file:line `addr2line -f -C -i` gives, in its order."
+                         if not errs else "CHECK FAILED (below)."), ""]
         if "hot" in only:
             print("hot", flush=True)
             per_hit, errs = hot(lib, release_of(plain_lib), args.rounds, tmp)

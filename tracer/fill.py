@@ -15,7 +15,12 @@ import threading
 
 from tracer.classify import classify, dispatch_key, kernel_below_adapter, short_name
 from tracer.errors import PttraceError
-from tracer.model import Frame
+from tracer.model import Frame, fill_path
+
+
+def _named(name: str | None, library: str, file: str | None, line: int | None) -> dict:
+    return {"function": name, "short": short_name(name), "layer": classify(name, library),
+            "dispatch_key": dispatch_key(name), "file": file, "line": line}
 
 
 class FrameFiller:
@@ -43,7 +48,15 @@ class FrameFiller:
                     values = {"function": name, "short": short_name(name), "layer": classify(name, library),
                               "dispatch_key": dispatch_key(name)}
                 line = line_for_address(library, addr)
-                if line is not None and line.file:
+                if line is not None and line.inlined:
+                    # gdb's frames where it reads the DWARF: the function the code belongs to, at its call
+                    # of the outermost inlined one, then each inlined function at its call of the next.
+                    outer = line.inlined[-1]
+                    values["file"], values["line"] = outer.file, outer.line
+                    steps = [(s.function, s.file, s.line) for s in reversed(line.inlined[:-1])]
+                    values["inlined"] = [_named(fn, library, file, ln)
+                                         for fn, file, ln in [*steps, (line.function, line.file, line.line)]]
+                elif line is not None and line.file:
                     values["file"], values["line"] = line.file, line.line
             except (PttraceError, OSError) as exc:  # the frame keeps its library and offset
                 self.unreadable.setdefault(library, exc.message if isinstance(exc, PttraceError) else str(exc))
@@ -51,27 +64,20 @@ class FrameFiller:
         return self._answers[key]
 
     def fill(self, frames: list[Frame]) -> list:
-        """Fill these frames of one call path (outermost first) in place; returns the new ``fill``
-        entries to append to the session (each key once)."""
+        """Fill these frames of one call path (outermost first) in place, a frame in inlined code followed
+        by the inlined functions' frames; returns the new ``fill`` entries to append to the session (each
+        key once)."""
         new = []
         with self._lock:
-            last = len(frames) - 1
             looked = []
-            for i, f in enumerate(frames):
-                key = f.fill_key(i == last)
-                if key is None:
-                    continue
-                values = self.lookup(key)
-                if values is None:
-                    continue
-                had_name = f.function is not None
-                f.fill(values)
+            for i, key, had_name in fill_path(frames, self.lookup):
                 looked.append(key)
+                f = frames[i]
                 # As the agent does for named frames: a runtime function called by a boxing adapter
                 # is the kernel it wraps (its name alone does not say so).
                 if not had_name and i and kernel_below_adapter(f.layer, frames[i - 1].function):
                     f.layer = "kernel"
-                    self._answers[key] = dict(values, layer="kernel")
+                    self._answers[key] = dict(self._answers[key], layer="kernel")
             for key in looked:
                 if key not in self._written:
                     self._written.add(key)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from tracer.records import FILL_NAME_FIELDS, SCHEMA
 
@@ -153,8 +153,10 @@ class Frame:
 
     def fill_key(self, innermost: bool) -> tuple | None:
         """Its key in ``fill`` records, or None if it needs none (not innermost: its pc is a return
-        address, looked up at offset - 1)."""
-        if self.offset is None or self.kind != "native" or (self.function is not None and self.file is not None):
+        address, looked up at offset - 1). A frame of an inlined function is named with the frame it is
+        inlined in (``fill_path``)."""
+        if self.offset is None or self.kind != "native" or self.inlined or (
+                self.function is not None and self.file is not None):
             return None
         return (self.library, int(self.offset), not innermost)
 
@@ -167,6 +169,11 @@ class Frame:
         if self.file is None and values.get("file"):
             self.file, self.line = values["file"], values.get("line")
 
+    def inlined_frame(self, values: dict[str, Any]) -> "Frame":
+        """The frame of a function inlined at this frame's pc, from an entry of a fill's ``inlined``."""
+        return Frame("native", library=self.library, address=self.address, offset=self.offset, inlined=True,
+                     **{k: values.get(k) for k in (*FILL_NAME_FIELDS, "file", "line")})
+
     @property
     def location(self) -> str | None:
         if self.file is None:
@@ -178,6 +185,39 @@ class Frame:
         if self.kind == "python":
             return ("py", self.file, self.line, self.function)
         return ("c", self.library, self.function or (hex(self.address) if self.address else None))
+
+
+def fill_path(frames: list[Frame], answer: Callable[[tuple], dict[str, Any] | None]) -> list[tuple[int, tuple, bool]]:
+    """Fill one call path (outermost first) in place from ``answer(key)``, a ``fill`` entry or None: each frame
+    recorded by library and offset gets its name and file:line, and one whose pc is in inlined code the
+    frames of the inlined functions after it (``inlined``, innermost last, as gdb's are where it reads the
+    DWARF). Returns (its index, key, whether it had a name) for each frame answered. A frame keeps its key once
+    filled (frames are shared by paths: a path met later is expanded too); a path expanded before is left."""
+    done = []
+    real = [i for i, f in enumerate(frames) if not f.inlined]
+    innermost = real[-1] if real else -1  # the frame of the stop pc: inlined frames of it follow it
+    i = 0
+    while i < len(frames):
+        f = frames[i]
+        if f.offset is None or f.kind != "native" or f.inlined:
+            i += 1
+            continue
+        key = (f.library, int(f.offset), i != innermost)
+        values = answer(key)
+        if values is None:
+            i += 1
+            continue
+        done.append((i, key, f.function is not None))  # frames are only ever inserted after it
+        f.fill(values)
+        below = values.get("inlined")
+        nxt = frames[i + 1] if i + 1 < len(frames) else None
+        if below and not (nxt is not None and nxt.inlined and nxt.offset == f.offset and nxt.library == f.library):
+            frames[i + 1:i + 1] = [f.inlined_frame(v) for v in below]
+            if innermost > i:
+                innermost += len(below)
+            i += len(below)
+        i += 1
+    return done
 
 
 @dataclass

@@ -30,7 +30,11 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 ``warning``        ``{message}``: what pttrace could not see or follow
 ``dispatch_keys``  the target torch's DispatchKeySet numbering (``storage.decode_keyset``)
 ``fill``           ``{frames: [[library, offset, caller, {function, short, layer, dispatch_key, file,
-                   line}], ...]}``: names for frames recorded by library and offset (``model.Frame.fill_key``)
+                   line, inlined?}], ...]}``: names for frames recorded by library and offset
+                   (``model.Frame.fill_key``); a pc in inlined code has ``inlined``, the frames of the
+                   inlined functions (``[{function, short, layer, dispatch_key, file, line}]``, innermost
+                   last), inserted after its frame (``model.fill_path``), whose file:line is then the call
+                   of the outermost inlined function
 ``end``            ``{status, exit_code, ended, ...}``; a file without one is ``interrupted``
 
 A hot breakpoint's hit is one ``hit`` line of ~60 bytes: its frames, stack and site were written at

@@ -21,7 +21,7 @@ from tracer import records, settings
 from tracer.errors import SessionError
 from tracer.hit_table import HitTable
 from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
-                          SessionInfo, Thread, check, objects)
+                          SessionInfo, Thread, check, fill_path, objects)
 
 SUFFIX = ".jsonl"
 
@@ -373,6 +373,8 @@ def _fill_entries(rec: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
         if type(library) is not str or type(offset) is not int or type(caller) is not bool:
             raise RecordError(f"fill entry {i} is not [library, offset, caller, names]")
         out[(library, offset, caller)] = check(f"fill entry {i}", values, _FILL_TYPES)
+        for step in objects(f"fill entry {i}'s inlined frames", values.get("inlined")):
+            check(f"an inlined frame of fill entry {i}", step, _FILL_TYPES)
     return out
 
 
@@ -388,15 +390,8 @@ def _key_table(rec: dict[str, Any]) -> dict[str, Any]:
 
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
     for frames in _distinct_paths(hits):
-        last = len(frames) - 1
-        for i, f in enumerate(frames):
-            if f.offset is None:
-                continue
-            key = f.fill_key(i == last)
-            if key is not None:
-                values = fills.get(key)
-                if values is not None:
-                    f.fill(values)
+        if any(f.offset is not None for f in frames):
+            fill_path(frames, fills.get)
 
 
 def _name_from_index(hits: list[Hit]) -> None:

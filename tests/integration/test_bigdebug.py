@@ -111,27 +111,50 @@ def test_lines_agree_with_addr2line_in_deeply_inlined_code(biglib, tmp_path, mon
     assert len(addresses) > 5000
 
 
+def mangled(lib: Path, *parts: str) -> str:
+    """The one mangled name whose demangled form holds every one of ``parts``."""
+    names = subprocess.run(["nm", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    plain = [ln.split()[-1] for ln in names.splitlines() if len(ln.split()) == 3]
+    demangled = subprocess.run(["c++filt"], input="\n".join(plain), capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+    found = {m for m, d in zip(plain, demangled) if all(p in d for p in parts)}
+    assert len(found) == 1, (parts, found)
+    return found.pop()
+
+
+# Breakpoints in functions called from inlined code, so that the caller's frame (a return address) is
+# in inlined code, and at an entry that is itself inlined code: kernel_1_0's std::for_each ->
+# std::function::operator() calls the lambda's _M_invoke, whose first instruction is inside
+# vector::begin() inlined in the lambda inlined through std::__invoke_r; std::sort -> __sort ->
+# __final_insertion_sort, inlined in kernel_1_0, call __insertion_sort. Mangled: --break takes no spaces.
+INLINED_BREAKS = (("_M_invoke", "kernel_1_0(int)::{lambda(big1::Record1 const&)#2}"),
+                  ("__insertion_sort<", "kernel_1_0(int)::{lambda"))
+
+
 @pytest.fixture(scope="module")
 def big_recording(biglib, tmp_path_factory):
-    """One run: a kernel hit once and the hot function hit three times, the library standing in for a big one."""
+    """One run: kernel_1_0 once (the lambda 3 times, the insertion sort once under it), then the hot
+    function three times, the library standing in for a big one."""
     session_dir = tmp_path_factory.mktemp("sessions")
     cache = tmp_path_factory.mktemp("cache")
-    proc = run_pttrace("run", "--batch", "-b", "big1::kernel_1_0", "-b", "big1::tick_1", "--cfi-lib", biglib.name,
-                       "--session-dir", str(session_dir), str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1",
-                       "3", env={"XDG_CACHE_HOME": str(cache)})
+    inlined = [mangled(biglib, *parts) for parts in INLINED_BREAKS]
+    proc = run_pttrace("run", "--batch", "-b", "big1::kernel_1_0", "-b", "big1::tick_1", *(f"-b{m}" for m in inlined),
+                       "--cfi-lib", biglib.name, "--session-dir", str(session_dir), "--",
+                       str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1", "3", "--kernel-too",
+                       env={"XDG_CACHE_HOME": str(cache)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted(session_dir.glob("*.jsonl"))
     assert len(files) == 1, proc.stdout
     session = storage.load(files[0])
     hits = [hit.to_dict() for hit in session.hits]
     raw = [json.loads(line) for line in files[0].read_text().splitlines()]
-    return proc, hits, session.info.status, raw
+    return proc, hits, session.info.status, raw, inlined, files[0]
 
 
 def test_the_breakpoint_is_set_from_the_index_and_gdb_reads_no_dwarf(biglib, big_recording):
-    proc, hits, status, raw = big_recording
+    proc, hits, status, raw, inlined, _path = big_recording
     assert status == "completed"
-    assert len(hits) == 3, len(hits)  # bigdebug_hot_1(3): tick_1 three times; kernel_1_0 is not called
+    assert [h["breakpoint"] for h in hits] == ["big1::kernel_1_0", inlined[1], *[inlined[0]] * 3, *["big1::tick_1"] * 3]
     warnings = [r["message"] for r in raw if r.get("type") == "warning"]
     assert any(biglib.name in w and "does not read" in w and "big1::tick_1" in w for w in warnings), warnings
     bps = {}
@@ -144,23 +167,116 @@ def test_the_breakpoint_is_set_from_the_index_and_gdb_reads_no_dwarf(biglib, big
     assert "never resolved" not in proc.stdout.split("big1::tick_1", 1)[1].split("breakpoint", 1)[0]
 
 
-def test_frames_of_the_big_library_carry_addr2lines_file_and_line(biglib, big_recording):
-    _proc, hits, _end, _raw = big_recording
-    real = os.path.realpath(biglib)
+def physical_frames(frames: list[dict], lib: Path) -> list[tuple[int, list[dict]]]:
+    """The frames of ``lib`` grouped as one pc each: (the pc looked up, its frames innermost first). A
+    caller's pc is a return address, looked up at pc - 1 (as addr2line's users and gdb do)."""
+    real = os.path.realpath(lib)
+    groups: list[list[dict]] = []
+    for f in frames:
+        if not (f.get("library") and os.path.realpath(f["library"]) == real):
+            continue
+        if f.get("inlined") and groups and groups[-1][0]["offset"] == f["offset"]:
+            groups[-1].append(f)
+        else:
+            groups.append([f])
+    innermost = frames[-1]["offset"] if frames and frames[-1].get("offset") is not None else None
+    out = []
+    for i, group in enumerate(groups):
+        pc = group[0]["offset"] - (0 if i == len(groups) - 1 and group[0]["offset"] == innermost else 1)
+        out.append((pc, group[::-1]))
+    return out
+
+
+def test_frames_of_the_big_library_are_addr2lines_answer_inlined_frames_included(biglib, big_recording):
+    """Every frame pttrace names in the big library, one per function addr2line -f -C -i lists for its pc
+    (gdb, given the library as unwind tables only, has one frame there): the inlined functions' frames
+    follow the frame they are inlined in, each with its name and file:line."""
+    _proc, hits, _end, _raw, inlined, _path = big_recording
+    checked, deepest = set(), {}
     for hit in hits:
         frames = hit["frames"]
         names = [f.get("function") or "" for f in frames]
-        assert names[-1] == "big1::tick_1(double, int)", names[-3:]
         assert any("c10::Dispatcher" in n for n in names), "the library's code runs under torch's dispatcher"
-        ours = [(i, f) for i, f in enumerate(frames) if f.get("library") and os.path.realpath(f["library"]) == real]
-        assert [frames[i]["function"] for i, _ in ours] == ["bigdebug_hot_1", "big1::tick_1(double, int)"]
-        for i, f in ours:
-            # Named by pttrace (gdb has unwind tables only): the frame has the library offset.
-            assert f.get("offset") is not None, f
-            pc = f["offset"] if i == len(frames) - 1 else f["offset"] - 1
+        for pc, group in physical_frames(frames, biglib):
+            assert group[-1].get("offset") is not None and not group[-1].get("inlined"), group[-1]
+            assert all(f.get("inlined") for f in group[:-1]), group
             chain = addr2line(biglib, [pc])[pc]
-            assert f"{f['file']}:{f['line']}" in [re.sub(r" \(discriminator \d+\)$", "", x) for x in chain[1::2]], \
-                (f, chain)
+            theirs = list(zip(chain[0::2], [re.sub(r" \(discriminator \d+\)$", "", x) for x in chain[1::2]]))
+            mine = [(f["function"], f"{f['file']}:{f['line']}") for f in group]
+            assert [m[1] for m in mine] == [t[1] for t in theirs], (hex(pc), mine, theirs)
+            # The inlined functions' names too (the frame they are inlined in is named from the symbol
+            # table, as before). For inlined code whose function has no linkage name, addr2line names
+            # the innermost level after the enclosing ELF symbol (bfd's slip): pttrace gives DWARF's name.
+            skip = 1 if len(group) > 1 and theirs[0][0] == theirs[-1][0] else 0
+            assert [m[0] for m in mine][skip:-1] == [t[0] for t in theirs][skip:-1], (hex(pc), mine, theirs)
+            checked.add(pc)
+            deepest[hit["breakpoint"]] = max(deepest.get(hit["breakpoint"], 0), len(group) - 1)
+    assert len(checked) >= 6, checked
+    # The lambda's entry is 5 functions deep in inlined code, its caller 2; the insertion sort's caller 3.
+    assert deepest == {"big1::kernel_1_0": 0, "big1::tick_1": 0, inlined[0]: 5, inlined[1]: 3}, deepest
+
+
+GDB_FRAMES = """
+import json
+import gdb
+
+
+class Recorder(gdb.Breakpoint):
+    def stop(self):
+        frames, f = [], gdb.newest_frame()
+        while f is not None:
+            sal = f.find_sal()
+            frames.append({"name": f.name(), "inlined": f.type() == gdb.INLINE_FRAME, "pc": f.pc(),
+                           "library": gdb.solib_name(f.pc()), "line": sal.line,
+                           "file": sal.symtab.fullname() if sal.symtab else None})
+            f = f.older()
+        print("FRAMES " + json.dumps(frames), flush=True)
+        return False
+
+
+def at_load(event):
+    if event.new_objfile.filename.endswith("LIB_NAME"):
+        base = int(gdb.parse_and_eval("(long)&bigdebug_unit_1")) - UNIT_OFFSET
+        for offset in OFFSETS:
+            Recorder("*%#x" % (base + offset))  # a user breakpoint: gdb shows the inlined frames at its pc
+
+
+gdb.events.new_objfile.connect(at_load)
+"""
+
+
+def test_recorded_paths_are_gdbs_backtrace_on_the_full_dwarf(biglib, big_recording, tmp_path):
+    """gdb reading the library's DWARF, stopped where pttrace stopped: the same frames in the library,
+    one for one (inlined or not, the same function), at the same file:line, but for the innermost line
+    (gdb's choice among the rows at one address differs from addr2line's, which pttrace follows)."""
+    _proc, hits, _end, _raw, inlined, _path = big_recording
+    syms = {ln.split()[2]: int(ln.split()[0], 16)
+            for ln in subprocess.run(["nm", "--defined-only", str(biglib)], capture_output=True, text=True,
+                                     check=True).stdout.splitlines() if len(ln.split()) == 3}
+    script = tmp_path / "frames.py"
+    script.write_text(GDB_FRAMES.replace("LIB_NAME", biglib.name).replace("UNIT_OFFSET", str(syms["bigdebug_unit_1"]))
+                      .replace("OFFSETS", repr([syms[m] for m in inlined])))
+    proc = subprocess.run(["gdb", "-nx", "-batch", "-ex", f"source {script}", "-ex", "run", "--args", sys.executable,
+                           str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1"], capture_output=True,
+                          text=True, timeout=300)
+    backtraces = [json.loads(ln[7:]) for ln in proc.stdout.splitlines() if ln.startswith("FRAMES ")]
+    assert len(backtraces) == 4, proc.stdout[-2000:] + proc.stderr[-2000:]  # the insertion sort, the lambda 3x
+    real = os.path.realpath(biglib)
+
+    def base_name(name: str) -> str:
+        # gdb names a function without parameters and qualifies one that has no linkage name (std::sort<...>),
+        # addr2line and pttrace give parameters and DWARF's name (sort<...>): compare the last component.
+        while re.search(r"<[^<>]*>|\([^()]*\)", name):
+            name = re.sub(r"<[^<>]*>|\([^()]*\)", "", name)
+        return name.removesuffix(" const").rsplit("::", 1)[-1].split()[-1]
+
+    hits = [h for h in hits if h["breakpoint"] in inlined]
+    for hit, gdb_frames in zip(hits, backtraces):
+        theirs = [f for f in reversed(gdb_frames) if f["library"] and os.path.realpath(f["library"]) == real]
+        mine = [f for f in hit["frames"] if f.get("library") and os.path.realpath(f["library"]) == real]
+        assert [(bool(f.get("inlined")), base_name(f["function"])) for f in mine] \
+            == [(f["inlined"], base_name(f["name"])) for f in theirs], (mine, theirs)
+        assert [(f["file"], f["line"]) for f in mine][:-1] == [(f["file"], f["line"]) for f in theirs][:-1]
 
 
 def test_compressed_sections_are_inflated_to_a_mapped_cache_file(biglib, tmp_path, monkeypatch):

@@ -121,3 +121,75 @@ def test_fill_key_only_for_native_frames_missing_a_name_or_place():
     assert _frame("l", 5, function="f", file="a.c").fill_key(True) is None
     assert Frame(kind="python", offset=5).fill_key(False) is None
     assert Frame(kind="native", library="l").fill_key(True) is None  # named by gdb: no offset recorded
+
+
+# A pc in inlined code (gdb given the library as unwind tables only shows one frame): the fill names the
+# function the code belongs to at its call site, and lists the inlined functions, innermost last.
+OUTER = {"function": "big::kernel(int)", "short": "big::kernel", "layer": "runtime", "dispatch_key": None,
+         "file": "k.cpp", "line": 56,
+         "inlined": [{"function": "std::for_each<It, F>(It, It, F)", "short": "std::for_each<…>", "layer": "runtime",
+                      "dispatch_key": None, "file": "stl_algo.h", "line": 3787},
+                     {"function": "std::function<void ()>::operator()() const", "short": "std::function<…>::operator()",
+                      "layer": "runtime", "dispatch_key": None, "file": "std_function.h", "line": 591}]}
+LEAF = {"function": "leaf()", "short": "leaf", "layer": "runtime", "dispatch_key": None, "file": "l.cpp", "line": 3}
+
+
+def _interned(path, paths, fills):
+    """A schema-2 session: ``paths`` are lists of frames; one Frame object in two paths is one frame record."""
+    from tracer import records
+
+    interner = records.Interner()
+    w = storage.SessionWriter(path)
+    w.header(SessionInfo(id="s1", mode="run", argv=["python"], started="2026-11-22T05:00:00+00:00"))
+    for seq, frames in enumerate(paths, 1):
+        data = interner.encode_hit(seq, "b", {"id": 1, "name": "python", "lwp": 42}, float(seq),
+                                   [f.to_dict() for f in frames])
+        with open(path, "ab") as fh:
+            fh.write(data)
+    w.fill(fills)
+    w.end("completed", 0)
+    w.close()
+
+
+def _shape(frames):
+    return [(f.function, f.file, f.line, f.inlined, f.offset) for f in frames]
+
+
+def test_a_frame_in_inlined_code_is_followed_by_the_inlined_functions_frames(tmp_path):
+    p = tmp_path / "s.jsonl"
+    kernel = _frame("/l.so", 0x20)
+    _interned(p, [[_frame("/l.so", 0x10), kernel, _frame("/l.so", 0x30)], [kernel, _frame("/l.so", 0x40)]],
+              [["/l.so", 0x10, True, {"function": "entry()", "file": "e.cpp", "line": 1}],
+               ["/l.so", 0x20, True, OUTER], ["/l.so", 0x30, False, LEAF], ["/l.so", 0x40, False, LEAF]])
+    first, second = storage.load(p).hits
+    inlined = [("std::for_each<It, F>(It, It, F)", "stl_algo.h", 3787, True, 0x20),
+               ("std::function<void ()>::operator()() const", "std_function.h", 591, True, 0x20)]
+    assert _shape(first.frames) == [("entry()", "e.cpp", 1, False, 0x10), ("big::kernel(int)", "k.cpp", 56, False, 0x20),
+                                    *inlined, ("leaf()", "l.cpp", 3, False, 0x30)]
+    # The kernel's frame is shared by both paths (one frame record): the second path is expanded too.
+    assert _shape(second.frames) == [("big::kernel(int)", "k.cpp", 56, False, 0x20), *inlined,
+                                     ("leaf()", "l.cpp", 3, False, 0x40)]
+    assert first.frames[2].short == "std::for_each<…>" and first.frames[2].library == "/l.so"
+    assert first.frames[2].address == first.frames[1].address
+
+
+def test_the_innermost_frame_in_inlined_code_and_filling_twice(tmp_path):
+    from tracer.model import fill_path
+
+    fills = {("/l.so", 0x20, False): OUTER, ("/l.so", 0x10, True): LEAF}
+    frames = [_frame("/l.so", 0x10), _frame("/l.so", 0x20)]
+    fill_path(frames, fills.get)
+    assert [(f.function, f.inlined) for f in frames] == [("leaf()", False), ("big::kernel(int)", False),
+                                                         ("std::for_each<It, F>(It, It, F)", True),
+                                                         ("std::function<void ()>::operator()() const", True)]
+    before = _shape(frames)
+    fill_path(frames, fills.get)  # the innermost is still the kernel (the frames after it are inlined in it)
+    assert _shape(frames) == before
+
+
+def test_a_fill_with_malformed_inlined_frames_is_skipped_and_said(tmp_path):
+    p = tmp_path / "s.jsonl"
+    _session(p, [_frame("/l.so", 0x20)], fills=[[["/l.so", 0x20, False, dict(OUTER, inlined=[{"line": "3"}])]]])
+    s = storage.load(p)
+    assert s.hits[0].frames[0].function is None  # the record is not used
+    assert any("damaged" in w and "inlined frame" in w for w in s.info.warnings), s.info.warnings
