@@ -142,6 +142,29 @@ def test_a_native_source_is_read_when_its_librarys_dwarf_names_it(place):
                         SourceTrust(dirs=("/",), dwarf_files=lambda lib: {"/proc/self/environ"})) is None
 
 
+def test_a_frame_recorded_with_its_offset_is_vouched_for_by_the_unit_holding_it(place):
+    """A frame named by pttrace (library and offset): the files of the unit at that offset decide, and the
+    whole library's are never asked for (a full debug build: every unit's tables, minutes)."""
+    _tmp, home, _project, _checkout = place
+    config = str(home / "config.cpp")
+    frame = Frame.from_dict(native(config, 1, library="/opt/ext/big.so"))
+    frame.offset = 0x1234
+    asked = []
+
+    def unit_files(lib, offset):
+        asked.append((lib, offset))
+        return {config} if offset == 0x1234 else set()
+
+    def every_file(lib):
+        raise AssertionError("the whole library's files asked for")
+
+    trust = SourceTrust(dwarf_files=every_file, dwarf_files_at=unit_files)
+    assert source_lines(frame, config, trust) == ("SECRET-1", "SECRET-2")
+    frame.offset = 0x9999  # another unit: it does not name the file
+    assert source_lines(frame, config, trust) is None
+    assert asked == [("/opt/ext/big.so", 0x1234), ("/opt/ext/big.so", 0x9999)]
+
+
 def test_the_debug_extension_vouches_for_its_own_sources(debug_ext):
     """The real witness: the debug build's DWARF names its .cpp; a library that is not here names nothing."""
     from tracer.symbols.source_names import dwarf_file_names

@@ -20,13 +20,19 @@ def trust_for(finder):
     from tracer.export.local_files import SourceTrust
 
     dirs = (finder.source_dir,) if finder is not None and finder.source_dir else ()
-    return SourceTrust(dirs=dirs, dwarf_files=_dwarf_file_names)
+    return SourceTrust(dirs=dirs, dwarf_files=_dwarf_file_names, dwarf_files_at=_dwarf_files_at)
 
 
 def _dwarf_file_names(library: str):
     from tracer.symbols.source_names import dwarf_file_names  # only when a native file is here to vouch for
 
     return dwarf_file_names(library)
+
+
+def _dwarf_files_at(library: str, offset: int):
+    from tracer.symbols.source_names import dwarf_files_at
+
+    return dwarf_files_at(library, offset)
 
 
 def finder_for(args: argparse.Namespace, session=None):

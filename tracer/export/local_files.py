@@ -39,11 +39,14 @@ class SourceTrust:
     """What vouches for a native frame's file: directories the user named, and the library's DWARF.
 
     ``dwarf_files(library)`` gives the (normalised) file names the library's line tables hold on this
-    machine, empty when it has none; None means no DWARF is consulted.
+    machine, empty when it has none; None means no DWARF is consulted. ``dwarf_files_at(library,
+    offset)``, the names of the one unit holding that file offset: asked instead for a frame recorded
+    with its offset (a big debug build's frames; reading every unit's tables would take minutes).
     """
 
     dirs: tuple[str, ...] = ()
     dwarf_files: Callable[[str], Collection[str]] | None = None
+    dwarf_files_at: Callable[[str, int], Collection[str]] | None = None
 
 
 NO_TRUST = SourceTrust()
@@ -96,9 +99,14 @@ def source_lines(frame: Frame, path: str | os.PathLike, trust: SourceTrust = NO_
 
 
 def _named_by_dwarf(frame: Frame, path: str, real: str, trust: SourceTrust) -> bool:
-    if trust.dwarf_files is None or not frame.library:
+    if not frame.library:
         return False
-    names = trust.dwarf_files(frame.library)
+    if frame.offset is not None and trust.dwarf_files_at is not None:
+        names = trust.dwarf_files_at(frame.library, frame.offset)
+    elif trust.dwarf_files is not None:
+        names = trust.dwarf_files(frame.library)
+    else:
+        return False
     if not names:
         return False
     return os.path.normpath(frame.file) in names or os.path.normpath(path) in names or real in names

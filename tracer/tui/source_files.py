@@ -50,12 +50,19 @@ def _dwarf_file_names(library: str):
     return dwarf_file_names(library)
 
 
+def _dwarf_files_at(library: str, offset: int):
+    from tracer.symbols.source_names import dwarf_files_at
+
+    return dwarf_files_at(library, offset)
+
+
 def default_trust() -> SourceTrust:
     """The source directory (``--source-dir``, ``$PTTRACE_SOURCE_DIR``), and the libraries' DWARF here."""
     from tracer import settings
 
     source_dir = settings.current().source_dir
-    return SourceTrust(dirs=(source_dir,) if source_dir else (), dwarf_files=_dwarf_file_names)
+    return SourceTrust(dirs=(source_dir,) if source_dir else (), dwarf_files=_dwarf_file_names,
+                       dwarf_files_at=_dwarf_files_at)
 
 
 def may_show(frame: Frame, path: str | os.PathLike, trust: SourceTrust | None = None) -> bool:
