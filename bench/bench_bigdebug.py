@@ -297,12 +297,14 @@ def timed(argv: list[str], env: dict | None = None,
 
 
 def library_cache_bytes(cache: Path, lib: Path) -> int:
-    """What pttrace's cache holds for this one library (its index, DWARF tables, CFI copy), in bytes."""
+    """What pttrace's cache holds on disk for this one library (its index, DWARF tables, CFI copy), in bytes
+    (blocks allocated: a section being inflated is a sparse file of the section's size)."""
     notes = subprocess.run(["readelf", "-n", str(lib)], capture_output=True, text=True).stdout
     m = re.search(r"Build ID: ([0-9a-f]+)", notes)
     if not m:
         return 0
-    return sum(p.stat().st_size for p in (cache / "pttrace").rglob("*") if p.is_file() and m.group(1) in p.name)
+    return sum(p.stat().st_blocks * 512 for p in (cache / "pttrace").rglob("*")
+               if p.is_file() and m.group(1) in p.name)
 
 
 def where(lib: Path, rounds: int, tmp: Path) -> tuple[dict, list[str]]:

@@ -154,7 +154,8 @@ def big_recording(biglib, tmp_path_factory):
 def test_the_breakpoint_is_set_from_the_index_and_gdb_reads_no_dwarf(biglib, big_recording):
     proc, hits, status, raw, inlined, _path = big_recording
     assert status == "completed"
-    assert [h["breakpoint"] for h in hits] == ["big1::kernel_1_0", inlined[1], *[inlined[0]] * 3, *["big1::tick_1"] * 3]
+    assert [h["breakpoint"] for h in hits] == ["big1::kernel_1_0", inlined[1], *[inlined[0]] * 3,
+                                               *["big1::tick_1"] * 3]
     warnings = [r["message"] for r in raw if r.get("type") == "warning"]
     assert any(biglib.name in w and "does not read" in w and "big1::tick_1" in w for w in warnings), warnings
     bps = {}
@@ -313,6 +314,167 @@ def test_compressed_sections_are_inflated_to_a_mapped_cache_file(biglib, tmp_pat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache2"))  # same build-id and size: a fresh cache
     with pytest.raises(SymbolError) as err:
         symbols.line_for_address(str(bad), start)
-    assert "does not decompress" in err.value.message or "decompresses to" in err.value.message
+    # zlib may give bytes for a damaged stream without a word until its end: then the DWARF read from
+    # them does not decode.
+    assert any(why in err.value.message for why in ("does not decompress", "decompresses to", "corrupt DWARF"))
     assert "\n" not in err.value.message
     assert not list((tmp_path / "cache2" / "pttrace" / "index").glob("*.tmp"))
+    assert not list((tmp_path / "cache2" / "pttrace" / "index").glob("*.inflating"))
+
+
+def test_a_cold_lookup_inflates_the_compressed_section_only_as_far_as_its_unit(biglib, tmp_path, monkeypatch):
+    """A cold lookup in the first unit inflates .debug_info up to that unit (and a bit), into a cache file
+    that the next lookups read, in this process or another, and go on from: the section never whole in
+    memory, and not inflated whole on disk for an address near its start."""
+    from tracer.symbols import elffile
+
+    compressed = biglib.with_name(biglib.stem + ".gz.so")
+    index = tmp_path / "cache" / "pttrace" / "index"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(elffile, "INFLATE_TO_DISK", 1)  # every compressed section counts as big
+
+    def fresh() -> None:  # as a new process would: no reader, no index, no unit tables
+        LibraryIndex._open.clear()
+        symbols._readers.clear()
+        for p in index.glob("*"):
+            if p.suffix in (".cu", ".units", ".aranges"):
+                p.unlink()
+
+    funcs = functions(biglib)
+    units = [sorted(range(start, start + size, 3)) for start, size in
+             (funcs[f"big{u}::kernel_{u}_0(int)"] for u in range(3))]
+    plain = {a: r.addr2line_lines() for u in units for a, r in symbols.lines_for_addresses(str(biglib), u).items()}
+    info_size = int(next(ln for ln in subprocess.run(["readelf", "-SW", str(biglib)], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines() if " .debug_info " in ln)
+                    .split(".debug_info")[1].split()[3], 16)
+    fresh()
+    assert {a: r.addr2line_lines() for a, r in symbols.lines_for_addresses(str(compressed), units[0]).items()} \
+        == {a: plain[a] for a in units[0]}
+    (partial,) = index.glob("*.debug_info.inflating")
+    assert not list(index.glob("*.debug_info.inflated"))
+    written = partial.stat().st_blocks * 512
+    assert written < info_size * 0.7, (written, info_size)  # unit 0 and 1 MB of slack, of 3 units
+
+    # Another lookup there reads the file: no zlib at all (every other section is in the cache whole).
+    fresh()
+
+    def no_zlib(*args, **kwargs):
+        raise AssertionError("inflated again")
+
+    with monkeypatch.context() as m:
+        m.setattr(elffile.zlib, "decompressobj", no_zlib)
+        assert symbols.line_for_address(str(compressed), units[0][5]).addr2line_lines() == plain[units[0][5]]
+    # The last unit: inflated on from where the file stops (a new process inflates again to there,
+    # writing only what is new), then the file is whole and renamed.
+    fresh()
+    assert {a: r.addr2line_lines() for a, r in symbols.lines_for_addresses(str(compressed), units[2]).items()} \
+        == {a: plain[a] for a in units[2]}
+    assert not list(index.glob("*.debug_info.inflating"))
+    (whole,) = index.glob("*.debug_info.inflated")
+    assert whole.stat().st_size == info_size
+    fresh()
+    assert {a: r.addr2line_lines() for a, r in symbols.lines_for_addresses(str(compressed), units[1]).items()} \
+        == {a: plain[a] for a in units[1]}
+
+
+def _frame_rows(app, lib: Path) -> list[tuple[int, object]]:
+    """(row, frame) of each call-path row showing a frame of ``lib``."""
+    real = os.path.realpath(lib)
+    frames = app.call_path.frames
+    return [(r, frames[row.start]) for r, row in enumerate(app.call_path._rows)
+            if row.kind == "frame" and frames[row.start].library
+            and os.path.realpath(frames[row.start].library) == real]
+
+
+async def _each_frame_opens_its_source(pilot, lib: Path) -> int:
+    """Put the cursor on each frame of ``lib`` in the call path: the source pane shows its file, the
+    frame's line marked. Returns how many of them were inlined frames."""
+    from tests.tui.support import wait_until
+    from tracer.tui.widgets.source import SourcePane
+
+    app = pilot.app
+    pane = app.query_one(SourcePane)
+    path = app.call_path
+    path.focus()
+    rows = _frame_rows(app, lib)
+    assert rows
+    for row, frame in rows:
+        path.move_cursor(row=row)
+        await wait_until(pilot, lambda: pane.frame is frame)
+        want = Path(frame.file).read_text().splitlines()[frame.line - 1].strip()
+        text = _pane_text(pane)
+        assert f"▶{frame.line} " in text and want[:40] in text.split(f"▶{frame.line} ", 1)[1].splitlines()[0], \
+            (frame.function, frame.file, frame.line, text[:2000])
+        assert pane.border_title.endswith(f"{os.path.basename(frame.file)}:{frame.line}"), pane.border_title
+    return sum(1 for _, f in rows if f.inlined)
+
+
+def _pane_text(pane) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    console.print(pane.shown)
+    return console.export_text()
+
+
+def test_the_tui_opens_the_source_of_every_frame_of_the_big_library_inlined_ones_too(biglib, big_recording,
+                                                                                  tmp_path, monkeypatch):
+    """`pttrace view` of the recording: the lambda's hit, each of its frames in the library (the kernel,
+    std::for_each and std::function::operator() inlined in it, the lambda's handler and the five functions
+    inlined at its entry) opens its file at its line. What vouches for a file is the DWARF of the one unit
+    holding the frame's pc, not every unit's (in a full debug build that reads all of it: minutes)."""
+    from tests.tui.support import run_pilot, wait_until
+    from tracer.symbols import source_names
+    from tracer.symbols.dwarf.reader import DwarfReader
+    from tracer.tui.app import make_app
+    from tracer.tui.sources import SessionSource
+
+    _proc, _hits, _end, _raw, inlined, session_path = big_recording
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing decoded yet
+    LibraryIndex._open.clear()
+    symbols._readers.clear()
+    source_names.dwarf_file_names.cache_clear()
+    source_names.dwarf_files_at.cache_clear()
+
+    def every_unit(self):
+        raise AssertionError("every unit of the library walked to vouch for one frame's file")
+
+    monkeypatch.setattr(DwarfReader, "unit_offsets", every_unit)
+
+    async def scenario():
+        app = make_app(SessionSource.open(session_path))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: app.call_path.hit is not None)
+            await pilot.press("down", "down")  # hit 3: the lambda
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 3)
+            assert app.call_path.hit.breakpoint == inlined[0]
+            assert await _each_frame_opens_its_source(pilot, biglib) == 7
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=60)
+
+
+@pytest.mark.gdb
+def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(biglib, tmp_path, monkeypatch):
+    """The same while recording (`pttrace run` with its TUI): the hits arrive with their frames named and
+    the inlined ones in place, and the source pane opens them."""
+    from tests.tui.support import run_pilot, wait_until
+    from tracer.recorder import TraceConfig
+    from tracer.tui.app import make_app
+    from tracer.tui.sources import LiveSource
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PTTRACE_CFI_LIBS", biglib.name)
+    spec = mangled(biglib, *INLINED_BREAKS[1])  # the insertion sort: 3 functions inlined at its caller's pc
+    config = TraceConfig(breakpoints=(spec,), python=sys.executable, script=str(ROOT / "bench" / "call_bigdebug.py"),
+                         script_args=(str(biglib), "1"), session_dir=tmp_path, live=True, forward_output=False)
+
+    async def scenario():
+        app = make_app(LiveSource(config))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: app.call_path.hit is not None, timeout=120, step=0.2)
+            assert await _each_frame_opens_its_source(pilot, biglib) == 3
+            await wait_until(pilot, lambda: app.state.status is not None, timeout=60, step=0.2)
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=180)

@@ -129,7 +129,8 @@ OUTER = {"function": "big::kernel(int)", "short": "big::kernel", "layer": "runti
          "file": "k.cpp", "line": 56,
          "inlined": [{"function": "std::for_each<It, F>(It, It, F)", "short": "std::for_each<…>", "layer": "runtime",
                       "dispatch_key": None, "file": "stl_algo.h", "line": 3787},
-                     {"function": "std::function<void ()>::operator()() const", "short": "std::function<…>::operator()",
+                     {"function": "std::function<void ()>::operator()() const",
+                      "short": "std::function<…>::operator()",
                       "layer": "runtime", "dispatch_key": None, "file": "std_function.h", "line": 591}]}
 LEAF = {"function": "leaf()", "short": "leaf", "layer": "runtime", "dispatch_key": None, "file": "l.cpp", "line": 3}
 
@@ -164,8 +165,9 @@ def test_a_frame_in_inlined_code_is_followed_by_the_inlined_functions_frames(tmp
     first, second = storage.load(p).hits
     inlined = [("std::for_each<It, F>(It, It, F)", "stl_algo.h", 3787, True, 0x20),
                ("std::function<void ()>::operator()() const", "std_function.h", 591, True, 0x20)]
-    assert _shape(first.frames) == [("entry()", "e.cpp", 1, False, 0x10), ("big::kernel(int)", "k.cpp", 56, False, 0x20),
-                                    *inlined, ("leaf()", "l.cpp", 3, False, 0x30)]
+    assert _shape(first.frames) == [("entry()", "e.cpp", 1, False, 0x10),
+                                    ("big::kernel(int)", "k.cpp", 56, False, 0x20), *inlined,
+                                    ("leaf()", "l.cpp", 3, False, 0x30)]
     # The kernel's frame is shared by both paths (one frame record): the second path is expanded too.
     assert _shape(second.frames) == [("big::kernel(int)", "k.cpp", 56, False, 0x20), *inlined,
                                      ("leaf()", "l.cpp", 3, False, 0x40)]

@@ -163,6 +163,7 @@ def _lookup(reader: DwarfReader, index: LibraryIndex, address: int) -> SourceLin
     try:
         return reader.lookup(address, symbol_name)
     except DECODE_ERRORS as exc:
+        reader.elf.discard_partial()
         raise SymbolError(f"{index.elf.display}: corrupt DWARF ({exc})") from None
 
 

@@ -7,6 +7,8 @@ Every way a file can be unreadable becomes one ``SymbolError`` sentence.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import mmap
 import os
 import struct
@@ -74,6 +76,7 @@ class ElfFile:
         self.sections = self._read_sections(path)
         self._decompressed: dict[str, bytes | memoryview] = {}
         self._inflated_maps: dict[str, mmap.mmap] = {}
+        self._lazy: dict[str, _Inflation] = {}
 
     def _read_sections(self, shown: str) -> dict[str, Section]:
         # The section table (and build-id) is cached by path, size and mtime: a warm lookup then
@@ -199,8 +202,9 @@ class ElfFile:
             sec = self.sections.get(".z" + name[1:])
         return sec is not None and sec.type != SHT_NOBITS and sec.size > 0
 
-    def data(self, name: str) -> memoryview | bytes | None:
-        """The contents of a section, inflated if compressed; None if absent or NOBITS."""
+    def data(self, name: str, lazy: bool = False) -> memoryview | bytes | None:
+        """The contents of a section, inflated if compressed; None if absent or NOBITS. ``lazy``: a big
+        zlib section is inflated only as far as ``ensure`` asks (the caller must ask before it reads)."""
         if name in self._decompressed:
             return self._decompressed[name]
         sec = self.sections.get(name)
@@ -214,13 +218,27 @@ class ElfFile:
         if legacy:
             out = _inflate_zdebug(raw, self.display, name)
         elif sec.flags & SHF_COMPRESSED:
-            out = self._inflate(raw, name)
+            out = self._inflate(raw, name, lazy)
         else:
             return raw
         self._decompressed[name] = out
         return out
 
-    def _inflate(self, raw: memoryview, name: str) -> bytes:
+    def ensure(self, name: str, end: int) -> None:
+        """Bytes [0, end) of a section given out by ``data(name, lazy=True)`` are inflated (a no-op for
+        any other section)."""
+        lazy = self._lazy.get(name)
+        if lazy is not None:
+            lazy.ensure(end)
+
+    def discard_partial(self) -> None:
+        """What sections read lazily hold so far is dropped from the cache: for DWARF that does not decode,
+        which may be a damaged stream that zlib could not tell from a good one before its end."""
+        for lazy in self._lazy.values():
+            with contextlib.suppress(OSError), lazy.locked():
+                lazy.discard()
+
+    def _inflate(self, raw: memoryview, name: str, lazy: bool = False) -> bytes:
         header = 24 if self.elfclass == 64 else 12
         if len(raw) < header:
             raise SymbolError(f"{self.display}: section {name} has a bad compression header")
@@ -230,6 +248,21 @@ class ElfFile:
             ch_type, ch_size, _ = struct.unpack_from("<III", raw)
         body = raw[header:]
         if ch_type == ELFCOMPRESS_ZLIB and ch_size >= INFLATE_TO_DISK:
+            if ch_size > MAX_INFLATED:
+                raise SymbolError(f"{self.display}: section {name} claims to inflate to {ch_size} bytes")
+            done = cache.entry_path(self.key(), "inflated", extra=name)
+            if lazy and not _complete(done, ch_size):
+                sec = self.sections[name]
+                try:
+                    inflation = _Inflation(self, name, body, sec.offset + len(raw) - len(body), ch_size, done)
+                except OSError as exc:
+                    raise SymbolError(f"{self.display}: cannot inflate section {name} into the cache "
+                                      f"({exc.strerror})") from None
+                self._lazy[name] = inflation
+                self._inflated_maps[name] = inflation.mm
+                view = memoryview(inflation.mm)
+                self._decompressed[name] = view
+                return view
             return self._inflated_file(body, ch_size, name)
         if ch_type == ELFCOMPRESS_ZLIB:
             out = _inflate_zlib(body, ch_size, self.display, name)
@@ -307,6 +340,145 @@ class ElfFile:
         except BufferError:
             pass  # views are still alive; the mapping goes with them
         self._fh.close()
+        for lazy in self._lazy.values():
+            lazy.close()
+
+
+def _complete(path, size: int) -> bool:
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
+_TRAILER = struct.Struct("<QQ")  # how many leading bytes of a section being inflated are: (n, n ^ _CHECK)
+_CHECK = 0x5054_5452_4143_4521
+
+
+class _Inflation:
+    """A big zlib section inflated only as far as it is read: a cold lookup needs one unit of a -gz debug
+    build's gigabyte ``.debug_info``, not all of it (bench/RESULTS.md).
+
+    The cache file (``*.inflating``) has the section's size plus a trailer saying how many leading bytes
+    are inflated; it is mapped whole (its holes read as zeros: every read is preceded by ``ensure``).
+    Later lookups, in this process or another, read what is there and go on from it; once all of it is
+    there the file loses its trailer and becomes the ``*.inflated`` that ``_inflated_file`` writes in one
+    go. Writers take a lock file in turn. zlib's state cannot be stored, so a process that needs more
+    than the file holds inflates the stream again from its start, writing only what is new. Memory stays
+    flat: the output goes to the file a chunk at a time, the compressed pages read are let go. Nothing
+    is checked past what is read: damage further on in the stream is found when a lookup gets there."""
+
+    def __init__(self, elf: ElfFile, name: str, body: memoryview, start: int, size: int, done) -> None:
+        self.elf, self.name, self.body, self.start, self.size, self.done = elf, name, body, start, size, done
+        self.path = done.with_suffix(".inflating")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with self.locked():
+            if os.fstat(self.fd).st_size not in (size, size + _TRAILER.size):
+                os.ftruncate(self.fd, 0)  # new (or not what this writes): all holes, nothing inflated
+                os.ftruncate(self.fd, size + _TRAILER.size)
+        self.mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
+        self.valid = self._progress()
+        self._inflater = None
+        self._fed = self._out = 0  # compressed bytes given to the inflater, bytes it gave back
+
+    @contextlib.contextmanager
+    def locked(self):
+        lock = os.open(self.path.with_suffix(".inflating-lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # the lock file stays: removing it would let two writers hold two locks
+
+    def _progress(self) -> int:
+        if os.fstat(self.fd).st_size == self.size:
+            return self.size  # all of it: the trailer is gone
+        raw = os.pread(self.fd, _TRAILER.size, self.size)
+        if len(raw) == _TRAILER.size:
+            n, check = _TRAILER.unpack(raw)
+            if check == n ^ _CHECK and n <= self.size:
+                return n
+        return 0
+
+    def ensure(self, end: int) -> None:
+        end = min(end, self.size)
+        if end <= self.valid:
+            return
+        self.valid = self._progress()
+        if end <= self.valid:
+            return
+        try:
+            with self.locked():
+                self.valid = self._progress()
+                if end > self.valid:
+                    self._advance(end)
+                if self.valid == self.size and os.fstat(self.fd).st_size != self.size:
+                    os.ftruncate(self.fd, self.size)
+                    os.replace(self.path, self.done)
+        except OSError as exc:
+            raise SymbolError(f"{self.elf.display}: cannot inflate section {self.name} into the cache "
+                              f"({exc.strerror})") from None
+
+    def _advance(self, end: int) -> None:
+        """Inflate (under the lock) until ``end`` bytes are in the file; what it held already is not rewritten."""
+        if self._inflater is None or self._out > self.valid:
+            self._inflater, self._fed, self._out = zlib.decompressobj(), 0, 0
+        inflater, body = self._inflater, self.body
+        try:
+            while self._out < end:
+                want = INFLATE_CHUNK if self._out < self.valid else min(INFLATE_CHUNK, max(end - self._out, 1 << 20))
+                if inflater.unconsumed_tail:
+                    chunk = inflater.decompress(inflater.unconsumed_tail, want)
+                elif self._fed < len(body):
+                    if self._fed:
+                        self.elf._release(self.elf.mm, self.start, self.start + self._fed)
+                    chunk = inflater.decompress(body[self._fed:self._fed + INFLATE_CHUNK], want)
+                    self._fed += INFLATE_CHUNK
+                else:
+                    chunk = inflater.flush()
+                    if not chunk:
+                        break
+                if self._out + len(chunk) > self.size:
+                    self._out += len(chunk)
+                    break
+                skip = self.valid - self._out
+                if skip < len(chunk):
+                    os.pwrite(self.fd, memoryview(chunk)[max(skip, 0):], self._out + max(skip, 0))
+                self._out += len(chunk)
+                if inflater.eof:
+                    break
+            if self._out == self.size and not inflater.eof and inflater.decompress(
+                    inflater.unconsumed_tail or body[self._fed:self._fed + INFLATE_CHUNK], 1):
+                self._out += 1  # more than the header says
+        except zlib.error as exc:
+            self.discard()
+            raise SymbolError(f"{self.elf.display}: section {self.name} does not decompress ({exc})") from None
+        if self._out > self.size or (self._out < end and (inflater.eof or self._fed >= len(body))):
+            self.discard()
+            raise SymbolError(f"{self.elf.display}: section {self.name} decompresses to "
+                              f"{'more than ' if self._out > self.size else ''}{self._out} bytes, its header "
+                              f"says {self.size}")
+        self.valid = self._out
+        os.pwrite(self.fd, _TRAILER.pack(self.valid, self.valid ^ _CHECK), self.size)
+
+    def discard(self) -> None:
+        """A stream that does not inflate: nothing of it stays in the cache (the file is not truncated:
+        another process may have it mapped). Under the lock."""
+        self._inflater = None
+        self.valid = self._fed = self._out = 0
+        os.pwrite(self.fd, _TRAILER.pack(0, _CHECK), self.size)
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+        except BufferError:
+            pass  # views are still alive; the mapping goes with them
+        os.close(self.fd)
 
 
 def _inflate_zdebug(raw: memoryview, shown: str, name: str) -> bytes:

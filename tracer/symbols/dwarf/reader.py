@@ -23,8 +23,9 @@ class _Section:
     """A DWARF section's bytes, read (inflated, if compressed) the first time they are asked for and then
     kept on the reader, as ``functools.cached_property`` would."""
 
-    def __init__(self, section: str):
+    def __init__(self, section: str, lazy: bool = False):
         self.section = section
+        self.lazy = lazy
 
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
@@ -32,7 +33,7 @@ class _Section:
     def __get__(self, reader, owner=None):
         if reader is None:
             return self
-        data = reader.elf.data(self.section)
+        data = reader.elf.data(self.section, lazy=self.lazy)
         reader.__dict__[self.name] = data
         return data
 
@@ -50,12 +51,18 @@ class DwarfReader:
         self._abbrev_tables: dict[tuple, dict[int, Abbrev]] = {}
         self._units: dict[int, CompUnit] = {}
         self._unit_offsets: list[int] | None = None
+        self._walked: list[int] = []  # unit offsets found so far by the walk of the unit headers
+        self._walk_pos = 0  # where that walk goes on
+        self._asked_cache = False
         self._aranges: tuple | None = None
+        self._listed: tuple | None = None  # .debug_aranges alone, not completed from the units it leaves out
         self._tables: dict[int, tuple[LineTable | None, FunctionTable]] = {}
 
     # -- sections: read (inflated, if compressed) when first needed: a lookup answered from the cache
     # reads none of them ---------------------------------------------------------------------------
-    info = _Section(".debug_info")
+    # A compressed .debug_info is inflated only as far as it is read (elffile._Inflation): every read
+    # of it is preceded by ``need_info``.
+    info = _Section(".debug_info", lazy=True)
     line = _Section(".debug_line")
     abbrev = _Section(".debug_abbrev")
     str = _Section(".debug_str")
@@ -81,45 +88,70 @@ class DwarfReader:
             u = self._units[offset] = CompUnit(self, offset)
         return u
 
-    def unit_offsets(self) -> list[int]:
-        if self._unit_offsets is None:
+    def need_info(self, end: int) -> None:
+        """Bytes [0, end) of .debug_info are there to read (inflated, if it is compressed)."""
+        self.elf.ensure(".debug_info", end)
+
+    def _stored_units(self) -> list[int] | None:
+        """The unit offsets, if known: found before, or in the cache (asked once)."""
+        if self._unit_offsets is None and not self._asked_cache:
+            self._asked_cache = True
             stored = cache.read(self.key, "units")
             if stored is not None:
                 self._unit_offsets = list(stored)
-                return self._unit_offsets
-            offs = []
-            pos = released = 0
-            info = self.info
-            while pos + 4 <= len(info):
-                offs.append(pos)
-                length, after, _ = initial_length(info, pos)
-                pos = after + length
-                if pos - released >= _RELEASE_EVERY:
-                    self.elf.release(".debug_info", released, min(pos, len(info)))
-                    released = pos
-            self.elf.release(".debug_info", released, len(info))
-            self._unit_offsets = offs
-            cache.write(self.key, "units", offs)
         return self._unit_offsets
 
+    def unit_offsets(self) -> list[int]:
+        if self._stored_units() is None:
+            self._walk(None)
+            self._unit_offsets = self._walked
+            cache.write(self.key, "units", self._walked)
+        return self._unit_offsets
+
+    def _walk(self, past: int | None) -> None:
+        """Walk the unit headers on until a unit starts after ``past`` (None: to the end)."""
+        info = self.info
+        pos = released = self._walk_pos
+        while pos + 4 <= len(info) and (past is None or pos <= past):
+            self._walked.append(pos)
+            self.need_info(pos + 12)
+            length, after, _ = initial_length(info, pos)
+            pos = after + length
+            if pos - released >= _RELEASE_EVERY:
+                self.elf.release(".debug_info", released, min(pos, len(info)))
+                released = pos
+        self.elf.release(".debug_info", released, min(pos, len(info)))
+        self._walk_pos = pos
+
     def unit_containing(self, info_offset: int) -> CompUnit:
-        offs = self.unit_offsets()
+        offs = self._stored_units()
+        if offs is None:
+            self._walk(info_offset)  # as far as that offset: a compressed section inflated that far only
+            offs = self._walked
         k = bisect.bisect_right(offs, info_offset) - 1
         if k < 0:
             raise DwarfFormatError(f"no unit holds .debug_info offset {info_offset:#x}")
         return self.unit(offs[k])
 
     # -- address -> unit --------------------------------------------------------------------------
-    def aranges(self) -> tuple:
+    def aranges(self, complete: bool = True) -> tuple:
         """(lows, highs, unit offsets, longest span): sorted ranges from .debug_aranges, completed from
-        the units' own DW_AT_ranges / low_pc for units that .debug_aranges leaves out."""
+        the units' own DW_AT_ranges / low_pc for units that .debug_aranges leaves out. Completing them
+        walks every unit header (all of a compressed .debug_info inflated): ``complete=False`` gives
+        .debug_aranges alone when it is not done yet."""
         if self._aranges is not None:
             return self._aranges
         stored = cache.read(self.key, "aranges")
         if stored is not None:
             self._aranges = stored
             return stored
-        spans: list[tuple[int, int, int]] = []
+        if not complete:
+            if self._listed is None:
+                spans: list[tuple[int, int, int]] = []
+                self._read_aranges(spans)
+                self._listed = _sorted_spans(spans)
+            return self._listed
+        spans = []
         covered = self._read_aranges(spans)
         for off in self.unit_offsets():
             if off in covered:
@@ -132,9 +164,7 @@ class DwarfReader:
                 continue
             for lo, hi in u.pc_ranges(u.top_attrs):
                 spans.append((lo, hi, off))
-        spans.sort()
-        result = ([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans],
-                  max((s[1] - s[0] for s in spans), default=0))
+        result = _sorted_spans(spans)
         cache.write(self.key, "aranges", result)
         self._aranges = result
         return result
@@ -171,14 +201,20 @@ class DwarfReader:
         return covered
 
     def units_for(self, address: int) -> list[int]:
-        """Offsets of the units whose ranges hold the address (normally one), in section order."""
-        lows, highs, units, max_span = self.aranges()
-        out = []
-        i = bisect.bisect_right(lows, address) - 1
-        while i >= 0 and lows[i] + max_span > address:
-            if highs[i] > address and units[i] not in out:
-                out.append(units[i])
-            i -= 1
+        """Offsets of the units whose ranges hold the address (normally one), in section order. The units
+        .debug_aranges lists are asked first: only an address it does not place makes the list complete
+        (a unit it leaves out that holds an address it does place, too, is not looked for: gcc lists
+        every unit with code, clang none)."""
+        out: list[int] = []
+        for complete in (False, True):
+            lows, highs, units, max_span = self.aranges(complete)
+            i = bisect.bisect_right(lows, address) - 1
+            while i >= 0 and lows[i] + max_span > address:
+                if highs[i] > address and units[i] not in out:
+                    out.append(units[i])
+                i -= 1
+            if out or self._aranges is not None:
+                break
         return sorted(out)
 
     # -- tables per unit (cached on disk) --------------------------------------------------------------
@@ -212,6 +248,12 @@ class DwarfReader:
                 continue
             return _answer(address, row, lt, ft, f, symbol_name)
         return None
+
+
+def _sorted_spans(spans: list[tuple[int, int, int]]) -> tuple:
+    spans.sort()
+    return ([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans],
+            max((s[1] - s[0] for s in spans), default=0))
 
 
 def _answer(address: int, row, lt: LineTable | None, ft: FunctionTable, f: int, symbol_name) -> SourceLine:

@@ -44,10 +44,12 @@ class CompUnit:
     def _read_header(self, info, offset: int) -> None:
         if offset + 11 > len(info):
             raise DwarfFormatError(f"unit at {offset:#x} is past the end of .debug_info")
+        self.reader.need_info(offset + 12)
         length, pos, self.offset_size = initial_length(info, offset)
         self.end = pos + length
         if self.end > len(info):
             raise DwarfFormatError(f"unit at {offset:#x} runs past the end of .debug_info")
+        self.reader.need_info(self.end)
         self.version = info[pos] | info[pos + 1] << 8
         pos += 2
         self.unit_type = 1
