@@ -478,3 +478,32 @@ def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(bigl
             await pilot.press("q")
 
     run_pilot(scenario(), timeout=180)
+
+
+LOOKUP_UNIT = """
+import json, sys
+from tracer.symbols import elffile
+elffile.INFLATE_TO_DISK, elffile.INFLATE_CHUNK = 1, 4096  # every section big; many small chunks: many turns
+from tracer import symbols
+found = symbols.lines_for_addresses(sys.argv[1], [int(a) for a in sys.argv[2:]])
+print(json.dumps({a: r.addr2line_lines() for a, r in found.items()}))
+"""
+
+
+def test_processes_inflating_the_same_section_at_once_take_turns(biglib, tmp_path):
+    """Three processes with one cache, each wanting a different unit of the compressed section at the same
+    time: each answer is right, and the section ends up whole in the cache, once."""
+    compressed = biglib.with_name(biglib.stem + ".gz.so")
+    funcs = functions(biglib)
+    units = [[str(a) for a in range(start, start + size, 7)] for start, size in
+             (funcs[f"big{u}::kernel_{u}_0(int)"] for u in (2, 0, 1))]
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", LOOKUP_UNIT, str(compressed), *u], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for u in units]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    for u, (out, _err) in zip(units, outs):
+        plain = symbols.lines_for_addresses(str(biglib), [int(a) for a in u])
+        assert json.loads(out) == {a: plain[int(a)].addr2line_lines() for a in u}
+    index = tmp_path / "cache" / "pttrace" / "index"
+    assert not list(index.glob("*.debug_info.inflating")) and len(list(index.glob("*.debug_info.inflated"))) == 1

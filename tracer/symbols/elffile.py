@@ -206,6 +206,8 @@ class ElfFile:
         """The contents of a section, inflated if compressed; None if absent or NOBITS. ``lazy``: a big
         zlib section is inflated only as far as ``ensure`` asks (the caller must ask before it reads)."""
         if name in self._decompressed:
+            if not lazy and name in self._lazy:
+                self.ensure(name, self._lazy[name].size)  # asked for whole, after a lazy read of it
             return self._decompressed[name]
         sec = self.sections.get(name)
         legacy = False
@@ -374,7 +376,10 @@ class _Inflation:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         with self.locked():
-            if os.fstat(self.fd).st_size not in (size, size + _TRAILER.size):
+            have = os.fstat(self.fd).st_size
+            if have == size:
+                os.replace(self.path, done)  # whole, but not renamed yet (a process stopped in between)
+            elif have != size + _TRAILER.size:
                 os.ftruncate(self.fd, 0)  # new (or not what this writes): all holes, nothing inflated
                 os.ftruncate(self.fd, size + _TRAILER.size)
         self.mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
