@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import threading
 from typing import Callable
 
 from .. import cache
@@ -54,6 +55,7 @@ class DwarfReader:
         self._walked: list[int] = []  # unit offsets found so far by the walk of the unit headers
         self._walk_pos = 0  # where that walk goes on
         self._asked_cache = False
+        self._walk_lock = threading.Lock()
         self._aranges: tuple | None = None
         self._listed: tuple | None = None  # .debug_aranges alone, not completed from the units it leaves out
         self._tables: dict[int, tuple[LineTable | None, FunctionTable]] = {}
@@ -109,19 +111,21 @@ class DwarfReader:
         return self._unit_offsets
 
     def _walk(self, past: int | None) -> None:
-        """Walk the unit headers on until a unit starts after ``past`` (None: to the end)."""
+        """Walk the unit headers on until a unit starts after ``past`` (None: to the end). One thread at a
+        time (a live UI's source pane and the recorder's tailer share readers)."""
         info = self.info
-        pos = released = self._walk_pos
-        while pos + 4 <= len(info) and (past is None or pos <= past):
-            self._walked.append(pos)
-            self.need_info(pos + 12)
-            length, after, _ = initial_length(info, pos)
-            pos = after + length
-            if pos - released >= _RELEASE_EVERY:
-                self.elf.release(".debug_info", released, min(pos, len(info)))
-                released = pos
-        self.elf.release(".debug_info", released, min(pos, len(info)))
-        self._walk_pos = pos
+        with self._walk_lock:
+            pos = released = self._walk_pos
+            while pos + 4 <= len(info) and (past is None or pos <= past):
+                self._walked.append(pos)
+                self.need_info(pos + 12)
+                length, after, _ = initial_length(info, pos)
+                pos = after + length
+                if pos - released >= _RELEASE_EVERY:
+                    self.elf.release(".debug_info", released, min(pos, len(info)))
+                    released = pos
+            self.elf.release(".debug_info", released, min(pos, len(info)))
+            self._walk_pos = pos
 
     def unit_containing(self, info_offset: int) -> CompUnit:
         offs = self._stored_units()
