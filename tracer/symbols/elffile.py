@@ -377,8 +377,9 @@ class _Inflation:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         with self.locked():
             have = os.fstat(self.fd).st_size
-            if have == size:
-                os.replace(self.path, done)  # whole, but not renamed yet (a process stopped in between)
+            if have == size:  # whole: another process renamed it since it was opened, or stopped before
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(self.path, done)
             elif have != size + _TRAILER.size:
                 os.ftruncate(self.fd, 0)  # new (or not what this writes): all holes, nothing inflated
                 os.ftruncate(self.fd, size + _TRAILER.size)
