@@ -389,6 +389,7 @@ class Process:
     attached: bool | None = None
     session: str | None = None  # its own session file (a child that executed Python), beside this one
     attached_late: bool | None = None  # traced from a moment after its exec, not from its start
+    host: str | None = None  # the machine it ran on (socket.gethostname()); older sessions have none
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != []}
@@ -532,7 +533,8 @@ _BREAKPOINT_TYPES = {"spec": STR, "number": INT, "hits": INT, "pending": BOOL, "
 _THREAD_TYPES = {"id": INT, "name": STR, "lwp": INT, "python_name": STR, "pid": INT}
 _PROCESS_TYPES = {"pid": INT, "ppid": INT, "argv": STRS, "role": STR, "rank": INT, "worker": INT, "inferior": INT,
                   "started": STR, "ended": STR, "exit_code": INT, "signal": STR, "state": STR, "detached": STR,
-                  "attached": BOOL, "session": STR, "attached_late": BOOL}
+                  "attached": BOOL, "session": STR, "attached_late": BOOL,
+                  "host": STR}
 _HIT_TYPES = {"seq": INT, "breakpoint": STR, "time": NUM, "truncated": BOOL, "signal": STR}
 _INFO_TYPES = {"id": STR, "mode": STR, "argv": STRS, "pid": INT, "python": STR, "torch_version": STR,
                "torch_git_version": STR, "gdb_version": STR, "started": STR, "status": STR, "warnings": STRS,

@@ -25,13 +25,15 @@ def run_pilot(coro, timeout: float = 30.0):
     return asyncio.run(guarded())
 
 
-async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05) -> None:
-    """Let the app run until ``predicate()`` holds; fail with the predicate's docstring otherwise."""
+async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05, why=None) -> None:
+    """Let the app run until ``predicate()`` holds; fail with the predicate's docstring (and ``why()``,
+    what the test tells of the state it was in) otherwise."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():
         if loop.time() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__doc__ or predicate}")
+            state = f"; {why()}" if why is not None else ""
+            raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__doc__ or predicate}{state}")
         await pilot.pause(step)
 
 

@@ -75,3 +75,53 @@ def test_the_session_of_a_child_that_executed_python_is_read_with_the_main_one(t
     assert child.exit_code == 0 and child.ppid == 10 and child.attached_late
     assert s.breakpoints == [] or all(bp.hits for bp in s.breakpoints)
     assert any("outside this session's directory" in w for w in s.info.warnings), s.info.warnings
+
+
+def _two_hosts(tmp_path, hosts: tuple[str | None, str | None]):
+    path = tmp_path / "s.jsonl"
+    procs = [{"pid": 10, "ppid": 1, "argv": ["python", "train.py"], "started": "2026-01-01T10:00:00", "rank": 0,
+              "role": "rank 0"},
+             {"pid": 20, "ppid": 1, "argv": ["python", "train.py"], "started": "2026-01-01T10:00:01", "rank": 1,
+              "role": "rank 1"}]
+    for p, host in zip(procs, hosts):
+        if host is not None:
+            p["host"] = host
+    _write(path, procs, [(1, 10), (2, 20)])
+    return storage.load(path)
+
+
+def test_processes_of_several_hosts_say_where_they_ran_in_every_view(tmp_path, capsys):
+    import json
+
+    from tracer.commands._summary import print_summary
+    from tracer.export import render
+
+    s = _two_hosts(tmp_path, ("node-1", "node-2"))
+    assert [p.host for p in s.processes] == ["node-1", "node-2"]
+    assert PR.hosts(s.processes) == ["node-1", "node-2"]
+    notes = render(s, "markdown")
+    assert "| **hosts** | `node-1`, `node-2` |" in notes
+    assert "| process | host | parent |" in notes and "| pid 20 (rank 1) | node-2 | 1 |" in notes
+    doc = json.loads(render(s, "json"))
+    assert [p["host"] for p in doc["processes"]] == ["node-1", "node-2"]
+    from rich.console import Console
+
+    print_summary(s, console=Console(width=200, highlight=False))
+    out = capsys.readouterr().out
+    assert "processes: 2 on 2 hosts" in out and "on node-2" in out
+
+
+def test_one_host_is_not_shown_but_exported_and_old_sessions_have_none(tmp_path):
+    import json
+
+    from tracer.export import render
+
+    one = _two_hosts(tmp_path, ("node-1", "node-1"))
+    notes = render(one, "markdown")
+    assert "hosts" not in notes and "| process | parent |" in notes
+    assert "node-1" not in PR.describe(one.processes[0], len(PR.hosts(one.processes)) > 1)
+    assert [p["host"] for p in json.loads(render(one, "json"))["processes"]] == ["node-1", "node-1"]
+    old = _two_hosts(tmp_path, (None, None))  # a session recorded before processes had a host
+    assert [p.host for p in old.processes] == [None, None] and PR.hosts(old.processes) == []
+    assert "host" not in render(old, "markdown")
+    assert all("host" not in p for p in json.loads(render(old, "json"))["processes"])

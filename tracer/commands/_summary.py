@@ -65,11 +65,13 @@ def print_summary(session: Session, config=None, quiet: bool = False, console: C
 def _print_processes(console: Console, session: Session) -> None:
     """Every process of the run, its hits, how it ended: grouped by rank under torchrun."""
     console.print()
-    console.print(Text(f"processes: {len(session.processes)}", style="bold"))
+    hosts = PR.hosts(session.processes)
+    console.print(Text(f"processes: {len(session.processes)}" + (f" on {len(hosts)} hosts" if len(hosts) > 1 else ""),
+                       style="bold"))
     for group in PR.groups(session):
         line = Text.assemble(("  ", ""), (group.label, "bold"), f"  {len(group.hits)} hit(s)")
         if group.process is not None:
-            line.append(f"  {PR.describe(group.process).split(': ', 1)[-1]}", style="dim")
+            line.append(f"  {PR.describe(group.process, len(hosts) > 1).split(': ', 1)[-1]}", style="dim")
         console.print(line, overflow="ellipsis", no_wrap=True)
 
 

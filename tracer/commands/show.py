@@ -50,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if PR.several(session):
         # Hits grouped by process (by rank under torchrun); each process's own distinct paths.
         n = 0
+        several_hosts = len(PR.hosts(session.processes)) > 1
         for group in PR.groups(session):
             node = body.add(Text.assemble((group.label, "bold"), f"  {plural(len(group.hits), 'hit')}",
-                                          (f"  {PR.describe(group.process).split(': ', 1)[-1]}" if group.process
-                                           else "", "grey50")))
+                                          (f"  {PR.describe(group.process, several_hosts).split(': ', 1)[-1]}"
+                                           if group.process else "", "grey50")))
             for path in P.group(group.hits, args.all_frames):
                 n += 1
                 add_path(node, path_label(n, path, info.cwd), path, info.cwd, finder=finder)

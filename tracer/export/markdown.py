@@ -153,6 +153,9 @@ class MarkdownRenderer:
         ]
         if PR.several(self.session):
             rows.insert(-1, ("processes", f"{len(self.session.processes)} (see *Processes*)"))
+        hosts = PR.hosts(self.session.processes)
+        if len(hosts) > 1:
+            rows.insert(-1, ("hosts", ", ".join(code(h, in_table=True) for h in hosts)))
         if info.cwd:
             rows.insert(2, ("working directory", code(info.cwd, in_table=True)))
         lines = [title, "", "| | |", "|---|---|"]
@@ -164,15 +167,18 @@ class MarkdownRenderer:
         """Every process of the run with its hits (by rank under torchrun), its command line and end."""
         if not PR.several(self.session):
             return []
-        lines = ["## Processes", "", row(["process", "parent", "command", "started – ended", "end", "hits"]),
-                 "|---|---|---|---|---|---:|"]
+        several_hosts = len(PR.hosts(self.session.processes)) > 1
+        host = ["host"] if several_hosts else []
+        lines = ["## Processes", "", row(["process", *host, "parent", "command", "started – ended", "end", "hits"]),
+                 "|---|" + "---|" * len(host) + "---|---|---|---|---:|"]
         for group in PR.groups(self.session):
             p = group.process
             if p is None:
-                lines.append(row([text(group.label), "", "", "", "", f"{len(group.hits):,}"]))
+                lines.append(row([text(group.label), *[""] * len(host), "", "", "", "", f"{len(group.hits):,}"]))
                 continue
-            lines.append(row([text(p.label), text(p.ppid or ""), code(PR.command(p), in_table=True),
-                              text(PR.timespan(p)), text(p.outcome), f"{len(group.hits):,}"]))
+            lines.append(row([text(p.label), *([text(p.host or "?")] if several_hosts else []), text(p.ppid or ""),
+                              code(PR.command(p), in_table=True), text(PR.timespan(p)), text(p.outcome),
+                              f"{len(group.hits):,}"]))
         lines.append("")
         return lines
 

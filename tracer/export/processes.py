@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from tracer.hit_table import HitTable
 from tracer.model import Hit, Process, Session
@@ -52,24 +52,38 @@ def hits_of(hits: Sequence[Hit], pid: int | None) -> Sequence[Hit]:
     return [h for h in hits if h.thread.pid == pid]
 
 
-def groups(session: Session) -> list[ProcessGroup]:
-    """The hits of each process (every recorded process, hits or not), processes in the order they
-    started; by rank first when the run has ranks (torchrun)."""
-    out: dict[int | None, ProcessGroup] = {p.pid: ProcessGroup(p, p.pid) for p in session.processes}
-    for pid in pids_with_hits(session.hits):
+def order(processes: Sequence[Process], pids: Iterable[int | None]) -> list[ProcessGroup]:
+    """A group (no hits yet) for every process, recorded or seen in ``pids`` (the pids hits ran in, in
+    order of their first hit): processes in the order they started; by rank first when the run has ranks
+    (torchrun). The order every view shows them in; the TUI's hits pane groups with it too."""
+    out: dict[int | None, ProcessGroup] = {p.pid: ProcessGroup(p, p.pid) for p in processes}
+    for pid in pids:
         if pid not in out:
-            out[pid] = ProcessGroup(session.process(pid), pid)
-    for group in out.values():
-        group.hits = hits_of(session.hits, group.pid)
+            out[pid] = ProcessGroup(None, pid)
     ordered = list(out.values())
     if any(g.rank is not None for g in ordered):
         ordered.sort(key=lambda g: (g.rank is None, g.rank if g.rank is not None else 0))
     return ordered
 
 
+def groups(session: Session) -> list[ProcessGroup]:
+    """The hits of each process (every recorded process, hits or not), in ``order``."""
+    ordered = order(session.processes, pids_with_hits(session.hits))
+    for group in ordered:
+        if group.process is None:
+            group.process = session.process(group.pid)
+        group.hits = hits_of(session.hits, group.pid)
+    return ordered
+
+
+def several_of(processes: Sequence[Process], pids: Iterable[int | None]) -> bool:
+    """Whether views show processes: more than one was recorded, or hits ran in more than one."""
+    return len(processes) > 1 or len({p for p in pids if p is not None}) > 1
+
+
 def several(session: Session) -> bool:
     """Whether views show processes: the session recorded more than one."""
-    return len(session.processes) > 1 or len([p for p in pids_with_hits(session.hits) if p is not None]) > 1
+    return several_of(session.processes, pids_with_hits(session.hits))
 
 
 def timespan(process: Process) -> str:
@@ -80,7 +94,14 @@ def timespan(process: Process) -> str:
     return f"{start} – {end or '…'}"
 
 
-def describe(process: Process) -> str:
-    """One line: ``pid 12 (DataLoader worker 0), child of 11: python x.py; 13:05:01 – 13:05:04, exit code 0``."""
+def hosts(processes: Sequence[Process]) -> list[str]:
+    """The machines the processes ran on, in order of their first process (older sessions say none)."""
+    return list(dict.fromkeys(p.host for p in processes if p.host))
+
+
+def describe(process: Process, with_host: bool = False) -> str:
+    """One line: ``pid 12 (DataLoader worker 0), child of 11: python x.py; 13:05:01 – 13:05:04, exit code 0``;
+    ``with_host`` (a session of several machines): ``…, exit code 0, on node-2``."""
     parent = f", child of {process.ppid}" if process.ppid else ""
-    return f"{process.label}{parent}: {command(process)}; {timespan(process)}, {process.outcome}"
+    host = f", on {process.host}" if with_host and process.host else ""
+    return f"{process.label}{parent}: {command(process)}; {timespan(process)}, {process.outcome}{host}"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 from tracer import records
 from tracer.errors import PttraceError
 from tracer.recorder import guard
+from tracer.recorder.events import from_child
 from tracer.recorder.keeper import Keeper
 
 if TYPE_CHECKING:
@@ -116,10 +117,11 @@ class ExecChildren:
         rec = self._rec
         sub_dir = Path(str(rec.session_path)[: -len(".jsonl")] + CHILDREN_SUFFIX)
         sub_dir.mkdir(exist_ok=True)
+        # live: its hits go to the main recording's listener (a TUI shows them as they happen)
         cfg = dataclasses.replace(rec.config, pid=pid, script=None, module=None, code=None, script_args=(),
-                                  python=rec.python, session_dir=sub_dir, live=False, forward_output=False,
+                                  python=rec.python, session_dir=sub_dir, live=rec.config.live, forward_output=False,
                                   forward_input=False, timeout=None, notes=(), max_hits=0, mode="record")
-        sub = (self._make or Recorder)(cfg)
+        sub = (self._make or Recorder)(cfg, lambda ev: self._forward(pid, ev))
         with self._lock:
             if self._closing:
                 self.resume(pid)
@@ -136,6 +138,11 @@ class ExecChildren:
             except PttraceError as exc:
                 log.debug("process record: %s", exc)
         sub.run()
+
+    def _forward(self, pid: int, event) -> None:
+        forwarded = from_child(pid, event)
+        if forwarded is not None:
+            self._rec.emit(forwarded)
 
     def close(self, kill: bool) -> None:
         """The main recording ends: every child recorder ends too (detaching); a run's children are

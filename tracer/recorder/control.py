@@ -25,22 +25,34 @@ class Controller:
         self._rec.agent.set_mode(mode)
         self._rec.mode = mode
 
+    def _every_process(self, run: bool) -> None:
+        """Whether resuming lets every followed process run (continue) or only the stopped one (step,
+        next, finish: as in gdb without schedule-multiple; else another process's hit would end the
+        step, in the wrong process)."""
+        if self._rec.config.follow_children:
+            self._rec.mi.command(f"-gdb-set schedule-multiple {'on' if run else 'off'}", check=False)
+
     def resume(self) -> None:
         self._rec.main.state = "running"
+        self._every_process(True)
         self._rec.mi.command("-exec-continue", check=False)
 
     # Each returns what gdb said as it went ("Single stepping until exit from function X, which has
     # no line number information.", "Run till exit from #0 ..."): its console text before ^running.
+    def _run_alone(self, command: str) -> str:
+        self._every_process(False)
+        return "".join(self._rec.mi.command(command, check=False).console).strip()
+
     def step(self) -> str:
         self._rec.policy.for_stepping()
-        return "".join(self._rec.mi.command("-exec-step", check=False).console).strip()
+        return self._run_alone("-exec-step")
 
     def next(self) -> str:
         self._rec.policy.for_stepping()
-        return "".join(self._rec.mi.command("-exec-next", check=False).console).strip()
+        return self._run_alone("-exec-next")
 
     def finish(self) -> str:
-        return "".join(self._rec.mi.command("-exec-finish", check=False).console).strip()
+        return self._run_alone("-exec-finish")
 
     def interrupt(self) -> None:
         self._rec.interrupting = True  # the SIGINT stop that follows is ours, not the target's

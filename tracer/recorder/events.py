@@ -24,9 +24,19 @@ class TargetOutput:
 
 @dataclass(frozen=True)
 class HitRecorded:
-    """A hit the agent appended to the session (its frames already filled from our index)."""
+    """A hit the agent appended to the session (its frames already filled from our index). ``child``: the
+    pid of a child that executed Python, whose own recorder recorded it (children.py); its ``seq`` is
+    that recorder's, numbered again after the main session's hits when the sessions are read together."""
 
     hit: Hit
+    child: int | None = None
+
+
+@dataclass(frozen=True)
+class ProcessRecorded:
+    """A ``process`` record appended to the session (what is known of one process, again as it ends)."""
+
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,19 @@ class RecorderFinished:
     status: str
 
 
-RecorderEvent = Union[TargetStateChanged, TargetOutput, HitRecorded, BreakpointRecorded, GdbBreakpointChanged,
-                      TargetStopped, WarningRaised, RecorderFinished]
+def from_child(pid: int, event: "RecorderEvent") -> "RecorderEvent | None":
+    """What the recorder of a child that executed Python tells the main recording's listener: its hits,
+    its process records and its warnings (as ``storage.load`` words them); the rest (its target's state,
+    its end) is the child's own business."""
+    if isinstance(event, HitRecorded):
+        return HitRecorded(event.hit, child=pid)
+    if isinstance(event, ProcessRecorded):
+        return event
+    if isinstance(event, WarningRaised):
+        return WarningRaised(f"process {pid}: {event.message}")
+    return None
+
+
+RecorderEvent = Union[TargetStateChanged, TargetOutput, HitRecorded, ProcessRecorded, BreakpointRecorded,
+                      GdbBreakpointChanged, TargetStopped, WarningRaised, RecorderFinished]
 Listener = Callable[[RecorderEvent], None]

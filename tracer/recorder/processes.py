@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from typing import TYPE_CHECKING, Callable
 
 from tracer import records, storage
@@ -72,7 +73,8 @@ class ProcessTable:
         inferior.exit_code = inferior.signal = None
         argv = cmdline(pid)
         self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, inferior=inferior.number,
-                                    started=storage.now_iso(), attached=True if inferior.attached else None))
+                                    started=storage.now_iso(), attached=True if inferior.attached else None,
+                                    host=socket.gethostname()))
 
     def exited(self, group: str, exit_code: int | None = None, signal: str | None = None) -> None:
         inferior = self.inferiors.get(group)

@@ -13,7 +13,7 @@ from tracer import records, storage
 from tracer.errors import PttraceError
 from tracer.fill import FrameFiller
 from tracer.model import Breakpoint, Frame
-from tracer.recorder.events import BreakpointRecorded, HitRecorded, RecorderEvent, WarningRaised
+from tracer.recorder.events import BreakpointRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -82,6 +82,8 @@ class SessionTailer:
                 self._emit(HitRecorded(rec))
         elif emit and kind == records.BREAKPOINT:
             self._emit(BreakpointRecorded(Breakpoint.from_dict(rec)))
+        elif emit and kind == records.PROCESS:
+            self._emit(ProcessRecorded(dict(rec)))
         elif emit and kind == records.WARNING:
             self._emit(WarningRaised(str(rec.get("message"))))
 

@@ -240,13 +240,15 @@ class PttraceApp(App[int]):
                 output = []
                 log.note(f"warning: {ev.data}")
             changed |= self.state.apply(ev.kind, ev.data)
+        if "processes" in changed:
+            self.hits_table.set_processes(list(self.state.processes.values()))
         if new_hits:
             table = self.hits_table
             replaced = table.hits is not self.state.hits and len(table.hits) > 0  # a session read to its end
-            selected = table.selected_hit.seq if replaced and table.selected_hit else None
+            selected = table.selected_hit if replaced else None
             table.add_hits(self.state.hits)
             if selected is not None:
-                table.select_seq(selected)  # where the cursor was, with the whole file's names
+                table.select_same(selected)  # where the cursor was, with the whole file's names
             self.call_after_refresh(self.source.screen_shown)
         self._follow_stop()
         if "breakpoints" in changed:
@@ -267,17 +269,14 @@ class PttraceApp(App[int]):
     def _follow_stop(self) -> None:
         if time.monotonic() < self._jump_until:
             table = self.hits_table
-            if table.shown and table.position != len(table.shown) - 1:
+            newest = table.newest_position()
+            if newest is not None and table.position != newest:
                 self._pinned = False
                 table.select_newest()
 
     def _session_opened(self, info) -> None:
         self.cwd = getattr(info, "cwd", None)
         self.hits_table.cwd = self.cwd
-        session = getattr(self.source, "session", None)  # a recorded session: its processes' roles
-        for process in getattr(session, "processes", None) or []:
-            if process.role:
-                self.hits_table.roles[process.pid] = process.role
         self.call_path.cwd = self.cwd
         self.query_one(SourcePane).session_info = info
 

@@ -10,6 +10,8 @@ Event kinds (``data`` in brackets):
   breakpoint-gdb [Breakpoint] gdb's own news of a breakpoint (it resolved when a library loaded):
                              locations without libraries, used until the recorder says more
   hit [Hit] / hits [list]    recorded hits
+  process [Process | dict]   what is known of one process of the run (a dict: a live record's facts,
+                             merged into what came before for that pid)
   all-hits [HitTable]        a saved session's every hit, replacing those sent before
   output [str]               the target's own stdout/stderr
   state [str]                the target's state: "running", "stopped", "exited", "detached"
@@ -273,6 +275,8 @@ class SessionSource(EventSource):
         emit(SourceEvent("session", s.info))
         if s.info.pid:
             emit(SourceEvent("pid", s.info.pid))
+        for p in s.processes:
+            emit(SourceEvent("process", p))
         for bp in s.breakpoints:
             emit(SourceEvent("breakpoint", bp))
 
@@ -324,6 +328,8 @@ def _source_event(ev) -> SourceEvent | None:
         return SourceEvent("hit", ev.hit)
     if isinstance(ev, rec.BreakpointRecorded):
         return SourceEvent("breakpoint", ev.breakpoint)
+    if isinstance(ev, rec.ProcessRecorded):
+        return SourceEvent("process", dict(ev.facts))
     if isinstance(ev, rec.TargetStateChanged):
         return SourceEvent("state", ev.state)
     if isinstance(ev, rec.TargetStopped):
@@ -357,6 +363,8 @@ class LiveSource(EventSource):
         self._lock = threading.Lock()  # one control command at a time
         self._started = False  # gdb is up: control commands go to it (set under the lock)
         self._early_mode: str | None = None  # a mode chosen while gdb was starting
+        self._last_seq = 0  # the number of the last hit sent
+        self._renumbered = False  # hits of a child's own recorder came: hits are numbered as they come
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
@@ -378,9 +386,33 @@ class LiveSource(EventSource):
             return
         if event.kind == "stopped":
             self._stops += 1
+        if event.kind == "hit":
+            event = SourceEvent("hit", self._numbered(event.data, getattr(ev, "child", None)))
         if event.kind == "finished":
             self.status = event.data
+            if self._renumbered:
+                self._send_as_saved()
         self._emit(event)
+
+    def _numbered(self, hit: Hit, child: int | None) -> Hit:
+        """A hit of a child's own recorder is numbered by that recorder: while the run goes on, such hits
+        and every hit after the first of them are numbered in the order they come, so that numbers stay
+        distinct and ascending; the run's end sends the session as ``view`` reads it (``_send_as_saved``)."""
+        if child is None and not self._renumbered:
+            self._last_seq = max(self._last_seq, hit.seq)
+            return hit
+        self._renumbered = True
+        self._last_seq += 1
+        return dataclasses.replace(hit, seq=self._last_seq)
+
+    def _send_as_saved(self) -> None:
+        """Every hit as the saved session numbers it (the main session's, then each child's)."""
+        try:
+            session = storage.load(self.session_path)
+        except PttraceError as exc:
+            self._emit(SourceEvent("warning", f"the session could not be read again at its end: {exc.message}"))
+            return
+        self._emit(SourceEvent("all-hits", session.hits))
 
     def run(self, emit: Emit) -> None:
         self._emit = emit

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 from tracer.hit_table import HitTable
-from tracer.model import Breakpoint, Frame, SessionInfo
+from tracer.model import Breakpoint, Frame, Process, RecordError, SessionInfo
 
 
 @dataclass
@@ -19,6 +19,8 @@ class TraceState:
     hits: HitTable = field(default_factory=HitTable)
     """Every hit, a few numbers each (the frames are the sites'): a long live run stays small."""
     counts: dict[str, int] = field(default_factory=dict)
+    processes: dict[int, Process] = field(default_factory=dict)
+    """Every process of the run as the session's records tell, in the order they started."""
     target: str = "starting"
     """starting, running, stopped, exited, detached; "recorded" for a saved session."""
     pid: int | None = None
@@ -118,6 +120,17 @@ class TraceState:
             self.last_stop = data if isinstance(data, dict) else {}
             self.stop_reason = short_stop(self.last_stop)
             return {"status", "bindings", "stop"}
+        if kind == "process":
+            if isinstance(data, Process):
+                self.processes[data.pid] = data
+                return {"processes"}
+            if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+                return set()
+            try:
+                self.processes.setdefault(data["pid"], Process(data["pid"])).merge(data)
+            except RecordError:
+                return set()
+            return {"processes"}
         if kind == "pid":
             self.pid = data  # type: ignore[assignment]
             return {"status"}

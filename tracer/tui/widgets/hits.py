@@ -1,4 +1,6 @@
-"""The hits pane: one row per recorded hit, appended in batches while a run records; ``/`` filters."""
+"""The hits pane: one row per recorded hit, appended in batches while a run records; ``/`` filters. Hits
+of several processes are grouped by process, each under a heading row that says what it ran and how it
+ended (``tracer.tui.process_rows``)."""
 from __future__ import annotations
 
 import os
@@ -11,9 +13,11 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tracer.export import paths as P
+from tracer.export import processes as PR
 from tracer.hit_table import HitTable
-from tracer.model import Hit
+from tracer.model import Hit, Process
 from tracer.tui.messages import HitSelected
+from tracer.tui.process_rows import Heading, ProcessRows
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
 
 
@@ -30,9 +34,11 @@ def haystack(hit: Hit) -> str:
 
 class HitsTable(RowJumps, DataTable):
     """A window of rows onto the session's hits: ``hits`` is the app's table of every hit (a few numbers
-    each, ``tracer.hit_table``), ``shown`` the indexes of those a search lets through (all of them
-    unless one filters), and the rows are ``shown[start:start + WINDOW]``. The window follows the
-    cursor, so a million hits cost a few hundred rows."""
+    each, ``tracer.hit_table``), ``matching`` the indexes of those a search lets through (all of them
+    unless one filters), ``shown`` what each row shows: ``matching`` itself, or once hits come from
+    several processes a ``ProcessRows`` (headings and hit indexes). The rows are
+    ``shown[start:start + WINDOW]``; the window follows the cursor, so a million hits cost a few hundred
+    rows."""
 
     BINDINGS = [Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS]
     WINDOW = 400  # rows: Textual measures each row it is given (~1 ms a row on a busy machine)
@@ -43,7 +49,10 @@ class HitsTable(RowJumps, DataTable):
         self.follow = follow
         """Live runs: while the cursor sits on the newest hit, new hits move it along."""
         self.hits: Sequence[Hit] = HitTable()
-        self.shown: Sequence[int] = range(0)
+        self.matching: Sequence[int] = range(0)
+        self.shown: Sequence = range(0)
+        self.grouped: ProcessRows | None = None
+        self.processes: list[Process] = []  # what the session says of its processes
         self.start = 0
         self.cwd: str | None = None
         self.needle = ""
@@ -51,8 +60,8 @@ class HitsTable(RowJumps, DataTable):
         self._auto_row: int | None = None
         self._selected: int | None = None  # the index in ``shown`` last told as selected
         self.pids: set[int] = set()  # the processes hits came from: shown with each hit once there are several
-        self.roles: dict[int, str] = {}  # pid -> its role (DataLoader worker 0, rank 1), when the session says
         self._pid_sites = 0  # sites of self.hits whose pid is in self.pids
+        self._taken = 0  # hits of self.hits taken in (the app's table grows before add_hits is called)
         self.border_title = "hits"
 
     def on_mount(self) -> None:
@@ -70,7 +79,17 @@ class HitsTable(RowJumps, DataTable):
 
     @property
     def following(self) -> bool:
-        return self.follow and (not self.shown or self.position >= len(self.shown) - 1)
+        if not self.follow:
+            return False
+        newest = self.newest_position()
+        return newest is None or self.position >= newest
+
+    def newest_position(self) -> int | None:
+        """The row of the most recent hit shown (grouped by process, not always the last row); None
+        without any."""
+        if self.grouped is not None:
+            return self.grouped.newest()
+        return len(self.shown) - 1 if self.shown else None
 
     def matches(self, hit: Hit) -> bool:
         if not self.needle:
@@ -90,14 +109,27 @@ class HitsTable(RowJumps, DataTable):
             return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
         return [i for i in range(first, len(hits)) if self.matches(hits[i])]
 
+    def _heading(self, heading: Heading) -> tuple:
+        grouped = self.grouped
+        group = grouped.group_of(heading.pid) if grouped is not None else None
+        process = group.process if group is not None else None
+        label = group.label if group is not None else f"pid {heading.pid}"
+        n = grouped.hits_in(heading.pid) if grouped is not None else 0
+        counted = f"{n:,} hit{'' if n == 1 else 's'}"
+        if process is None:
+            return (Text(""), Text(label, style="bold yellow", no_wrap=True), Text(counted, style="yellow"), "", "")
+        ended = f"{counted} · {process.outcome}"
+        where = PR.timespan(process) + (f" · {process.host}" if process.host and self._hosts() > 1 else "")
+        return (Text(""), Text(label, style="bold yellow", no_wrap=True), Text(ended, style="yellow"),
+                Text(PR.command(process), style="grey70", no_wrap=True), Text(where, style="grey70", no_wrap=True))
+
+    def _hosts(self) -> int:
+        return len({p.host for p in self.processes if p.host})
+
     def _row(self, hit: Hit) -> tuple:
         inner = hit.innermost
         origin = P.innermost_python(hit.frames)
         thread = f"{hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
-        pid = hit.thread.pid
-        if pid is not None and len(self.pids) > 1:
-            role = self.roles.get(pid)
-            thread = f"pid {pid}" + (f" ({role})" if role else "") + f" · {thread}"
         return (
             Text(str(hit.seq), justify="right"),
             Text(hit.breakpoint or (hit.signal or "?"), style="cyan" if hit.breakpoint else "bold red"),
@@ -108,7 +140,16 @@ class HitsTable(RowJumps, DataTable):
 
     def _rows(self, first: int, stop: int) -> list[tuple]:
         hits, shown = self.hits, self.shown
-        return [self._row(hits[shown[i]]) for i in range(first, stop)]
+        out = []
+        for i in range(first, stop):
+            item = shown[i]
+            out.append(self._heading(item) if isinstance(item, Heading) else self._row(hits[item]))
+        return out
+
+    def _hit_at(self, position: int) -> Hit | None:
+        """The hit on row ``position`` of ``shown`` (None on a process's heading)."""
+        item = self.shown[position]
+        return None if isinstance(item, Heading) else self.hits[item]
 
     def _fill(self, start: int, position: int | None = None) -> None:
         """Rows for ``shown[start:start + WINDOW]``, the cursor on ``position`` (an index in ``shown``)."""
@@ -130,46 +171,129 @@ class HitsTable(RowJumps, DataTable):
         """Take in the hits recorded since the last call: ``hits`` is the app's table of them all (a new
         table replaces the old), or a list of new hits to add to it."""
         follow = self.following
-        first = not self.shown
+        first = self._taken == 0  # no hit shown yet (the rows may hold the processes' headings already)
         if isinstance(hits, HitTable):
-            seen = len(self.hits) if hits is self.hits else 0
+            # the app's own table, grown since the last call: the hits past those taken in are new
+            seen = self._taken if hits is self.hits else 0
             self.hits = hits
         else:
-            seen = len(self.hits)
+            seen = self._taken
             if not isinstance(self.hits, HitTable):
                 self.hits = HitTable(self.hits)
             self.hits.extend(hits)
+        self._taken = len(self.hits)
         if seen == 0 and self.row_count:
             self.clear()
             self.start = 0
         if seen == 0:
             self._pid_sites = 0
+            self.grouped = None
         sites = self.hits.sites  # only the sites new since the last call: a live run adds hits often
         self.pids.update(site.thread.pid for site in sites[self._pid_sites:] if site.thread.pid is not None)
         self._pid_sites = len(sites)
         if self.needle:
-            self.shown = (self.shown if seen else array("i")) + self._matching(seen)
+            new = self._matching(seen)
+            self.matching = (self.matching if seen else array("i")) + new
         else:
-            self.shown = range(len(self.hits))
-        end = self.start + self.row_count
-        if follow and len(self.shown) > self.start + self.WINDOW:
-            # Keep the newest quarter: the next hits are added to it, row by row, until it is full again.
-            self._fill(len(self.shown) - self.WINDOW // 4)
-        elif end < len(self.shown) and self.row_count < self.WINDOW:
-            self.add_rows(self._rows(end, min(len(self.shown), self.start + self.WINDOW)))
+            new = range(seen, len(self.hits))
+            self.matching = range(len(self.hits))
+        if self.grouped is None and PR.several_of(self.processes, self.pids):
+            kept = self._selected_index()
+            self._group()
+            position = self.grouped.position_of(kept) if kept is not None else None
+            self._fill(0 if position is None else position - self.WINDOW // 2, position)
+        elif self.grouped is not None:
+            self._add_grouped(new, follow)
+        else:
+            self.shown = self.matching
+            end = self.start + self.row_count
+            if follow and len(self.shown) > self.start + self.WINDOW:
+                # Keep the newest quarter: the next hits are added to it, row by row, until it is full again.
+                self._fill(len(self.shown) - self.WINDOW // 4)
+            elif end < len(self.shown) and self.row_count < self.WINDOW:
+                self.add_rows(self._rows(end, min(len(self.shown), self.start + self.WINDOW)))
         self._retitle()
-        if follow and self.shown:
-            self._auto_row = len(self.shown) - 1 - self.start
+        newest = self.newest_position()
+        if follow and newest is not None:
+            if not self.start <= newest < self.start + self.row_count:
+                self._fill(newest - self.WINDOW // 2)
+            self._auto_row = newest - self.start
             self.move_cursor(row=self._auto_row)
-        if first and self.shown and self.cursor_row == 0:
+            if self.grouped is not None and newest != self._selected:
+                # A redrawn window may leave the cursor's row number as it was: no highlight news then.
+                self._selected = newest
+                self.post_message(HitSelected(self._hit_at(newest), auto=True))
+        if first and self.grouped is not None and not follow and newest is not None:
+            self._show(self.grouped.position_of(self.grouped.members[self.grouped.groups[0].pid][0])
+                       if self.grouped.hits_in(self.grouped.groups[0].pid) else newest)
+        elif first and self.shown and self.cursor_row == 0:
             # the cursor did not move: say so anyway
             self._selected = self.start
-            self.post_message(HitSelected(self.hits[self.shown[self.start]], auto=follow))
+            hit = self._hit_at(self.start)
+            if hit is not None:
+                self.post_message(HitSelected(hit, auto=follow))
+
+    def _selected_index(self) -> int | None:
+        """The index in the table of the hit the cursor is on (None on a heading, or with no rows)."""
+        if not self.row_count or not 0 <= self.position < len(self.shown):
+            return None
+        item = self.shown[self.position]
+        return None if isinstance(item, Heading) else item
+
+    def _group(self) -> None:
+        """Hits from several processes: the rows become each process's heading and hits."""
+        self.grouped = ProcessRows(self.hits, self.processes)
+        self.grouped.add(self.matching)
+        self.shown = self.grouped
+
+    def _add_grouped(self, new: Sequence[int], follow: bool) -> None:
+        """New hits land in their process's group, maybe above the window or inside it: the window keeps
+        the hit the cursor is on, and is drawn again only when its rows changed."""
+        if not len(new):
+            return
+        kept = self.shown[self.position] if self.row_count and self.position < len(self.shown) else None
+        top = self.shown[self.start] if self.row_count and self.start < len(self.shown) else None
+        before = [self.shown[i] for i in range(self.start, self.start + self.row_count)]
+        self.grouped.add(new)
+        start = self._position_of_item(top) if top is not None else 0
+        start = self.start if start is None else start
+        rows = len(self.shown) - start
+        if self.row_count == self.WINDOW and rows >= self.WINDOW:
+            after = [self.shown[i] for i in range(start, start + self.row_count)]
+        else:
+            after = [self.shown[i] for i in range(start, min(len(self.shown), start + self.WINDOW))]
+        if after == before:
+            self.start = start  # hits above the window moved it down; what it shows is the same
+            return
+        position = self._position_of_item(kept) if kept is not None else None
+        if follow:
+            position = None  # add_hits then moves to the newest
+        self._fill(start, position)
+
+    def _position_of_item(self, item) -> int | None:
+        if isinstance(item, Heading):
+            return self.grouped.heading_position(item.pid)
+        return self.grouped.position_of(item)
+
+    def set_processes(self, processes: list[Process]) -> None:
+        """What the session says of its processes (a live run: again as each starts and ends)."""
+        self.processes = list(processes)
+        if self.grouped is None:
+            if PR.several_of(self.processes, self.pids):
+                self.add_hits([])
+            return
+        kept = self._selected_index()
+        self.grouped.set_processes(self.processes)
+        position = self.grouped.position_of(kept) if kept is not None else None
+        self._fill(self.start, position if position is not None else self.position)
 
     def _retitle(self) -> None:
         title = f"hits ({len(self.hits):,})"
         if self.needle:
-            title = f"hits · {len(self.shown):,} of {len(self.hits):,} contain “{self.needle}”"
+            title = f"hits · {len(self.matching):,} of {len(self.hits):,} contain “{self.needle}”"
+        if self.grouped is not None:
+            n = len(self.grouped.groups)
+            title += f" · {n} process{'' if n == 1 else 'es'}"
         self.border_title = title
 
     def filter(self, text: str) -> None:
@@ -179,7 +303,11 @@ class HitsTable(RowJumps, DataTable):
             return
         selected = self.selected_hit
         self.needle = needle
-        self.shown = self._matching(0) if needle else range(len(self.hits))
+        self.matching = self._matching(0) if needle else range(len(self.hits))
+        if self.grouped is not None:
+            self._group()
+        else:
+            self.shown = self.matching
         self._retitle()
         self._selected = None
         self._fill(0, 0)
@@ -189,7 +317,7 @@ class HitsTable(RowJumps, DataTable):
     @property
     def selected_hit(self) -> Hit | None:
         if self.row_count and 0 <= self.position < len(self.shown):
-            return self.hits[self.shown[self.position]]
+            return self._hit_at(self.position)
         return None
 
     def _index_of_seq(self, seq: int) -> int | None:
@@ -204,16 +332,45 @@ class HitsTable(RowJumps, DataTable):
         index = self._index_of_seq(seq)
         if index is None:
             return
-        position = bisect_left(self.shown, index)
-        if position >= len(self.shown) or self.shown[position] != index:
+        position = self._position_of_index(index)
+        if position is None:
             self.app.query_one("#search").action_clear()
             self.filter("")
-            position = index
-        self._show(position)
+            position = self._position_of_index(index)
+        if position is not None:
+            self._show(position)
+
+    def select_same(self, hit: Hit) -> None:
+        """Put the cursor on ``hit`` in a table that replaced the one it came from: the same number, or
+        (a live run whose hits were numbered as they came) the same time in the same process."""
+        index = self._index_of_seq(hit.seq)
+        hits = self.hits
+        if index is not None and hits[index].time == hit.time and hits[index].thread.pid == hit.thread.pid:
+            self.select_seq(hit.seq)
+            return
+        if isinstance(hits, HitTable):
+            at = 0
+            while True:
+                try:
+                    at = hits.times.index(hit.time, at)
+                except ValueError:
+                    return
+                if hits.sites[hits.rows[at]].thread.pid == hit.thread.pid:
+                    self.select_seq(hits.seqs[at])
+                    return
+                at += 1
+
+    def _position_of_index(self, index: int) -> int | None:
+        """The row of the hit at ``index`` of the table; None if a search hides it."""
+        if self.grouped is not None:
+            return self.grouped.position_of(index)
+        position = bisect_left(self.shown, index)
+        return position if position < len(self.shown) and self.shown[position] == index else None
 
     def select_newest(self) -> None:
-        if self.shown:
-            self._show(len(self.shown) - 1)
+        newest = self.newest_position()
+        if newest is not None:
+            self._show(newest)
 
     def action_first_row(self) -> None:
         if self.shown:
@@ -232,7 +389,9 @@ class HitsTable(RowJumps, DataTable):
             return
         if position != self._selected:
             self._selected = position
-            self.post_message(HitSelected(self.hits[self.shown[position]], auto=auto))
+            hit = self._hit_at(position)
+            if hit is not None:  # a process's heading: the call path keeps the last hit shown
+                self.post_message(HitSelected(hit, auto=auto))
         if self._near_edge():
             self.call_after_refresh(self._recentre)
 
