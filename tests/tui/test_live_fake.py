@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
+from textual.coordinate import Coordinate
 from textual.widgets import Button, Input, Label, OptionList
 
 from tests.tui.support import numbered_hits, run_pilot, wait_until
@@ -444,5 +445,60 @@ def test_the_footer_shows_the_focused_panes_keys(fake_source):
             await wait_until(pilot, lambda: "x remove" in str(bar.render()))
             assert "space on/off" in str(bar.render()) and "q quit" in str(bar.render())
             await pilot.press("q", "y")
+
+    run_pilot(scenario())
+
+
+def test_hits_of_several_processes_are_grouped_as_they_come(fake_source, fixture_session):
+    from tracer.model import Hit, Thread
+    from tracer.tui.process_rows import Heading
+
+    template = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    threads = {10: Thread(1, "python3", lwp=10, pid=10), 11: Thread(1, "python3", lwp=11, pid=11)}
+
+    def hit(seq: int, pid: int) -> Hit:
+        return Hit(seq=seq, breakpoint=template.breakpoint, thread=threads[pid], time=float(seq),
+                   frames=template.frames)
+
+    def rows(table) -> list:
+        return [("H", x.pid) if isinstance(x, Heading) else table.hits[x].seq for x in table.shown]
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            table = app.hits_table
+            fake_source.push("process", {"pid": 10, "argv": ["python", "main.py"], "started": "2026-01-01T10:00:00"})
+            fake_source.push("hit", hit(1, 10))
+            await wait_until(pilot, lambda: len(table.shown) == 1)
+            assert table.grouped is None  # one process: no headings
+            # WHEN a forked worker's record and hits come, between the parent's
+            fake_source.push("process", {"pid": 11, "ppid": 10, "argv": ["python", "main.py"],
+                                         "role": "DataLoader worker 0", "started": "2026-01-01T10:00:01"})
+            for seq, pid in ((2, 11), (3, 10), (4, 11)):
+                fake_source.push("hit", hit(seq, pid))
+            await wait_until(pilot, lambda: len(table.hits) == 4 and table.grouped is not None)
+            # THEN each process's hits are under its heading, and the cursor follows the newest hit
+            assert rows(table) == [("H", 10), 1, 3, ("H", 11), 2, 4]
+            assert table.selected_hit.seq == 4 and app.call_path.hit.seq == 4
+            heading = [str(table.get_cell_at(Coordinate(3, c))) for c in range(3)]
+            assert heading[1] == "pid 11 (DataLoader worker 0)" and heading[2] == "2 hits · running", heading
+            # WHEN the worker ends and the parent hits again THEN its heading says how it ended, its count grows
+            fake_source.push("process", {"pid": 11, "ended": "2026-01-01T10:00:02", "exit_code": 0, "state": "exited"})
+            fake_source.push("hit", hit(5, 10))
+            await wait_until(pilot, lambda: len(table.hits) == 5)
+            await pilot.pause(0.3)
+            assert rows(table) == [("H", 10), 1, 3, 5, ("H", 11), 2, 4]
+            assert str(table.get_cell_at(Coordinate(0, 2))) == "3 hits · running"
+            assert str(table.get_cell_at(Coordinate(4, 2))) == "2 hits · exit code 0"
+            assert table.selected_hit.seq == 5 and table.cursor_row == 3
+            assert table.border_title == "hits (5) · 2 processes"
+            # AND a search keeps the grouping (and the hit the cursor was on)
+            table.select_seq(4)
+            table.filter("pid 11")
+            assert rows(table) == [("H", 10), ("H", 11), 2, 4] and table.selected_hit.seq == 4
+            table.filter("")
+            table.select_seq(2)
+            assert table.selected_hit.seq == 2 and table.cursor_row == 5
 
     run_pilot(scenario())

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from tracer.export import paths as P
@@ -56,7 +57,7 @@ class HitsTable(RowJumps, DataTable):
         self.start = 0
         self.cwd: str | None = None
         self.needle = ""
-        self._haystacks: dict[tuple, str] = {}  # by frames (hits of a hot path share them), thread, ...
+        self._haystacks: dict[tuple, str] = {}  # by frames (hits of a hot path share them), thread, pid, ...
         self._auto_row: int | None = None
         self._selected: int | None = None  # the index in ``shown`` last told as selected
         self.pids: set[int] = set()  # the processes hits came from: shown with each hit once there are several
@@ -94,7 +95,7 @@ class HitsTable(RowJumps, DataTable):
     def matches(self, hit: Hit) -> bool:
         if not self.needle:
             return True
-        key = (id(hit.frames), hit.breakpoint, hit.signal, hit.thread.names)
+        key = (id(hit.frames), hit.breakpoint, hit.signal, hit.thread.names, hit.thread.pid)
         text = self._haystacks.get(key)
         if text is None:
             text = self._haystacks[key] = haystack(hit)
@@ -262,8 +263,15 @@ class HitsTable(RowJumps, DataTable):
             after = [self.shown[i] for i in range(start, start + self.row_count)]
         else:
             after = [self.shown[i] for i in range(start, min(len(self.shown), start + self.WINDOW))]
-        if after == before:
-            self.start = start  # hits above the window moved it down; what it shows is the same
+        if after == before or (start == self.start and after[:len(before)] == before):
+            # Hits above the window moved it down, or rows came at its end: the rest stays as it is, but
+            # for the hit counts of the headings in it.
+            self.start = start
+            if len(after) > len(before):
+                self.add_rows(self._rows(start + len(before), start + len(after)))
+            for row, item in enumerate(before):
+                if isinstance(item, Heading):
+                    self.update_cell_at(Coordinate(row, 2), self._heading(item)[2])
             return
         position = self._position_of_item(kept) if kept is not None else None
         if follow:
