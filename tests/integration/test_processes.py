@@ -49,6 +49,11 @@ if __name__ == "__main__":
         os.execv(sys.executable, [sys.executable, "-c", "import os"])
     _, status = os.waitpid(pid, 0)
     print("FORKEXEC", pid, os.waitstatus_to_exitcode(status), flush=True)
+    pid = os.fork()
+    if pid == 0:  # by file descriptor: libc's fexecve, the kernel's execveat
+        os.execve(os.open(sys.executable, os.O_RDONLY), [sys.executable, "-c", "import os"], dict(os.environ))
+    _, status = os.waitpid(pid, 0)
+    print("FDEXEC", pid, os.waitstatus_to_exitcode(status), flush=True)
     p = multiprocessing.get_context("fork").Process(target=child_work, args=(20,))
     p.start()
     p.join()
@@ -137,7 +142,7 @@ def test_the_main_process_hits_and_the_header_lists_every_process(family):
 
 def test_a_spawned_child_and_a_python_subprocess_are_traced_from_their_first_instruction(family):
     proc, session = family
-    for tag in ("SPAWN", "SUBPROCESS", "FORKEXEC"):
+    for tag in ("SPAWN", "SUBPROCESS", "FORKEXEC", "FDEXEC"):
         pid, code = printed(proc, tag)
         assert code == 0
         child = session.process(pid)
@@ -149,7 +154,7 @@ def test_a_spawned_child_and_a_python_subprocess_are_traced_from_their_first_ins
         # Held at its exec, before the dynamic loader ran: the loader's start and the interpreter's are recorded.
         assert [h.breakpoint for h in hits][:2] == ["_dl_start", "Py_BytesMain"], [h.breakpoint for h in hits]
         python = [f for h in hits for f in h.frames if f.kind == "python"]
-        if tag == "FORKEXEC":  # an os.fork child that runs os.execv: taken through its exec from its execve
+        if tag in ("FORKEXEC", "FDEXEC"):  # os.fork children that run os.execv(e): taken from their execve(at)
             assert child.argv[1:] == ["-c", "import os"] and len(hits) == 2
         elif tag == "SPAWN":  # child_work(30) in family.py
             assert any(f.function == "child_work" for f in python), [f.function for f in python]

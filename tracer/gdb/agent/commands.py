@@ -36,7 +36,7 @@ from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
 from tracer.gdb.agent.log import LOG, open_log
-from tracer.gdb.agent.processes import PROCESSES, QUIET, ExecWatch
+from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
@@ -60,7 +60,8 @@ def _setup(arg: str) -> None:
     FOLLOW.configure(cfg.get("follow"))
     PROCESSES.follow = bool(cfg.get("follow_children"))
     if PROCESSES.follow:
-        ExecWatch()
+        for function in EXEC_FUNCTIONS:
+            ExecWatch(function)
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)
     breakpoints.place_address_breakpoints()

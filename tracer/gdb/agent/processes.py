@@ -123,17 +123,24 @@ class Processes:
 PROCESSES = Processes()
 
 
-class ExecWatch(gdb.Breakpoint):
-    """libc's ``execve``: a followed process about to run another program stops here, and pttrace
-    takes it through its exec alone (its breakpoints, set by address, mean nothing in another program)."""
+# libc's ways into another program: execve (execv, execvp, posix_spawn...), and those by file descriptor
+# (os.execve(fd, ...)) that go to the kernel's execveat without passing through execve.
+EXEC_FUNCTIONS = ("execve", "fexecve", "execveat")
 
-    def __init__(self) -> None:
-        super().__init__("execve", type=gdb.BP_BREAKPOINT, internal=True)
+
+class ExecWatch(gdb.Breakpoint):
+    """libc's ``execve`` (and ``fexecve``, ``execveat``): a followed process about to run another program
+    stops here, and pttrace takes it through its exec alone (its breakpoints, set by address, mean nothing
+    in another program)."""
+
+    def __init__(self, function: str = "execve") -> None:
+        super().__init__(function, type=gdb.BP_BREAKPOINT, internal=True)
+        self._function = function
 
     def stop(self) -> bool:
         try:
             frame = gdb.newest_frame()
-            path = _c_string(int(frame.read_register("rdi")))
+            path = _c_string(int(frame.read_register("rdi"))) if self._function == "execve" else None
         except READ_ERRORS as exc:
             LOG.info("execve: %s", exc)
             path = None
