@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 import queue
 import threading
 from pathlib import Path
@@ -16,6 +17,12 @@ from tracer.tui.sources import EventSource, NotStopped, SourceEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "tui_session.jsonl"
+
+
+def allowance(seconds: float) -> float:
+    """A time limit for a UI's answer, stretched when the machine runs more than it has cores for: the
+    limit says the UI is not blocked by its own work, not that a shared machine is idle."""
+    return seconds * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def run_pilot(coro, timeout: float = 30.0):

@@ -12,7 +12,7 @@ import time
 from textual.coordinate import Coordinate
 from textual.widgets import Button, Input, Label, OptionList
 
-from tests.tui.support import numbered_hits, run_pilot, wait_until
+from tests.tui.support import allowance, numbered_hits, run_pilot, wait_until
 from tracer.errors import TargetError
 from tracer.tui.app import MAX_BATCHES_PER_SECOND, make_app
 from tracer.tui.screens import AddBreakpoint, ConfirmQuit
@@ -69,7 +69,7 @@ def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session):
                 await pilot.press("d")
                 latency = time.monotonic() - t0
                 assert app.call_path.full_names is not before
-                assert latency < 1.0, f"the UI took {latency:.2f} s to answer a key under load"
+                assert latency < allowance(1.0), f"the UI took {latency:.2f} s to answer a key under load"
                 feeder.join()
                 await wait_until(pilot, lambda: len(app.hits_table.hits) == 500, timeout=5)
             finally:
@@ -85,8 +85,8 @@ def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session):
             assert "hits 500" in str(app.query_one("#status").render())
             t0 = time.monotonic()
             await pilot.press("up")
-            await wait_until(pilot, lambda: app.call_path.hit.seq == 499, timeout=1)
-            assert time.monotonic() - t0 < 1.0
+            await wait_until(pilot, lambda: app.call_path.hit.seq == 499, timeout=allowance(1.0))
+            assert time.monotonic() - t0 < allowance(1.0)
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
             await pilot.press("q")
