@@ -12,6 +12,10 @@ A vfork child (``subprocess``, multiprocessing's spawn and forkserver, torchrun'
 from its vfork to its ``execve`` (its parent is blocked by the kernel until its exec anyway: ~10 ms);
 a fork child from its ``execve``. ``execve`` is stepped through one instruction at a time up to its
 ``syscall``, so an exec that fails (a vfork child tries each directory of PATH) comes back at once.
+
+Cost, measured on a loaded 2-core machine: ``subprocess.Popen(["/bin/true"])`` takes 12-56 ms under
+pttrace (2-11 ms when the child was let go at its vfork, 0.1-19 ms without gdb), ~15 round trips with gdb;
+turning breakpoints off and on is gdb's own work per breakpoint (1,444 of them: 0.6 s an exec).
 """
 from __future__ import annotations
 
