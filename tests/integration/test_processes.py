@@ -306,11 +306,12 @@ def test_torchrun_records_every_ranks_hits_labelled_by_rank(tmp_path):
 
 
 HELD_PARENT = '''\
-import os, subprocess, sys, time
+import os, subprocess, sys, time, torch
 ready, go, marker = sys.argv[1:4]
 open(ready, "w").write(str(os.getpid()))
 while not os.path.exists(go):
-    time.sleep(0.02)
+    torch.tensor([0])
+    time.sleep(0.05)
 subprocess.run([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('ran')", marker], check=True)
 '''
 
@@ -333,12 +334,16 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
         while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", "Py_BytesMain",
-                                   "--session-dir", str(sessions)], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   "--break", "THPVariable_tensor", "--session-dir", str(sessions)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
-        while not list(sessions.glob("*.jsonl")) and time.monotonic() < deadline + 60:
+        # The parent's own hits say gdb is attached: then it starts its child.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and tracer.poll() is None:
+            files = list(sessions.glob("*.jsonl"))
+            if files and b'"type":"hit"' in files[0].read_bytes():
+                break
             time.sleep(0.05)
-        time.sleep(1.0)  # attached: the session file is written once gdb is set up (a header, no hit yet)
         go.touch()
         deadline = time.monotonic() + 120
         while not list(sessions.glob("*.children/*.jsonl")) and time.monotonic() < deadline:
