@@ -279,11 +279,11 @@ def test_summary_show_and_markdown_group_hits_by_process(family, tmp_path, capsy
 
 
 TRAIN = '''\
-import torch, torch.distributed as dist
+import sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.tensor([float(dist.get_rank())])
 dist.all_reduce(t)
-print("RANK", dist.get_rank(), "SUM", int(t.item()), flush=True)
+sys.stdout.write(f"RANK {dist.get_rank()} SUM {int(t.item())}\\n")  # one write: torchrun's python -u
 dist.destroy_process_group()
 '''
 
