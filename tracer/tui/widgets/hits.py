@@ -173,6 +173,18 @@ class HitsTable(RowJumps, DataTable):
         table replaces the old), or a list of new hits to add to it."""
         follow = self.following
         first = self._taken == 0  # no hit shown yet (the rows may hold the processes' headings already)
+        seen = self._take(hits)
+        new = self._match_new(seen)
+        self._place(new, follow)
+        self._retitle()
+        newest = self.newest_position()
+        if follow and newest is not None:
+            self._follow(newest)
+        if first:
+            self._select_first(follow, newest)
+
+    def _take(self, hits: Sequence[Hit]) -> int:
+        """Adopt ``hits`` (see add_hits); how many of them were taken in before."""
         if isinstance(hits, HitTable):
             # the app's own table, grown since the last call: the hits past those taken in are new
             seen = self._taken if hits is self.hits else 0
@@ -192,12 +204,19 @@ class HitsTable(RowJumps, DataTable):
         sites = self.hits.sites  # only the sites new since the last call: a live run adds hits often
         self.pids.update(site.thread.pid for site in sites[self._pid_sites:] if site.thread.pid is not None)
         self._pid_sites = len(sites)
+        return seen
+
+    def _match_new(self, seen: int):
+        """The indexes of the new hits the search (if any) keeps; ``matching`` grown by them."""
         if self.needle:
             new = self._matching(seen)
             self.matching = (self.matching if seen else array("i")) + new
-        else:
-            new = range(seen, len(self.hits))
-            self.matching = range(len(self.hits))
+            return new
+        self.matching = range(len(self.hits))
+        return range(seen, len(self.hits))
+
+    def _place(self, new, follow: bool) -> None:
+        """Rows for the new hits: grouped by process from the second process on, else in the window."""
         if self.grouped is None and PR.several_of(self.processes, self.pids):
             kept = self._selected_index()
             self._group()
@@ -213,21 +232,24 @@ class HitsTable(RowJumps, DataTable):
                 self._fill(len(self.shown) - self.WINDOW // 4)
             elif end < len(self.shown) and self.row_count < self.WINDOW:
                 self.add_rows(self._rows(end, min(len(self.shown), self.start + self.WINDOW)))
-        self._retitle()
-        newest = self.newest_position()
-        if follow and newest is not None:
-            if not self.start <= newest < self.start + self.row_count:
-                self._fill(newest - self.WINDOW // 2)
-            self._auto_row = newest - self.start
-            self.move_cursor(row=self._auto_row)
-            if self.grouped is not None and newest != self._selected:
-                # A redrawn window may leave the cursor's row number as it was: no highlight news then.
-                self._selected = newest
-                self.post_message(HitSelected(self._hit_at(newest), auto=True))
-        if first and self.grouped is not None and not follow and newest is not None:
+
+    def _follow(self, newest: int) -> None:
+        """The cursor on the newest hit, the window moved to it if it is outside."""
+        if not self.start <= newest < self.start + self.row_count:
+            self._fill(newest - self.WINDOW // 2)
+        self._auto_row = newest - self.start
+        self.move_cursor(row=self._auto_row)
+        if self.grouped is not None and newest != self._selected:
+            # A redrawn window may leave the cursor's row number as it was: no highlight news then.
+            self._selected = newest
+            self.post_message(HitSelected(self._hit_at(newest), auto=True))
+
+    def _select_first(self, follow: bool, newest: int | None) -> None:
+        """The first hits taken in: one of them is selected and said, even if the cursor did not move."""
+        if self.grouped is not None and not follow and newest is not None:
             self._show(self.grouped.position_of(self.grouped.members[self.grouped.groups[0].pid][0])
                        if self.grouped.hits_in(self.grouped.groups[0].pid) else newest)
-        elif first and self.shown and self.cursor_row == 0:
+        elif self.shown and self.cursor_row == 0:
             # the cursor did not move: say so anyway
             self._selected = self.start
             hit = self._hit_at(self.start)
