@@ -83,7 +83,24 @@ class ExecHold:
         """gdb's exec event outside a hold (an exec that bypassed libc's execve: ``fexecve``, a raw syscall):
         handed over or let go as at the end of a hold."""
         self._child = self._group_of_thread(stop.get("thread-id"))
-        self._held(stop)
+        self._held(stop, raw=True)
+
+    def lost_exec(self, pid: int, program: str) -> None:
+        """An exec gdb announced and then dropped (it failed on pttrace's breakpoints in the new program,
+        see Reactions.log): every process is stopped, the one that executed is let go (held and handed over
+        when it runs Python) like one at the end of a hold, the stop that came meanwhile is acted on."""
+        rec = self._rec
+        self._mi.command("-exec-interrupt", check=False)
+        stop = self._next_stop(STOP_WAIT) or {}
+        self._child = next((i.group for i in rec.processes.live() if i.pid == pid), None)
+        if self._child is not None:
+            self._held({"new-exec": program}, raw=True)
+            self._end()
+        reason, signal = stop.get("reason"), stop.get("signal-name")
+        if reason == "exec" or (reason in (None, "signal-received") and signal in (None, "SIGINT", "0")):
+            rec.reactions.continue_live()  # our interrupt, gdb's stop at its failure, or the exec's own stop
+        else:
+            rec.reactions.notify("stopped", stop)
 
     def _group_of_thread(self, thread_id: object) -> str | None:
         res = self._mi.command(f"-thread-info {thread_id}", check=False) if thread_id else None
@@ -160,7 +177,8 @@ class ExecHold:
                 return "failed"
         return "its execve was not stepped through"
 
-    def _held(self, stop: dict) -> None:
+    def _held(self, stop: dict, raw: bool = False) -> None:
+        """``raw``: an exec libc's execve did not see (a raw system call), caught at gdb's exec event."""
         rec = self._rec
         inferior = self._inferior()
         if inferior is None or inferior.pid is None:
@@ -181,12 +199,17 @@ class ExecHold:
             rec.children.not_followed(pid, f" ({' '.join(argv[:3])}: gdb could not let it go: {res.error})")
             return
         self._execd = inferior.group
+        how = (f"process {pid} executed {program or 'a program'} by a raw system call, not libc's execve, "
+               "and was caught at the new program's first instruction")
         if python:
             rec.processes.handed_over(inferior, argv)
             rec.children.hand_over(Execd(pid, argv, program))
+            if raw:
+                rec.warn(f"{how}: it is traced by a recorder of its own")
         else:
             rec.processes.detached(inferior, f"exec of {program}", argv)
-            rec.warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced")
+            rec.warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced"
+                     + (f" ({how})" if raw else ""))
 
     def _give_up(self, why: str) -> None:
         """The held process is let go where it is (it runs untraced): said in the session."""
@@ -230,6 +253,8 @@ class ExecHold:
             if ev.message == "thread-group-started" and self._child is None:
                 self._child = payload.get("id")
             if ev.message == "stopped":
+                if payload.get("reason") == "exec":
+                    rec.reactions.exec_news = None  # gdb's "executing new program" was this one's
                 for inferior in rec.processes.live():
                     inferior.state = "stopped"
                 return payload

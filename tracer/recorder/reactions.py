@@ -21,14 +21,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("pttrace.recorder")
 # gdb 13 with the default detach-on-fork: "[Detaching after fork from child process 1234]".
 _DETACHED_CHILD = re.compile(r"Detaching after (v?fork) from child process (\d+)")
+# gdb's news of an exec, before its exec stop: "process 1234 is executing new program: /usr/bin/sleep".
+_NEW_PROGRAM = re.compile(r"process (\d+) is executing new program: (.+)")
 
 
 class Reactions:
     def __init__(self, recorder: Recorder):
         self._rec = recorder
+        self.exec_news: tuple[int, str] | None = None  # an exec gdb announced whose stop has not come yet
 
     def console(self, text: object) -> None:
         """gdb's own messages while the target runs: a child process it let go is a warning."""
+        news = _NEW_PROGRAM.search(text) if isinstance(text, str) else None
+        if news:
+            self.exec_news = (int(news.group(1)), news.group(2).strip())
         m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
         if m and self._rec.config.follow_children:
             self._rec.children.not_followed(int(m.group(2)))
@@ -36,6 +42,15 @@ class Reactions:
             self._rec.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
                            "hits are not recorded (pttrace follows one process; DataLoader workers, "
                            "multiprocessing and subprocesses run untraced)")
+
+    def log(self, text: object) -> None:
+        """gdb's error messages while the target runs. An exec libc's execve did not see (a raw system call)
+        comes with every breakpoint on: gdb 13 fails to put those set by address into the new program
+        ("Cannot insert breakpoint") and drops the exec's stop; the process is let go from here."""
+        if self.exec_news and isinstance(text, str) and text.startswith("Cannot insert breakpoint"):
+            pid, program = self.exec_news
+            self.exec_news = None
+            ExecHold(self._rec).lost_exec(pid, program)
 
     def gdb_gone(self, rc: int | None) -> None:
         """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
@@ -121,7 +136,9 @@ class Reactions:
             ExecHold(rec).from_vfork()
             self.continue_live()
         elif kind is StopKind.EXECD:
-            ExecHold(rec).at_exec({"thread-id": stop.thread_id})
+            program = self.exec_news[1] if self.exec_news else None
+            self.exec_news = None
+            ExecHold(rec).at_exec({"thread-id": stop.thread_id, "new-exec": program})
             self.continue_live()
         elif kind is StopKind.STEPPED:
             self.stopped(stop)

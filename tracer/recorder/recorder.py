@@ -210,6 +210,8 @@ class Recorder:
                     break
                 if ev.kind == "console":
                     self.reactions.console(ev.payload)
+                if ev.kind == "log":
+                    self.reactions.log(ev.payload)
                 if ev.kind == "notify" and self.reactions.notify(ev.message, ev.payload or {}):
                     break
         except GdbDied:
