@@ -1,5 +1,5 @@
 """A hit in an intra-op worker thread records which thread launched its region, and that thread's stack
-at that moment: one recording of tests/targets/parallel.py (torch.set_num_threads(2); sigmoid, then exp)
+at that moment: one recording of tests/targets/parallel.py (torch.set_num_threads(2); sigmoid, then neg)
 breaking on ``at::internal::set_thread_num``, which both the launching thread and the OpenMP worker run."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_worker_hits_name_their_launcher_and_its_python_line(recording):
         op = next(s for s in reversed(shorts) if s and s.startswith("at::_ops::"))
         # the launcher's stack is named from pttrace's index, as the hits' frames are (fill records)
         assert (origin.source.strip(), op) in {("b = a.sigmoid()", "at::_ops::sigmoid::redispatch"),
-                                               ("c = a.exp()", "at::_ops::exp::redispatch")}, (origin.source, op)
+                                               ("c = a.neg()", "at::_ops::neg::redispatch")}, (origin.source, op)
     assert {P.launch_origin(h).line for h in workers} == {6, 7}
     # the launching thread's own hits have no launcher: they are not workers'
     assert all(h.launched_by is None for h in session.hits if h.thread.id == main_id)
@@ -61,7 +61,7 @@ def test_views_split_worker_paths_by_launching_line(recording):
     launches = [line for line in md.splitlines() if "launched by thread" in line]
     assert any("from tests/targets/parallel.py:6 via at::\\_ops::sigmoid::redispatch in at::native::" in line
                for line in launches)
-    assert any("from tests/targets/parallel.py:7 via at::\\_ops::exp::redispatch in at::native::" in line
+    assert any("from tests/targets/parallel.py:7 via at::\\_ops::neg::redispatch in at::native::" in line
                for line in launches)
     proc = run_pttrace("show", str(path), env={"COLUMNS": "400"})  # no wrapping inside the label
     assert proc.returncode == 0, proc.stderr

@@ -85,7 +85,9 @@ def find(call_path) -> dict:
                 unreadable.append(f"thread {thread.num} ({exc})")
                 continue
         if len(found) != 1:
-            why = ("no other thread is inside a parallel launcher (GOMP_parallel, at::parallel_for)" if not found
+            why = ("no other thread is inside a parallel launcher (GOMP_parallel, at::parallel_for) as far as gdb "
+                   "can unwind the other threads (code without unwind tables, such as MKL's kernels, ends an unwind)"
+                   if not found
                    else f"{len(found)} threads are inside a parallel launcher: which one launched it is not known")
             if unreadable:
                 why += "; could not read the stack of " + ", ".join(unreadable)
