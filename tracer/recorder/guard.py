@@ -149,12 +149,17 @@ def process_state(pid: int) -> str | None:
         return None
 
 
-def traced_by(pid: int) -> int:
+def status_number(pid: int, field: str) -> int | None:
+    """A number of /proc/PID/status (``PPid``, ``TracerPid``); None if there is no such process or field."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("TracerPid:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except (OSError, ValueError):
-        pass
-    return 0
+        return None
+    return None
+
+
+def traced_by(pid: int) -> int:
+    return status_number(pid, "TracerPid") or 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 from tracer import records, storage
 from tracer.errors import PttraceError
 from tracer.gdb.mi import MiConnection
+from tracer.recorder.guard import status_number
 from tracer.recorder.inferiors import Inferior
 from tracer.recorder.launch import cmdline
 
@@ -32,14 +33,7 @@ FOLLOW_CATCHES = ("catch vfork", "catch exec")
 
 
 def parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("PPid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
+    return status_number(pid, "PPid")
 
 
 class ProcessTable:
