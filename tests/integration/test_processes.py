@@ -216,11 +216,7 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
                                    "THPVariable_tensor", "--session-dir", str(sessions)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it forks its worker.
-        while time.monotonic() < deadline and tracer.poll() is None:
-            files = list(sessions.glob("*.jsonl"))
-            if files and b'"type":"hit"' in files[0].read_bytes():
-                break
-            time.sleep(0.1)
+        _wait_for_a_hit(tracer, sessions, deadline)
         go.touch()
         out, err = tracer.communicate(timeout=180)
         assert tracer.returncode == 0, err
@@ -338,12 +334,7 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it starts its child.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and tracer.poll() is None:
-            files = list(sessions.glob("*.jsonl"))
-            if files and b'"type":"hit"' in files[0].read_bytes():
-                break
-            time.sleep(0.05)
+        _wait_for_a_hit(tracer, sessions, time.monotonic() + 120)
         go.touch()
         deadline = time.monotonic() + 120
         while not list(sessions.glob("*.children/*.jsonl")) and time.monotonic() < deadline:
@@ -425,3 +416,15 @@ def test_a_process_that_executes_by_a_raw_system_call_is_let_go_or_handed_over_a
     assert [h.breakpoint for h in session.hits if h.thread.pid == python_pid] == ["Py_BytesMain"]
     for pid in (main.pid, sleep_pid, python_pid):
         assert not alive(pid), f"process {pid} was left behind"
+
+
+def _wait_for_a_hit(tracer, sessions, deadline: float) -> None:
+    """Until the session in ``sessions`` holds a hit (gdb is attached and recording), ``tracer`` ends, or
+    ``deadline`` (time.monotonic()) passes."""
+    import time
+
+    while time.monotonic() < deadline and tracer.poll() is None:
+        files = list(sessions.glob("*.jsonl"))
+        if files and b'"type":"hit"' in files[0].read_bytes():
+            return
+        time.sleep(0.05)
