@@ -116,7 +116,7 @@ def _strip_disc(text: str) -> str:
 
 def recorded_hits(session_dir: Path) -> list[dict]:
     sys.path.insert(0, str(ROOT))
-    from tracer import storage
+    from tracer.session import storage
 
     files = sorted(session_dir.glob("*.jsonl"))
     if len(files) != 1:

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tracer import storage  # noqa: E402
+from tracer.session import storage  # noqa: E402
 from tracer.cli import main as cli_main  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "sigmoid_session.jsonl"

@@ -88,7 +88,7 @@ def measured(argv: list[str], out: Path, timeout: float) -> tuple[RunResult, dic
 
 def check_session(path: Path, hits: int) -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from tracer import storage
+    from tracer.session import storage
 
     errs = []
     s = storage.load(path)
@@ -134,7 +134,7 @@ def main() -> int:
         hit_lines = [ln for ln in path.read_bytes().splitlines() if ln.startswith(b'{"type":"hit"')]
         repeated = sum(len(ln) + 1 for ln in hit_lines[1:]) / max(1, len(hit_lines) - 1)
         errors += check_session(path, args.hits)
-        from tracer import storage
+        from tracer.session import storage
 
         times = storage.load(path).hits.times
         loop = times[-1] - times[0]  # the hits' own clock: first hit to last

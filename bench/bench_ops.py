@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_ops.py -n 1 --no-write
 
 Cases (each round runs every case once, in turn; medians over the rounds):
-  resolve   in a fresh process: ``tracer.ops.resolve_op("sigmoid")`` and the enumeration of every
+  resolve   in a fresh process: ``tracer.dispatch.ops.resolve_op("sigmoid")`` and the enumeration of every
             ``at::_ops::*::call`` through ``tracer.symbols.search_symbols``, with an empty cache
             (XDG_CACHE_HOME in a temporary directory: the symbol index is built) and a warm one;
             and ``torch_facts`` (the target interpreter asked for its ops and key numbering, ~2 s
@@ -45,7 +45,8 @@ ALL_CALLS = r"^_ZN2at4_ops\d+\w+?4callE"
 _RESOLVE_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from tracer import ops, symbols
+from tracer import symbols
+from tracer.dispatch import ops
 out = {}
 libs = symbols.torch_libraries(sys.argv[2])
 t = time.perf_counter(); facts = ops.torch_facts(sys.argv[2], libs); out["facts"] = time.perf_counter() - t
@@ -104,8 +105,9 @@ def resolve_round(tmp: Path) -> dict:
 
 
 def offsets() -> dict:
-    from tracer import ops, symbols
+    from tracer import symbols
 
+    from tracer.dispatch import ops
     libs = symbols.torch_libraries(PY)
     facts = ops.torch_facts(PY, libs)
     res = ops.resolve_op("sigmoid", libs, facts)
@@ -139,7 +141,7 @@ def set_round(tmp: Path, items: dict) -> dict:
 
 
 def run_round(tmp: Path, items: dict) -> dict:
-    from tracer import storage
+    from tracer.session import storage
     from tracer.recorder import Recorder, TraceConfig
 
     target = tmp / "import_torch.py"

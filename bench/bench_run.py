@@ -215,7 +215,7 @@ def _session_hits(session_dir: Path) -> tuple[list, str | None]:
     if len(files) != 1:
         return [], None
     sys.path.insert(0, str(ROOT))
-    from tracer import storage
+    from tracer.session import storage
 
     session = storage.load(files[0])
     return list(session.hits), session.info.status
@@ -344,7 +344,7 @@ def oracle_check(python: Path, tmp: Path) -> tuple[str, list[str]]:
     stopped stack (on ``python``); a sentence for the report, and what disagreed."""
     sys.path.insert(0, str(ROOT))
     from tests import pythons
-    from tracer import storage
+    from tracer.session import storage
 
     workdir = tmp / "oracle"
     workdir.mkdir()

@@ -51,7 +51,7 @@ print(len(ix), time.perf_counter() - t)
 WARM = """
 import sys, time
 t0 = time.perf_counter()
-from tracer import storage
+from tracer.session import storage
 from tracer.sources import SourceFinder
 frames = []
 for path in sys.argv[2:]:

@@ -71,7 +71,7 @@ def check_pttrace(session_dir: Path, n: int) -> list[str]:
     if len(files) != 1:
         return [f"{len(files)} session files"]
     sys.path.insert(0, str(ROOT))
-    from tracer import storage
+    from tracer.session import storage
 
     s = storage.load(files[0])
     workers = {p.pid for p in s.processes if (p.role or "").startswith("DataLoader worker")}

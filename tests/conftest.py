@@ -87,7 +87,7 @@ def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: 
 @pytest.fixture(scope="session")
 def hello_recording(tmp_path_factory):
     """``pttrace run --batch scripts/hello-world.py`` with HELLO_BREAKS; returns (process, session)."""
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
     args = ["run", "--batch", "--session-dir", str(session_dir)]

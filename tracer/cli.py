@@ -7,7 +7,7 @@ import sys
 
 from tracer import __version__
 from tracer.errors import PttraceError
-from tracer.escape import visible
+from tracer.text.escape import visible
 
 # Each subcommand lives in tracer/commands/<module>.py with ``add_parser(subparsers)`` that sets
 # ``func=run`` on its parser, and ``run(args) -> int``. argparse needs every parser up front, so each

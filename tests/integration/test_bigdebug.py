@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_pttrace
-from tracer import storage, symbols
+from tracer import symbols
+from tracer.session import storage
 from tracer.errors import SymbolError
 from tracer.symbols.elf_index import LibraryIndex
 

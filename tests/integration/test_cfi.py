@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, ROOT, run_pttrace
-from tracer import records, storage
+from tracer.session import records, storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
-from tracer import storage
+from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_pttrace
-from tracer import storage
+from tracer.session import storage
 
 ADD = "at::_ops::add_Tensor::call"
 EVAL = "_PyEval_EvalFrameDefault"

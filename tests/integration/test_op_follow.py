@@ -20,7 +20,7 @@ LIBRARY_OP = "pttrace_demo::scale_add"
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory, debug_ext):
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
     proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), "--op", "conv2d", "--follow",
@@ -199,7 +199,7 @@ def test_attach_finds_a_library_operator_loaded_before_it(debug_ext, tmp_path):
     broken on once although gdb tells of every library again as it attaches."""
     import os
 
-    from tracer import storage
+    from tracer.session import storage
     from tracer.export import op_calls
 
     fifo, stop = tmp_path / "ready.fifo", tmp_path / "stop"

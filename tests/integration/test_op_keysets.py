@@ -24,7 +24,7 @@ EXT_BREAKS = ["call_functor_with_args_from_stack", "c10::BoxedKernel::callBoxed"
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory, debug_ext):
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
     args = ["run", "--batch", "--session-dir", str(session_dir), "--variants"]
@@ -58,7 +58,7 @@ def names(frame):
 
 
 def test_every_key_set_read_is_one_torch_could_have_passed(recording, tensor_keys):
-    from tracer import keyset_abi
+    from tracer.dispatch import keyset_abi
 
     _, session = recording
     read = [h.innermost for h in session.hits if h.innermost.keyset is not None]

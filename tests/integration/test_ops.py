@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
 
 def record(tmp_path_factory, *args, env: dict | None = None):
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
     proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), *args, str(HELLO), env=env)

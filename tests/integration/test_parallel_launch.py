@@ -14,7 +14,7 @@ TARGET = ROOT / "tests" / "targets" / "parallel.py"
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("sessions")
     proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), "--break", "at::internal::set_thread_num",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
-from tracer import storage
+from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
 

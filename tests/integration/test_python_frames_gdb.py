@@ -25,7 +25,7 @@ import pytest
 
 from tests import pythons
 from tests.conftest import PTTRACE, run_pttrace
-from tracer import storage
+from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 

@@ -144,7 +144,7 @@ def nodwarf_ext() -> Path:
 
 @pytest.fixture(scope="module")
 def nodwarf_recording(nodwarf_ext, tmp_path_factory):
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("nodwarf-sessions")
     proc = run_pttrace("run", "--batch", "--max-hits", "1", "--session-dir", str(session_dir), "--break",

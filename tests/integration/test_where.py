@@ -331,7 +331,7 @@ BOXING_HEADERS = ("ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h",
 def debug_ext_recording(debug_ext, tmp_path_factory):
     """``pttrace run --batch --break pttrace_demo::scale_add_cpu scripts/call_debug_ext.py``."""
     from tests.conftest import run_pttrace
-    from tracer import storage
+    from tracer.session import storage
 
     session_dir = tmp_path_factory.mktemp("debug-ext-sessions")
     proc = run_pttrace("run", "--batch", "--session-dir", str(session_dir), "--break",

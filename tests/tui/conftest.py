@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.tui.support import FIXTURE, ROOT, fake_from
-from tracer import storage
+from tracer.session import storage
 
 
 @pytest.fixture(autouse=True)

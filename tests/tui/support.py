@@ -12,7 +12,7 @@ import queue
 import threading
 from pathlib import Path
 
-from tracer.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
+from tracer.session.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
 from tracer.tui.sources import EventSource, NotStopped, SourceEvent
 
 ROOT = Path(__file__).resolve().parents[2]

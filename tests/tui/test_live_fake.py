@@ -450,7 +450,7 @@ def test_the_footer_shows_the_focused_panes_keys(fake_source):
 
 
 def test_hits_of_several_processes_are_grouped_as_they_come(fake_source, fixture_session):
-    from tracer.model import Hit, Thread
+    from tracer.session.model import Hit, Thread
     from tracer.tui.process_rows import Heading
 
     template = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")

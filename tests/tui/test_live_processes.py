@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT, alive
 from tests.tui.support import run_pilot, wait_until
-from tracer import storage
+from tracer.session import storage
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.process_rows import Heading

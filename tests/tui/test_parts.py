@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 
-from tracer.model import Breakpoint, Frame, Location
+from tracer.session.model import Breakpoint, Frame, Location
 from tracer.tui import source_files as SF
 from tracer.tui.app import Inbox
 from tracer.tui.folding import default_frame, fold_runs, path_rows
@@ -181,7 +181,7 @@ def test_no_torch_build_advice_for_the_interpreters_own_frames():
 
 
 def test_the_call_path_title_says_who_launched_a_workers_region(fixture_session):
-    from tracer.model import Launch, Thread
+    from tracer.session.model import Launch, Thread
     from tracer.tui.widgets.callpath import CallPathTable
 
     hit = copy.deepcopy(sigmoid_hit(fixture_session))

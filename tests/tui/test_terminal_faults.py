@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import alive
 from tests.tui.test_terminal import HELLO, PTTRACE, ROOT, terminal  # noqa: F401 (the fixture)
-from tracer import storage
+from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
 

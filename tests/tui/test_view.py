@@ -13,7 +13,7 @@ from rich.style import Style
 from textual.widgets import DataTable
 
 from tests.tui.support import FIXTURE, run_pilot, wait_until
-from tracer import storage
+from tracer.session import storage
 from tracer.tui.app import make_app
 from tracer.tui.sources import SessionSource
 from tracer.tui.widgets.breakpoints import BreakpointsTable

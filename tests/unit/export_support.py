@@ -14,8 +14,8 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from tracer import storage
-from tracer.model import Frame, Hit, Session, Thread
+from tracer.session import storage
+from tracer.session.model import Frame, Hit, Session, Thread
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SIGMOID = DATA / "sigmoid_session.jsonl"
@@ -48,7 +48,7 @@ def clone_hit(hit: Hit, seq: int, **changes) -> Hit:
 
 
 def native(function: str, library: str = "/opt/lib/libtorch_cpu.so", **kw) -> Frame:
-    from tracer import classify
+    from tracer.dispatch import classify
 
     return Frame(kind="native", function=function, short=classify.short_name(function), library=library,
                  layer=kw.pop("layer", classify.classify(function, library)),
@@ -143,7 +143,7 @@ def write_hot_session(path: Path, hits: int, paths: int = 3, threads: int = 2, e
     (``records.py``): the sigmoid session's recorded stacks, ``paths`` of them taking turns (each with a
     different Python line) on ``threads`` threads; a killed writer's file if not ``end``. For export and
     view at scale (tests and ``bench/``); a million hits take ~10 s to write."""
-    from tracer import records
+    from tracer.session import records
 
     base = load_sigmoid()
     w = storage.SessionWriter(path)

@@ -10,12 +10,12 @@ import json
 import tracemalloc
 
 from tests.unit.export_support import json_hits, write_hot_session
-from tracer import storage
+from tracer.session import storage
 from tracer.cli import main
 from tracer.export import folded, markdown
 from tracer.export import json as json_export
 from tracer.export import paths as P
-from tracer.hit_table import HitTable
+from tracer.session.hit_table import HitTable
 
 
 class _Sink(io.TextIOBase):
@@ -87,7 +87,7 @@ def test_export_and_show_of_a_big_session_count_every_hit(tmp_path, capsys):
 
 def test_hits_out_of_order_and_with_their_own_extras_read_back_in_order(tmp_path):
     """A hit with a signal or a launcher is its own site; hits written out of order are sorted."""
-    from tracer import records
+    from tracer.session import records
 
     p = tmp_path / "s.jsonl"
     write_hot_session(p, 0, end=False)

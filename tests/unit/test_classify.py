@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracer.classify import (classify, dispatch_key, is_cold_clone, is_plt, kernel_below_adapter, short_name,
+from tracer.dispatch.classify import (classify, dispatch_key, is_cold_clone, is_plt, kernel_below_adapter, short_name,
                              target_of)
 
 CPU = "/x/site-packages/torch/lib/libtorch_cpu.so"

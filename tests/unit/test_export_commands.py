@@ -102,7 +102,7 @@ def test_last_is_the_most_recently_written_session_whatever_its_name(sdir, capsy
     err = capsys.readouterr().err
     assert main(["show", "last", "--session-dir", str(sdir)]) == 0
     assert "wrote 4 hits as folded" in err and f"session {SIGMOID_ID}" in capsys.readouterr().out
-    from tracer import storage
+    from tracer.session import storage
 
     assert storage.resolve("last", sdir).stem == newest
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.export_support import code_spans, fences, tables, unclosed_fence
-from tracer import storage
+from tracer.session import storage
 from tracer.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 
 from tests.unit.export_support import json_hits, load_sigmoid, write_hot_session
 from tracer.export import json as json_export
-from tracer.model import Session
+from tracer.session.model import Session
 
 FRAME_KEYS = {"kind", "function", "short", "library", "address", "file", "line", "layer", "dispatch_key"}
 
@@ -63,7 +63,7 @@ def test_a_contract_1_document_still_reads_back():
 def test_a_big_session_is_its_few_frames_and_stacks_and_a_short_line_a_hit(tmp_path):
     p = tmp_path / "big.jsonl"
     write_hot_session(p, 3000, paths=3, threads=2)
-    from tracer import storage
+    from tracer.session import storage
 
     s = storage.load(p)
     text = json_export.render(s)
@@ -112,7 +112,7 @@ def test_each_hit_line_is_exactly_the_hit_as_the_model_writes_it():
 
 
 def test_a_workers_launcher_names_its_stack_and_reads_back():
-    from tracer.model import Launch, Thread
+    from tracer.session.model import Launch, Thread
 
     s = load_sigmoid()
     worker = copy.deepcopy(s.hits[2])

@@ -12,7 +12,7 @@ from tests.unit.export_support import (CPU_ADAPTER, KERNEL, TORCH_COMMIT, clone_
 from tracer.export import markdown
 from tracer.export import paths as P
 from tracer.export.local_files import SourceTrust
-from tracer.model import Thread
+from tracer.session.model import Thread
 
 PATH_HEADER = ["#", "layer", "function", "dispatch key", "library", "file:line"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.unit.export_support import load_sigmoid, native, python, tables
 from tracer.export import markdown
 from tracer.export import op_calls as O
-from tracer.model import Hit, Thread
+from tracer.session.model import Hit, Thread
 
 USER = python("<module>", "/work/train.py", 21, "w.add_(w.grad, alpha=-0.1)")
 BINDING = native("torch::autograd::THPVariable_add_(_object*, _object*, _object*)",
@@ -81,7 +81,7 @@ def test_markdown_lists_hops_once_per_call_and_counts_a_call_as_one_path():
 
 
 def test_an_op_breakpoint_is_one_row_with_its_functions_folded():
-    from tracer.model import Breakpoint, Location
+    from tracer.session.model import Breakpoint, Location
 
     session = load_sigmoid()
     lib = "/x/site-packages/torch/lib/libtorch_cpu.so"
@@ -111,7 +111,7 @@ def test_a_worker_thread_path_says_its_launcher_is_not_recorded():
 
 def test_a_launch_round_trips_and_says_why_when_no_launcher_was_found():
     from tracer.export import paths as P
-    from tracer.model import Launch
+    from tracer.session.model import Launch
 
     gomp = "/x/site-packages/torch/lib/libgomp.so.1"
     worker = [native("gomp_thread_start", gomp), native("at::internal::set_thread_num(int)")]

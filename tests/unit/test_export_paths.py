@@ -6,7 +6,7 @@ import pytest
 from tests.unit.export_support import clone_hit, hit_by_breakpoint, load_sigmoid, native, python
 from tracer.export import paths as P
 from tracer.export.source import SourceReader, github_url, pinned_ref, repo_path
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 
 def test_each_hit_of_the_sigmoid_session_is_its_own_path():

@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from tracer import storage
-from tracer.fill import FrameFiller
-from tracer.model import Frame, Hit, SessionInfo, Thread
+from tracer.session import storage
+from tracer.session.fill import FrameFiller
+from tracer.session.model import Frame, Hit, SessionInfo, Thread
 
 
 def _frame(library, offset, function=None, file=None):
@@ -137,7 +137,7 @@ LEAF = {"function": "leaf()", "short": "leaf", "layer": "runtime", "dispatch_key
 
 def _interned(path, paths, fills):
     """A schema-2 session: ``paths`` are lists of frames; one Frame object in two paths is one frame record."""
-    from tracer import records
+    from tracer.session import records
 
     interner = records.Interner()
     w = storage.SessionWriter(path)
@@ -176,7 +176,7 @@ def test_a_frame_in_inlined_code_is_followed_by_the_inlined_functions_frames(tmp
 
 
 def test_the_innermost_frame_in_inlined_code_and_filling_twice(tmp_path):
-    from tracer.model import fill_path
+    from tracer.session.model import fill_path
 
     fills = {("/l.so", 0x20, False): OUTER, ("/l.so", 0x10, True): LEAF}
     frames = [_frame("/l.so", 0x10), _frame("/l.so", 0x20)]

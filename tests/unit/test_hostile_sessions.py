@@ -16,8 +16,8 @@ import pytest
 
 from tests.unit.export_support import SIGMOID, SIGMOID_ID, json_hits
 from tracer.cli import main
-from tracer.escape import visible
-from tracer.records import Interner
+from tracer.text.escape import visible
+from tracer.session.records import Interner
 from tracer.tui.sources import SessionSource
 
 LINES = SIGMOID.read_text().splitlines()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracer import keyset_abi as K
+from tracer.dispatch import keyset_abi as K
 
 ADAPTER_INPLACE = (
     "c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer"

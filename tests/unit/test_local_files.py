@@ -14,7 +14,7 @@ import pytest
 
 from tracer.cli import main
 from tracer.export.local_files import SourceTrust, source_lines
-from tracer.model import Frame
+from tracer.session.model import Frame
 from tracer.tui import source_files as SF
 
 PASSWD = Path("/etc/passwd").read_text().splitlines()

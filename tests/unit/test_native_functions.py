@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from tracer.cxxtext import split_top
+from tracer.text.cxxtext import split_top
 
-from tracer import native_functions as nf
-from tracer import ops
+from tracer.dispatch import native_functions as nf
+from tracer.dispatch import ops
 
 PY = sys.executable
 

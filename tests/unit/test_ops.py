@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tracer import op_follow, ops
+from tracer.dispatch import op_follow, ops
 from tracer.errors import UsageError
 
 PY = sys.executable
@@ -169,7 +169,7 @@ def test_capability_of_label():
 
 
 def test_keyset_text_never_guesses():
-    from tracer.model import Frame
+    from tracer.session.model import Frame
 
     decoded = Frame(kind="native", function="at::_ops::sigmoid::redispatch(c10::DispatchKeySet, at::Tensor const&)",
                     keyset=0x10001, keys=["CPU"])

@@ -14,8 +14,9 @@ import sys
 import pytest
 
 from tests.unit.export_support import json_hits
-from tracer import ops, storage
-from tracer.model import Frame, Hit, SessionInfo, Thread
+from tracer.dispatch import ops
+from tracer.session import storage
+from tracer.session.model import Frame, Hit, SessionInfo, Thread
 
 TABLE = {  # a hand-made numbering: 2 backends (A, B), per-backend Dense and Autograd, one plain key
     "backend_bits": 2,

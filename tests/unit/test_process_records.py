@@ -2,9 +2,9 @@
 session without any (one process, or recorded before children were followed) loads as before."""
 from __future__ import annotations
 
-from tracer import records, storage
+from tracer.session import records, storage
 from tracer.export import processes as PR
-from tracer.model import SessionInfo
+from tracer.session.model import SessionInfo
 
 
 def _write(path, procs: list[dict], hits: list[tuple[int, int]]) -> None:

@@ -1,12 +1,12 @@
-"""tracer/records.py: the one encoder and decoder of session records, shared by the agent and the loader."""
+"""tracer/session/records.py: the one encoder and decoder of session records, shared by the agent and the loader."""
 from __future__ import annotations
 
 import io
 
 import pytest
 
-from tracer import records
-from tracer.records import CachedFrame
+from tracer.session import records
+from tracer.session.records import CachedFrame
 
 
 def _frames():

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from tracer import storage
+from tracer.session import storage
 from tracer.errors import SessionError
-from tracer.model import Breakpoint, Frame, Hit, Location, SessionInfo, Thread
+from tracer.session.model import Breakpoint, Frame, Hit, Location, SessionInfo, Thread
 
 
 def write_session(path, hits=3, end=True):
@@ -102,7 +102,7 @@ def test_unwritable_directory_is_one_sentence(tmp_path):
 
 def _interned_session(path, hits: int) -> list[int]:
     """A schema-2 session as the agent writes it: returns where each hit's line ends."""
-    from tracer import records
+    from tracer.session import records
 
     write_session(path, hits=0, end=False)
     interner = records.Interner()

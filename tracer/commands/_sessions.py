@@ -16,7 +16,7 @@ def add_session_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def session_dir(args: argparse.Namespace) -> Path:
-    from tracer import storage
+    from tracer.session import storage
 
     return args.session_dir or storage.default_dir()
 
@@ -27,8 +27,8 @@ def load(ref: str, args: argparse.Namespace):
     The good part of a damaged file is still returned: a crash mid-write must not cost the hits
     already on disk.
     """
-    from tracer import storage
-    from tracer.escape import visible
+    from tracer.session import storage
+    from tracer.text.escape import visible
 
     path = storage.resolve(ref, session_dir(args))
     report = storage.LoadReport()

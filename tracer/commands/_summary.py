@@ -8,10 +8,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tracer.errors import PttraceError
-from tracer.escape import visible
+from tracer.text.escape import visible
 from tracer.export import processes as PR
 from tracer.export.paths import frame_location, visible_frames
-from tracer.model import Breakpoint, Session
+from tracer.session.model import Breakpoint, Session
 
 LAYER_STYLE = {
     "python": "bold green",

@@ -74,7 +74,7 @@ def refuse_session_file(path: str, session_path: str | None) -> None:
 
 
 def _starts_with_a_header(path: str) -> bool:
-    from tracer.records import BadRecord, decode
+    from tracer.session.records import BadRecord, decode
 
     try:
         with open(path, "rb") as fh:

@@ -1,6 +1,6 @@
 """``pttrace ops NAME[.OVERLOAD]``: the functions ``--op`` would break on, next to the op's dispatch table.
 
-The functions come from the libraries' symbol tables (``tracer.ops``), grouped by layer and dispatch
+The functions come from the libraries' symbol tables (``tracer.dispatch.ops``), grouped by layer and dispatch
 key; the dispatch table is what the target interpreter's torch says (``torch._C._dispatch_dump_table``),
 so a reader sees both what is registered for each key and which symbols exist for it.
 
@@ -43,7 +43,7 @@ def add_op_selection_options(p: argparse.ArgumentParser) -> None:
 
 def add_trace_options(p: argparse.ArgumentParser) -> None:
     """``--op``, ``--layer`` and their modifiers, for ``run`` and ``attach``."""
-    from tracer.model import LAYERS
+    from tracer.session.model import LAYERS
 
     p.add_argument("--op", dest="ops", action="append", default=[], metavar="NAME[.OVERLOAD]",
                    help="break on every function of this ATen operator (entry points, autograd, kernel "
@@ -66,7 +66,7 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
 def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet: bool = False) -> dict:
     """The ``TraceConfig`` fields these options give: ``layers``, ``address_breakpoints`` (``--op``),
     ``dispatch_keys`` or ``dispatch_keys_later``."""
-    from tracer.model import LAYERS
+    from tracer.session.model import LAYERS
 
     layers = list(getattr(args, "layers", None) or [])
     bad = [x for x in layers if x not in LAYERS]
@@ -89,8 +89,9 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
         return fields
     import time
 
-    from tracer import library_ops, op_follow, ops, symbols
+    from tracer import symbols
 
+    from tracer.dispatch import library_ops, op_follow, ops
     t0 = time.perf_counter()
     libraries = attached[0] if attached else symbols.torch_libraries(python)
     # Operators of one's own TORCH_LIBRARY (ns::name): found in torch's libraries now, and in every
@@ -157,7 +158,7 @@ def _in_background(fn, *args):
 def _key_table_quietly(python: str, attached: tuple | None = None) -> dict | None:
     """The key numbering for decoding recorded key sets; a run without it loses nothing else."""
     try:
-        from tracer import ops
+        from tracer.dispatch import ops
 
         if attached:
             return ops.key_table(python, attached[0], pythonpath=attached[1])
@@ -167,7 +168,7 @@ def _key_table_quietly(python: str, attached: tuple | None = None) -> dict | Non
 
 
 def _torch_of_pid(pid: int):
-    from tracer import ops
+    from tracer.dispatch import ops
 
     return ops.torch_of_process(pid)
 
@@ -177,7 +178,7 @@ def print_op_hops(session, console=None) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from tracer import ops
+    from tracer.dispatch import ops
 
     hits = [h for h in session.hits if (h.breakpoint or "").startswith(ops.LABEL_PREFIX) and h.frames]
     if not hits:
@@ -218,8 +219,9 @@ def _hop_name(f, cap) -> str:
 # pttrace ops
 # ---------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    from tracer import ops, symbols
+    from tracer import symbols
 
+    from tracer.dispatch import ops
     for lib in args.libs:
         if not os.path.isfile(lib):
             raise UsageError(f"--lib {lib}: no such file.")
@@ -266,8 +268,9 @@ def _run_library_op(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from tracer import library_ops, ops, symbols
+    from tracer import symbols
 
+    from tracer.dispatch import library_ops, ops
     spec = args.op.strip()
     libraries = symbols.torch_libraries(args.python) + [os.path.abspath(x) for x in args.libs]
     proc = ops.start_dispatch_tables(args.python, [spec], load=[os.path.abspath(x) for x in args.libs])
@@ -346,7 +349,7 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from tracer import ops
+    from tracer.dispatch import ops
 
     console = Console(highlight=False, soft_wrap=True)
     head = Text()
@@ -422,7 +425,7 @@ def _entry_text(row: dict, entry):
     """What a table entry runs: its function, or the adapters it is inlined into, then what it calls."""
     from rich.text import Text
 
-    from tracer import ops
+    from tracer.dispatch import ops
 
     text = Text()
     called = ", ".join(f.short for f in entry.calls)

@@ -41,8 +41,8 @@ class Summary:
 def summarize(path: Path) -> Summary:
     """What a listing shows of one file; whatever the file holds, a Summary (``readable`` False if it
     is not a session), so that one bad file never hides the others."""
-    from tracer.model import RecordError, SessionInfo
-    from tracer.records import BadRecord, decode
+    from tracer.session.model import RecordError, SessionInfo
+    from tracer.session.records import BadRecord, decode
 
     s = Summary(path=path, id=path.stem)
     info = None
@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from tracer import storage
-    from tracer.escape import visible
+    from tracer.session import storage
+    from tracer.text.escape import visible
 
     directory = session_dir(args)
     files = storage.list_sessions(directory)

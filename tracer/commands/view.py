@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer import storage
+    from tracer.session import storage
 
     path = storage.resolve(args.session, session_dir(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

@@ -132,7 +132,7 @@ def _console():
     from rich.console import Console
     from rich.text import Text
 
-    from tracer.escape import visible
+    from tracer.text.escape import visible
 
     class SafeConsole(Console):
         def print(self, *objects, **kwargs) -> None:

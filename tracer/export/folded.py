@@ -7,7 +7,7 @@ split a frame, are replaced.
 from __future__ import annotations
 
 from tracer.export import paths as P
-from tracer.model import Session
+from tracer.session.model import Session
 
 
 def _clean(name: str) -> str:

@@ -18,8 +18,8 @@ import io
 import json
 from typing import TextIO
 
-from tracer.hit_table import HitTable, Site
-from tracer.model import Frame, Session
+from tracer.session.hit_table import HitTable, Site
+from tracer.session.model import Frame, Session
 
 CONTRACT = 2  # the version of this object's shape; the session file's own schema (records.SCHEMA) is apart
 _FLUSH_EVERY = 2000  # hit lines joined before each write (~250 KB)

@@ -24,8 +24,8 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Collection
 
-from tracer.escape import visible
-from tracer.model import Frame
+from tracer.text.escape import visible
+from tracer.session.model import Frame
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 PYTHON_SUFFIXES = frozenset({".py", ".pyw"})

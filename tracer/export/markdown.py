@@ -16,8 +16,8 @@ from tracer.export import paths as P
 from tracer.export import processes as PR
 from tracer.export.local_files import SourceTrust
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
-from tracer.hit_table import HitTable
-from tracer.model import Breakpoint, Frame, Session
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Breakpoint, Frame, Session
 
 # ---------------------------------------------------------------- escaping
 
@@ -249,7 +249,7 @@ class MarkdownRenderer:
         return lines
 
     def hop_row(self, i: int, hop: O.Hop, followed: bool = False) -> str:
-        from tracer.ops import capability_of_label, keyset_text
+        from tracer.dispatch.ops import capability_of_label, keyset_text
 
         f = hop.frame
         name = code(P.short_of(f), in_table=True)
@@ -483,7 +483,7 @@ class MarkdownRenderer:
 
 
 def _short(function: str) -> str:
-    from tracer.classify import short_name
+    from tracer.dispatch.classify import short_name
 
     return short_name(function) or function
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from tracer.export import paths as P
-from tracer.model import Frame, Hit
+from tracer.session.model import Frame, Hit
 
 OP_LABEL = "op:"
 FOLLOWED = ">"  # op:conv2d>convolution: a function of convolution, recorded inside conv2d (--follow)

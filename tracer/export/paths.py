@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from tracer.export.source import repo_path
-from tracer.hit_table import HitTable, SiteHits
-from tracer.model import Frame, Hit
+from tracer.session.hit_table import HitTable, SiteHits
+from tracer.session.model import Frame, Hit
 
 
 # --- what a frame is; the recorder fills layer, short name and key (export never re-classifies:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from typing import Iterable, Sequence
 
-from tracer.hit_table import HitTable
-from tracer.model import Hit, Process, Session
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Hit, Process, Session
 
 
 @dataclass

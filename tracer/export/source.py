@@ -20,7 +20,7 @@ import sysconfig
 from urllib.parse import quote
 
 from tracer.export.local_files import NO_TRUST, SourceTrust, read_text, source_lines
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 GITHUB = "https://github.com/pytorch/pytorch"
 

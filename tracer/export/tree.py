@@ -9,7 +9,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from tracer.export import paths as P
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 LAYER_STYLES = {
     "python": "green",
@@ -122,7 +122,7 @@ def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
     hops in order with the key set each was called with, decoded, and what changed since the hop before
     (the keys handled in between, or added); ``--follow``'s operators indented under their callers."""
     from tracer.export import op_calls as O
-    from tracer.ops import capability_of_label, keyset_text
+    from tracer.dispatch.ops import capability_of_label, keyset_text
 
     calls = O.group_calls(hits)
     if not calls:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracer import records
+from tracer.session import records
 from tracer.errors import PttraceError
 from tracer.gdb.mi import GdbCommandError, MiConnection, MiResult
 

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from tracer import records
+from tracer.session import records
 from tracer.errors import PttraceError
 from tracer.recorder import guard
 from tracer.recorder.events import from_child

@@ -70,7 +70,7 @@ class TraceConfig:
     (``tracer.recorder.follow``)."""
 
     dispatch_keys: dict | None = None
-    """The target torch's DispatchKeySet numbering (``tracer.ops.key_table``), written into the session
+    """The target torch's DispatchKeySet numbering (``tracer.dispatch.ops.key_table``), written into the session
     so that the raw key sets the agent records can be decoded when it is read."""
 
     dispatch_keys_later: Any = None

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tracer.errors import UsageError
-from tracer.model import Frame, Hit, RecordError, Thread, objects
+from tracer.session.model import Frame, Hit, RecordError, Thread, objects
 
 if TYPE_CHECKING:
     from tracer.recorder.recorder import Recorder

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
-from tracer.model import Breakpoint, Hit
+from tracer.session.model import Breakpoint, Hit
 
 
 @dataclass(frozen=True)

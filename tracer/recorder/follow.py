@@ -26,7 +26,7 @@ class Follower:
 
     def items(self, requests: tuple[dict, ...]) -> list[dict]:
         """Address breakpoints (flagged ``follow``) for each {root: "op:conv2d", op: at::_ops struct}."""
-        from tracer import op_follow, ops
+        from tracer.dispatch import op_follow, ops
 
         t0 = time.perf_counter()
         if self._facts is None:

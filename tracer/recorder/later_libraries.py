@@ -62,7 +62,7 @@ class LaterLibraries:
         return items
 
     def _library_ops(self, path: str) -> list[dict]:
-        from tracer import library_ops
+        from tracer.dispatch import library_ops
 
         items: list[dict] = []
         for spec in self.library_ops:

@@ -12,7 +12,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Callable
 
-from tracer import records, storage
+from tracer.session import records, storage
 from tracer.errors import PttraceError
 from tracer.gdb.mi import MiConnection
 from tracer.recorder.guard import status_number

@@ -15,10 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from tracer import storage
+from tracer.session import storage
 from tracer.errors import GdbDied, PermissionDenied, PttraceError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection
-from tracer.model import Session, SessionInfo
+from tracer.session.model import Session, SessionInfo
 from tracer.recorder import ending, launch, shutdown, startup
 from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.recorder.children import ExecChildren

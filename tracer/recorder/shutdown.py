@@ -7,7 +7,7 @@ import logging
 import threading
 from pathlib import Path
 
-from tracer import storage
+from tracer.session import storage
 from tracer.errors import PttraceError
 
 log = logging.getLogger("pttrace.recorder")

@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracer import storage
+from tracer.session import storage
 from tracer.gdb.mi import mi_quote
-from tracer.model import SessionInfo
+from tracer.session.model import SessionInfo
 from tracer.recorder import launch, resolve, shutdown
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.events import TargetOutput

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tracer import records, storage
+from tracer.session import records, storage
 from tracer.errors import PttraceError
-from tracer.fill import FrameFiller
-from tracer.model import Breakpoint, Frame
+from tracer.session.fill import FrameFiller
+from tracer.session.model import Breakpoint, Frame
 from tracer.recorder.events import BreakpointRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")

@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracer.cxxtext import split_top
+from tracer.text.cxxtext import split_top
 from tracer.errors import UsageError
-from tracer.escape import visible
+from tracer.text.escape import visible
 from tracer.sources import generated, names, tags, yaml_ops
 
 DEFINITION = "definition"

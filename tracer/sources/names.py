@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tracer.cxxtext import split_top
+from tracer.text.cxxtext import split_top
 
 _ANON_RE = re.compile(r"\(anonymous namespace\)::|__anon[0-9a-f]+::")
 _SUFFIX_RE = re.compile(r"(?:\s*\[clone [^\]]*\])+$|\s*@plt$")

@@ -3,7 +3,7 @@
 Both files ship with the wheel under ``torchgen/packaged/``. They are read line by line, not with a
 YAML loader: only each entry's first line (its schema), its ``dispatch:`` kernel names and, for
 derivatives, whether it makes a backward Node are needed, and a line scan of 16k lines takes ~30 ms.
-native_functions.yaml is read by ``tracer.native_functions`` (which ``--op`` reads it with too);
+native_functions.yaml is read by ``tracer.dispatch.native_functions`` (which ``--op`` reads it with too);
 derivatives.yaml here.
 
 Names codegen derives from an entry ``name.overload`` (see torchgen's ``gen.py`` and the autograd
@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from tracer import native_functions as nf
+from tracer.dispatch import native_functions as nf
 
 _NAME_RE = re.compile(r"^- name:\s*([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\s*\(", re.M)
 # Lines of a derivatives entry that are not a backward formula for an input.

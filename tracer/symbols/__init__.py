@@ -217,7 +217,7 @@ def torch_libraries(python: str) -> list[str]:
     return libs
 
 
-# -- bulk enumeration (operator resolution: ``tracer.ops``) -----------------------------------------
+# -- bulk enumeration (operator resolution: ``tracer.dispatch.ops``) -----------------------------------------
 __all__ += ["search_symbols", "read_pointer"]
 
 

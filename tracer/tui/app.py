@@ -26,7 +26,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from tracer.errors import PttraceError
-from tracer.model import Hit
+from tracer.session.model import Hit
 from tracer.tui.messages import (
     BreakpointRemovalRequested,
     BreakpointToggleRequested,
@@ -635,7 +635,7 @@ def run_live(config) -> int:
         n = len(app.state.hits)
         print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
               f"{n:,} hit{'' if n == 1 else 's'})", file=sys.stderr)
-        from tracer import storage
+        from tracer.session import storage
 
         default = storage.default_dir().resolve() == path.parent.resolve()
         print(f"  view it again with: pttrace view {path.stem if default else path}", file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracer.export.paths import is_interpreter
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 
 @dataclass(frozen=True)

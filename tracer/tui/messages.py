@@ -5,7 +5,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from tracer.model import Frame, Hit
+from tracer.session.model import Frame, Hit
 
 
 class SourceEventsArrived(Message):

@@ -14,8 +14,8 @@ from itertools import compress
 from typing import Iterable, NamedTuple
 
 from tracer.export import processes as PR
-from tracer.hit_table import HitTable
-from tracer.model import Process
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Process
 
 
 class Heading(NamedTuple):

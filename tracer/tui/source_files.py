@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tracer.export.local_files import SourceTrust, read_text, source_lines
 from tracer.export.source import relocated
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 _CPP_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".inl", ".ipp", ".tcc"}
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tracer import storage
+from tracer.session import storage
 from tracer.errors import PttraceError
-from tracer.escape import visible
-from tracer.hit_table import HitTable
-from tracer.model import Breakpoint, Hit, Location, Session
+from tracer.text.escape import visible
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Breakpoint, Hit, Location, Session
 
 CONTROL_ACTIONS = ("step", "next", "finish")
 SHOWN_WAIT = 2.0  # seconds a saved session's reader waits for its first screen to be drawn
@@ -171,7 +171,7 @@ def breakpoint_from_mi(payload) -> Breakpoint | None:
 
 def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str]:
     """Names from recorded call paths that contain ``text``: free completions, no symbol table needed."""
-    from tracer.classify import _strip_args
+    from tracer.dispatch.classify import _strip_args
 
     needle = text.lower()
     seen: dict[str, None] = {}

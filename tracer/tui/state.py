@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from tracer.hit_table import HitTable
-from tracer.model import Breakpoint, Frame, Process, RecordError, SessionInfo
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Breakpoint, Frame, Process, RecordError, SessionInfo
 
 
 @dataclass

@@ -5,13 +5,13 @@ Recording in gdb's own Python is ~4x cheaper per hit than ``commands; bt; contin
 than an MI round trip per hit (DESIGN.md section 2). Each hit is appended to the session file the
 moment it happens, so nothing recorded is lost if gdb or the target dies.
 
-It imports nothing but the standard library, gdb and pttrace's own gdb-free modules (``tracer.records``,
-``tracer.classify``, ``tracer.pyruntime``, ``tracer.keyset_abi``, ``tracer.native_functions``). Every
+It imports nothing but the standard library, gdb and pttrace's own gdb-free modules (``tracer.session.records``,
+``tracer.dispatch.classify``, ``tracer.pyruntime``, ``tracer.dispatch.keyset_abi``, ``tracer.dispatch.native_functions``). Every
 read of the target's memory is untrusted: a frame that cannot be read is recorded with what is known,
 never guessed.
 
   state.py          settings and counters (STATE) and every cache with its one ``invalidate`` (CACHES)
-  session.py        the agent's writes to the session file (records encoded by tracer/records.py)
+  session.py        the agent's writes to the session file (records encoded by tracer/session/records.py)
   native.py         native frames: names, libraries, offsets
   python_frames.py  CPython's frames through tracer.pyruntime's reader; pycode.py: their records
   stack.py          the call path of a hit: gdb's unwind and its reuse caches; reuse.py: whole-stack reuse

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer import records
-from tracer.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
+from tracer.session import records
+from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
 from tracer.gdb.agent import native, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope

@@ -9,7 +9,7 @@ on its thread's stack), so the program costs nothing more outside the followed c
 
 The first time an operator X is called inside the root, the trigger's hit is recorded as X's entry hop
 (its stack starts at ``at::_ops::X::call``) and the agent stops the target: pttrace resolves X's functions
-(``tracer.ops.resolve_op``, as for ``--op X``) and breaks on them (items flagged ``follow``), so X's later
+(``tracer.dispatch.ops.resolve_op``, as for ``--op X``) and breaks on them (items flagged ``follow``), so X's later
 hops (autograd, redispatch, the kernel wrapper, the native kernel) and every later call of X are
 recorded. Those breakpoints record only while a root is on the stack: X called from elsewhere is not
 this operator's child. Labels are ``op:ROOT>X``, so a hop tells which followed operator it ran under.

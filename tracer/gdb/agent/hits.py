@@ -5,7 +5,7 @@ import time
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.classify import kernel_below_adapter
+from tracer.dispatch.classify import kernel_below_adapter
 from tracer.gdb.agent import launcher, native
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES

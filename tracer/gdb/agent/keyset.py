@@ -1,5 +1,5 @@
 """The DispatchKeySet a dispatcher hop was called with, read at its entry from the register or stack slot
-its signature puts it in (``tracer.keyset_abi``), or why it was not read.
+its signature puts it in (``tracer.dispatch.keyset_abi``), or why it was not read.
 
 No gdb import: it reads through the frame and memory reader it is given, so it is tested outside gdb.
 Where the key set is depends only on the function (and its library's debug information), so it is
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tracer import keyset_abi, native_functions
+from tracer.dispatch import keyset_abi, native_functions
 
 _U64 = 0xFFFFFFFFFFFFFFFF
 _where_cache: dict[tuple[str, str | None], keyset_abi.KeysetArg | None] = {}

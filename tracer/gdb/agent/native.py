@@ -2,7 +2,7 @@
 
 A frame gdb cannot name (a library given to it as unwind tables only) or place (no line table) is
 recorded with its library and file-relative ``offset``: pttrace names it from its own index
-(``fill`` records, tracer/records.py).
+(``fill`` records, tracer/session/records.py).
 """
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.classify import classify, dispatch_key, short_name
+from tracer.dispatch.classify import classify, dispatch_key, short_name
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.state import CACHES, STATE
-from tracer.records import CachedFrame
+from tracer.session.records import CachedFrame
 
 
 class _Names:

@@ -18,7 +18,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer import records
+from tracer.session import records
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.session import OUT

@@ -3,7 +3,7 @@ outside it. Each (code object, instruction) is one frame record, shared by every
 """
 from __future__ import annotations
 
-from tracer.records import CachedFrame
+from tracer.session.records import CachedFrame
 
 MAX_SOURCE = 400  # characters of a source line kept
 

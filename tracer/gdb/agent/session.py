@@ -1,6 +1,6 @@
 """The agent's side of the session file: hits, breakpoints and warnings, appended as they happen.
 
-Records are encoded by ``tracer.records`` (the code every reader decodes them with); each is one
+Records are encoded by ``tracer.session.records`` (the code every reader decodes them with); each is one
 ``write()`` on an ``O_APPEND`` descriptor, so pttrace's own records never interleave with these. A hit
 is interned (schema 2): its frames, stack and site are written once, at the first hit that needs them.
 An ``OSError`` (disk full, directory gone) reaches the caller: the breakpoint stops so pttrace notices.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from tracer import records
+from tracer.session import records
 
 
 class SessionOut:

@@ -6,7 +6,7 @@ import os
 from rich.text import Text
 
 from tracer.export import paths as P
-from tracer.model import Frame
+from tracer.session.model import Frame
 
 # The same hues as ``pttrace show``, as exact colours: Textual maps the named ANSI colours through
 # its theme, where magenta (binding) and red (kernel) come out as the same pink.

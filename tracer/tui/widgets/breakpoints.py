@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from tracer.classify import short_name
-from tracer.model import Breakpoint, Frame, Location
+from tracer.dispatch.classify import short_name
+from tracer.session.model import Breakpoint, Frame, Location
 from tracer.tui.messages import BreakpointRemovalRequested, BreakpointToggleRequested
 from tracer.tui.state import TraceState
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps

@@ -6,7 +6,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tracer.export import paths as P
-from tracer.model import Frame, Hit
+from tracer.session.model import Frame, Hit
 from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts, path_rows
 from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,

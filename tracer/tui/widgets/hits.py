@@ -15,8 +15,8 @@ from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.export import processes as PR
-from tracer.hit_table import HitTable
-from tracer.model import Hit, Process
+from tracer.session.hit_table import HitTable
+from tracer.session.model import Hit, Process
 from tracer.tui.messages import HitSelected
 from tracer.tui.process_rows import Heading, ProcessRows
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
@@ -35,7 +35,7 @@ def haystack(hit: Hit) -> str:
 
 class HitsTable(RowJumps, DataTable):
     """A window of rows onto the session's hits: ``hits`` is the app's table of every hit (a few numbers
-    each, ``tracer.hit_table``), ``matching`` the indexes of those a search lets through (all of them
+    each, ``tracer.session.hit_table``), ``matching`` the indexes of those a search lets through (all of them
     unless one filters), ``shown`` what each row shows: ``matching`` itself, or once hits come from
     several processes a ``ProcessRows`` (headings and hit indexes). The rows are
     ``shown[start:start + WINDOW]``; the window follows the cursor, so a million hits cost a few hundred

@@ -6,7 +6,7 @@ from collections import deque
 from rich.text import Text
 from textual.widgets import RichLog
 
-from tracer.escape import visible
+from tracer.text.escape import visible
 
 PARTIAL_LINE_WAIT = 0.3  # seconds a line without its end waits for the rest before it is shown
 MAX_LINES = 5000

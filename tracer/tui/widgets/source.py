@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from tracer import settings
 from tracer.export import paths as P
-from tracer.model import Frame
+from tracer.session.model import Frame
 from tracer.tui import source_files as SF
 
 THEME = "monokai"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from tracer.cxxtext import split_top
+from tracer.text.cxxtext import split_top
 
 YAML_IN_SITE_PACKAGES = ("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
 # A key whose kernels torchgen generates as structured kernels when the operator is structured;
@@ -183,7 +183,7 @@ def entries_for(libraries: list[str]) -> dict[str, NativeEntry] | None:
 def return_types(entries: dict[str, NativeEntry]) -> dict[str, str | None]:
     """{the token generated code names an overload by: its C++ return type}, for both ``at::_ops::add_Tensor``
     and ``VariableType::add_out_out`` kinds of names; None where two overloads share a token but not a type."""
-    from tracer.keyset_abi import schema_return_cpp
+    from tracer.dispatch.keyset_abi import schema_return_cpp
 
     out: dict[str, str | None] = {}
     for e in entries.values():

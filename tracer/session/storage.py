@@ -1,4 +1,4 @@
-"""Sessions on disk: append-only JSON lines (their records: ``tracer/records.py``), so a crash loses
+"""Sessions on disk: append-only JSON lines (their records: ``tracer/session/records.py``), so a crash loses
 nothing already written.
 
 A file without its ``end`` loads as ``interrupted``. Frames recorded with a raw ``keyset`` get their
@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from tracer import records, settings
+from tracer import settings
+from tracer.session import records
 from tracer.errors import SessionError
-from tracer.hit_table import HitTable
-from tracer.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
+from tracer.session.hit_table import HitTable
+from tracer.session.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
                           SessionInfo, Thread, check, fill_path, objects)
 
 SUFFIX = ".jsonl"
@@ -397,7 +398,7 @@ def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
 def _name_from_index(hits: list[Hit]) -> None:
     """A session whose writer was killed (no ``end``) may lack the fill records of its last hits: their
     frames are named here, from pttrace's index of each frame's library, as the writer would have."""
-    from tracer.fill import FrameFiller
+    from tracer.session.fill import FrameFiller
 
     filler = None
     for frames in _distinct_paths(hits):

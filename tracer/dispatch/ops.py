@@ -33,9 +33,10 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tracer import native_functions, settings
-from tracer.classify import classify, short_name, target_of
-from tracer.cxxtext import split_top
+from tracer import settings
+from tracer.dispatch import native_functions
+from tracer.dispatch.classify import classify, short_name, target_of
+from tracer.text.cxxtext import split_top
 from tracer.errors import UsageError
 
 # CPU capabilities ATen compiles its vectorised kernels for (one copy per capability).
@@ -641,7 +642,7 @@ def _add(chosen: dict, m, role: str, ref: OpRef, key: str | None, cap: str | Non
 
 
 def keyset_where(function: str, returns) -> str | None:
-    from tracer import keyset_abi
+    from tracer.dispatch import keyset_abi
 
     sig = keyset_abi.signature_from_name(function, returns)
     arg = keyset_abi.locate(sig) if sig is not None else None
@@ -707,7 +708,7 @@ def function_order(f: OpFunction) -> tuple:
 
 
 def takes_keyset(function: str) -> bool:
-    from tracer import keyset_abi
+    from tracer.dispatch import keyset_abi
 
     return keyset_abi.takes_keyset(function)
 

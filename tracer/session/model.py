@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Callable
 
-from tracer.records import FILL_NAME_FIELDS, SCHEMA
+from tracer.session.records import FILL_NAME_FIELDS, SCHEMA
 
 LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")

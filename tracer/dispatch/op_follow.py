@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tracer.ops import LABEL_PREFIX, OpRef, OpResolution, TorchFacts
+from tracer.dispatch.ops import LABEL_PREFIX, OpRef, OpResolution, TorchFacts
 
 # Called by every operator entry (``at::_ops::X::call``, through Dispatcher::call's profiler check): a
 # function of libtorch_cpu of its own, so that its caller names each operator a followed one calls.

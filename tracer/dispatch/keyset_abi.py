@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tracer.cxxtext import split_top
+from tracer.text.cxxtext import split_top
 
 INT_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 KEYSET = "c10::DispatchKeySet"
@@ -169,7 +169,7 @@ def parse(name: str) -> ParsedName | None:
         return None
     params = tuple(p for p in split_top(core[i + 1 : -1]) if p and p != "void")
     head = core[:i]
-    from tracer.classify import drop_return_type
+    from tracer.dispatch.classify import drop_return_type
 
     proper = drop_return_type(head + "()")[:-2]
     returns = head[: len(head) - len(proper)].strip() or None

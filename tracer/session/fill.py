@@ -7,15 +7,15 @@ holding it (``tracer.symbols.symbol_at``: full demangled name, then short name, 
 key as the agent would have given them) and, where the library has DWARF (itself, a build-id or
 ``.gnu_debuglink`` file, ``$PTTRACE_DEBUG_DIRS``), its file:line. A caller frame is looked up at
 offset - 1: its pc is a return address, which may be past the end of the call's function.
-The engine appends the answers to the session as ``fill`` records (tracer/records.py).
+The engine appends the answers to the session as ``fill`` records (tracer/session/records.py).
 """
 from __future__ import annotations
 
 import threading
 
-from tracer.classify import classify, dispatch_key, kernel_below_adapter, short_name
+from tracer.dispatch.classify import classify, dispatch_key, kernel_below_adapter, short_name
 from tracer.errors import PttraceError
-from tracer.model import Frame, fill_path
+from tracer.session.model import Frame, fill_path
 
 
 def _named(name: str | None, library: str, file: str | None, line: int | None) -> dict:

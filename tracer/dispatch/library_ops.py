@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from tracer.classify import classify, short_name
-from tracer.ops import (LABEL_PREFIX, OpFunction, OpRef, OpResolution, function_order, keyset_where, library_op,
+from tracer.dispatch.classify import classify, short_name
+from tracer.dispatch.ops import (LABEL_PREFIX, OpFunction, OpRef, OpResolution, function_order, keyset_where, library_op,
                         takes_keyset, unqualified)
 
 # The boxing templates of torch's headers, instantiated in the library for a kernel it registers: the

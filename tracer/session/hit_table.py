@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from tracer.model import Frame, Hit, Launch, Thread
+from tracer.session.model import Frame, Hit, Launch, Thread
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 One module for both sides of the file. The agent inside gdb writes ``hit``, ``breakpoint`` and
 ``warning`` records with it; pttrace writes the others with it; every reader (``storage.load``, the
 recorder's tail of a live session in ``recorder/tailer.py``) decodes with it. It imports
-the standard library only (and ``tracer.escape``, which does too): gdb's Python runs it.
+the standard library only (and ``tracer.text.escape``, which does too): gdb's Python runs it.
 
 A session file is JSON lines, each one record, each written with one ``write()`` on an ``O_APPEND``
 descriptor (several writers never interleave, and a file cut anywhere keeps every complete line):
@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Callable, Iterator
 
-from tracer.escape import clean, json_line_may_hide_controls
+from tracer.text.escape import clean, json_line_may_hide_controls
 
 SCHEMA = 2  # 2: frames, stacks and sites interned; 1: every hit with its frames
 

@@ -1,0 +1,1 @@
+"""C++ and terminal text: splitting C++ names, escaping untrusted strings."""
