@@ -316,9 +316,8 @@ def test_skipping_type_bodies_loses_no_function_of_the_debug_ext(debug_ext):
 
     reader = DwarfReader(ElfFile(str(debug_ext)), str(debug_ext))
     for offset in reader.unit_offsets():
-        unit = reader.unit(offset)
-        assert unit.function_table(skip_types=True).to_payload() == \
-            unit.function_table(skip_types=False).to_payload()
+        assert reader.decode(offset, skip_types=True)[1].to_payload() == \
+            reader.decode(offset, skip_types=False)[1].to_payload()
 
 
 # -- the recorder on the debug extension ------------------------------------------------------------

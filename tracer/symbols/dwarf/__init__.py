@@ -7,11 +7,12 @@ address -> that unit's line program and function DIEs, decoded by small hand-wri
 one unit yields (line rows, function ranges with resolved names) is stored in the on-disk cache, so
 later lookups in that unit, in this process or the next, are a file read and a ``bisect``.
 
-The modules follow the sections and their jobs: ``forms`` (DWARF's vocabulary and LEB128/string
-readers), ``abbrev`` (``.debug_abbrev`` and the attribute decoders compiled from it), ``unit`` (a
+The modules follow the sections and their jobs, each importing only those before it: ``forms``
+(DWARF's vocabulary and LEB128/string readers), ``abbrev`` (``.debug_abbrev`` and the attribute
+decoders compiled from it), ``sections`` (a file's section bytes, read when first needed), ``unit`` (a
 ``.debug_info`` unit and its attribute values, range lists), ``lines`` (``.debug_line``),
 ``functions`` (function DIEs and their names), ``reader`` (one file's DWARF: address -> unit ->
-answer), ``answers`` (what a lookup returns).
+answer, owning the units and the tables decoded from them), ``answers`` (what a lookup returns).
 
 The answers follow bfd (binutils' DWARF reader) on purpose, including where it is surprising:
 - the line of an address is the *last* row at the greatest row address <= the address, ``is_stmt``

@@ -9,17 +9,14 @@ import bisect
 import zlib
 from array import array
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from .forms import (AT_ABSTRACT_ORIGIN, AT_CALL_FILE, AT_CALL_LINE, AT_DECL_FILE, AT_DECL_LINE, AT_HIGH_PC,
                     AT_LINKAGE_NAME, AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SIBLING,
                     AT_SPECIFICATION, F_REF_ADDR, FUNCTION_TAGS, REF_FORMS, STRING_FORMS, TAG_INLINED_SUBROUTINE,
                     TYPE_TAGS, UNIT_REF_FORMS, UNMANGLED_LANGUAGES, DwarfFormatError, uleb)
 from .packed import compact, pack, unpack
-
-if TYPE_CHECKING:
-    from .reader import DwarfReader
-    from .unit import CompUnit
+from .unit import CompUnit
 
 # What we read of function DIEs; everything else is skipped by length.
 FUNCTION_ATTRS = frozenset({AT_NAME, AT_LOW_PC, AT_HIGH_PC, AT_RANGES, AT_ABSTRACT_ORIGIN, AT_SPECIFICATION,
@@ -115,7 +112,7 @@ class FunctionTable:
         return cls(p[0], a[0], a[1], a[2], names, a[3], a[4], a[5], a[6], a[7], a[8], a[9], p[1])
 
 
-def scan_functions(unit: "CompUnit", skip_types: bool = True) -> FunctionTable:
+def scan_functions(unit: CompUnit, origins: OriginNames, skip_types: bool = True) -> FunctionTable:
     """Every function DIE with code (subprograms, inlined subroutines, entry points), like bfd's
     ``scan_unit_for_symbols``: ranges, resolved name, caller and call site, declaration.
 
@@ -167,7 +164,7 @@ def scan_functions(unit: "CompUnit", skip_types: bool = True) -> FunctionTable:
             continue
         attrs, pos = read_attrs(pos, ab, FUNCTION_ATTRS)
         rngs = unit.pc_ranges(attrs)
-        name, is_linkage, decl_file, decl_line = function_names(unit, attrs, mangled_by_name)
+        name, is_linkage, decl_file, decl_line = function_names(unit, attrs, mangled_by_name, origins)
         caller = -1
         call_file = call_line = None
         if ab.tag == TAG_INLINED_SUBROUTINE:
@@ -191,17 +188,17 @@ def scan_functions(unit: "CompUnit", skip_types: bool = True) -> FunctionTable:
     return FunctionTable.build(funcs, lows, highs, owner)
 
 
-def function_names(unit: "CompUnit", attrs, mangled_by_name: bool, depth: int = 0):
+def function_names(unit: CompUnit, attrs, mangled_by_name: bool, origins: OriginNames, depth: int = 0):
     """bfd's rules for a function's name and declaration, attribute by attribute, in order:
     (name, whether it is a linkage name, decl file index, decl line). An abstract origin or a
-    specification gives its own (cached in the reader's ``OriginNames``)."""
+    specification gives its own (cached in ``origins``)."""
     name = None
     is_linkage = False
     decl_file = decl_line = None
     for at, form, value in attrs:
         if at in (AT_ABSTRACT_ORIGIN, AT_SPECIFICATION):
             if form in REF_FORMS:
-                n, linkage, f, ln = unit.reader.origins.resolve(unit, form, value, depth)
+                n, linkage, f, ln = origins.resolve(unit, form, value, depth)
                 name = n
                 is_linkage = is_linkage or linkage
                 if f is not None:
@@ -226,15 +223,16 @@ def function_names(unit: "CompUnit", attrs, mangled_by_name: bool, depth: int = 
 
 class OriginNames:
     """bfd's find_abstract_instance, cached per DIE: the name and declaration of the DIE an
-    abstract_origin / specification points at, following further specifications."""
+    abstract_origin / specification points at, following further specifications. A reference into
+    another unit (DW_FORM_ref_addr) is found through ``unit_containing`` (the reader's)."""
 
-    def __init__(self, reader: "DwarfReader"):
-        self.reader = reader
+    def __init__(self, unit_containing: Callable[[int], CompUnit]):
+        self.unit_containing = unit_containing
         self._cache: dict[int, tuple] = {}
 
-    def resolve(self, unit: "CompUnit", form: int, value: int, depth: int = 0):
+    def resolve(self, unit: CompUnit, form: int, value: int, depth: int = 0):
         if form == F_REF_ADDR:
-            target = self.reader.unit_containing(value)
+            target = self.unit_containing(value)
             rel = value - target.offset
         else:
             target = unit
@@ -245,11 +243,11 @@ class OriginNames:
             return cached
         if depth > _MAX_ORIGIN_DEPTH:
             return (None, False, None, None)
-        _ab, attrs = target.die_attrs(rel)
+        _ab, attrs = target.die_attrs(rel, FUNCTION_ATTRS)
         # An origin's own abstract_origin is not followed (bfd follows specifications only).
         attrs = [a for a in attrs if a[0] != AT_ABSTRACT_ORIGIN]
         mangled_by_name = target.language not in UNMANGLED_LANGUAGES
-        name, linkage, decl_file, decl_line = function_names(target, attrs, mangled_by_name, depth + 1)
+        name, linkage, decl_file, decl_line = function_names(target, attrs, mangled_by_name, self, depth + 1)
         if target is not unit and decl_file is not None:
             decl_file = None  # a file number of another unit's line table: not ours to resolve
         result = (name, linkage, decl_file, decl_line)

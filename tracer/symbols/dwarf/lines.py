@@ -9,15 +9,11 @@ from __future__ import annotations
 import bisect
 from array import array
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from .forms import (F_BLOCK, F_LINE_STRP, F_STRING, F_STRP, F_STRX, F_STRX1, F_STRX2, F_STRX3, F_STRX4, F_UDATA,
                     FIXED_SIZE, DwarfFormatError, cstr, initial_length, sleb, str_at, uleb)
 from .packed import compact, pack, unpack
-
-if TYPE_CHECKING:
-    from .reader import DwarfReader
-    from .unit import CompUnit
+from .sections import Sections
+from .unit import CompUnit
 
 DW_LNE_END_SEQUENCE, DW_LNE_SET_ADDRESS, DW_LNE_DEFINE_FILE, DW_LNE_SET_DISCRIMINATOR = 1, 2, 3, 4
 DW_LNCT_PATH, DW_LNCT_DIRECTORY_INDEX = 1, 2
@@ -101,7 +97,7 @@ def file_name(names: list, dirs: list, comp_dir: str | None, index: int, v5: boo
 _STRX_SIZES = {F_STRX1: 1, F_STRX2: 2, F_STRX3: 3, F_STRX4: 4}
 
 
-def _read_entry_formats(data, pos, unit: "CompUnit | None", offset_size: int, reader: "DwarfReader"):
+def _read_entry_formats(data, pos, unit: CompUnit | None, offset_size: int, sections: Sections):
     """A DWARF 5 directory or file name table: [(path, directory index)]."""
     count = data[pos]
     pos += 1
@@ -123,7 +119,7 @@ def _read_entry_formats(data, pos, unit: "CompUnit | None", offset_size: int, re
             elif form in (F_LINE_STRP, F_STRP):
                 off = int.from_bytes(data[pos : pos + offset_size], "little")
                 pos += offset_size
-                value = str_at(reader.line_str if form == F_LINE_STRP else reader.str, off)
+                value = str_at(sections.line_str if form == F_LINE_STRP else sections.str, off)
             elif form == F_STRX or form in _STRX_SIZES:
                 if form == F_STRX:
                     idx, pos = uleb(data, pos)
@@ -169,7 +165,7 @@ def _read_v4_names(prog, pos: int) -> tuple[list, list, int]:
 
 
 def read_line_header(prog: bytes, offset: int, offset_size: int, pos: int, end: int,
-                     unit: "CompUnit | None", reader: "DwarfReader") -> LineHeader:
+                     unit: CompUnit | None, sections: Sections) -> LineHeader:
     """The header of the program copied out in ``prog`` (``offset``: where it was in .debug_line)."""
     version = prog[pos] | prog[pos + 1] << 8
     pos += 2
@@ -198,19 +194,19 @@ def read_line_header(prog: bytes, offset: int, offset_size: int, pos: int, end: 
     std_lengths = list(prog[pos : pos + opcode_base - 1])
     pos += opcode_base - 1
     if version >= 5:
-        dir_entries, pos = _read_entry_formats(prog, pos, unit, offset_size, reader)
+        dir_entries, pos = _read_entry_formats(prog, pos, unit, offset_size, sections)
         dirs = [d for d, _ in dir_entries]
-        names, pos = _read_entry_formats(prog, pos, unit, offset_size, reader)
+        names, pos = _read_entry_formats(prog, pos, unit, offset_size, sections)
     else:
         dirs, names, pos = _read_v4_names(prog, pos)
     return LineHeader(version, min_inst, max_ops, line_base, line_range, opcode_base, std_lengths, dirs, names,
                       program_start, end)
 
 
-def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None,
-                        unit: "CompUnit | None" = None) -> LineTable:
+def decode_line_program(sections: Sections, offset: int, comp_dir: str | None,
+                        unit: CompUnit | None = None) -> LineTable:
     """The line table of the program at ``offset`` of .debug_line."""
-    data = reader.line
+    data = sections.line
     if not 0 <= offset or offset + 4 > len(data):
         raise DwarfFormatError(f"line program at {offset:#x} is past the end of .debug_line")
     length, pos, offset_size = initial_length(data, offset)
@@ -218,7 +214,7 @@ def decode_line_program(reader: "DwarfReader", offset: int, comp_dir: str | None
     if end > len(data):
         raise DwarfFormatError(f"line program at {offset:#x} runs past the end of .debug_line")
     prog = bytes(data[offset:end])
-    header = read_line_header(prog, offset, offset_size, pos - offset, end - offset, unit, reader)
+    header = read_line_header(prog, offset, offset_size, pos - offset, end - offset, unit, sections)
     sequences = run_line_program(prog, header)
     v5 = header.version >= 5
     # file_names[i] is the name of DWARF file number i (in DWARF 4, 0 means "unknown")

@@ -9,34 +9,15 @@ from typing import Callable
 from .. import cache
 from ..demangle import demangle
 from ..elffile import ElfFile
-from .abbrev import Abbrev, parse_abbrev_table
 from .answers import InlineStep, SourceLine
 from .forms import TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT, DwarfFormatError, initial_length
-from .functions import FunctionTable, OriginNames
-from .lines import LineTable
+from .functions import FunctionTable, OriginNames, scan_functions
+from .lines import LineTable, decode_line_program
+from .sections import Sections
 from .unit import CompUnit
 
 
 _RELEASE_EVERY = 32 << 20  # walking the unit headers: unmap what was walked every 32 MB
-
-
-class _Section:
-    """A DWARF section's bytes, read (inflated, if compressed) the first time they are asked for and then
-    kept on the reader, as ``functools.cached_property`` would."""
-
-    def __init__(self, section: str, lazy: bool = False):
-        self.section = section
-        self.lazy = lazy
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = name
-
-    def __get__(self, reader, owner=None):
-        if reader is None:
-            return self
-        data = reader.elf.data(self.section, lazy=self.lazy)
-        reader.__dict__[self.name] = data
-        return data
 
 
 class DwarfReader:
@@ -48,8 +29,8 @@ class DwarfReader:
         self.key = elf.key()
         if not (elf.has(".debug_info") and elf.has(".debug_line")):
             raise DwarfFormatError("no .debug_info/.debug_line")
-        self.origins = OriginNames(self)
-        self._abbrev_tables: dict[tuple, dict[int, Abbrev]] = {}
+        self.sections = Sections(elf)
+        self.origins = OriginNames(self.unit_containing)
         self._units: dict[int, CompUnit] = {}
         self._unit_offsets: list[int] | None = None
         self._walked: list[int] = []  # unit offsets found so far by the walk of the unit headers
@@ -60,39 +41,12 @@ class DwarfReader:
         self._listed: tuple | None = None  # .debug_aranges alone, not completed from the units it leaves out
         self._tables: dict[int, tuple[LineTable | None, FunctionTable]] = {}
 
-    # -- sections: read (inflated, if compressed) when first needed: a lookup answered from the cache
-    # reads none of them ---------------------------------------------------------------------------
-    # A compressed .debug_info is inflated only as far as it is read (elffile._Inflation): every read
-    # of it is preceded by ``need_info``.
-    info = _Section(".debug_info", lazy=True)
-    line = _Section(".debug_line")
-    abbrev = _Section(".debug_abbrev")
-    str = _Section(".debug_str")
-    line_str = _Section(".debug_line_str")
-    str_offsets = _Section(".debug_str_offsets")
-    addr = _Section(".debug_addr")
-    rnglists = _Section(".debug_rnglists")
-    ranges_v4 = _Section(".debug_ranges")
-
     # -- structure ------------------------------------------------------------------------------
-    def abbrev_table(self, offset: int, addr_size: int, offset_size: int) -> dict[int, Abbrev]:
-        key = (offset, addr_size, offset_size)
-        table = self._abbrev_tables.get(key)
-        if table is None:
-            if self.abbrev is None:
-                raise DwarfFormatError("no .debug_abbrev")
-            table = self._abbrev_tables[key] = parse_abbrev_table(self.abbrev, offset, addr_size, offset_size)
-        return table
-
     def unit(self, offset: int) -> CompUnit:
         u = self._units.get(offset)
         if u is None:
-            u = self._units[offset] = CompUnit(self, offset)
+            u = self._units[offset] = CompUnit(self.sections, offset)
         return u
-
-    def need_info(self, end: int) -> None:
-        """Bytes [0, end) of .debug_info are there to read (inflated, if it is compressed)."""
-        self.elf.ensure(".debug_info", end)
 
     def _stored_units(self) -> list[int] | None:
         """The unit offsets, if known: found before, or in the cache (asked once)."""
@@ -113,12 +67,12 @@ class DwarfReader:
     def _walk(self, past: int | None) -> None:
         """Walk the unit headers on until a unit starts after ``past`` (None: to the end). One thread at a
         time (a live UI's source pane and the recorder's tailer share readers)."""
-        info = self.info
+        info = self.sections.info
         with self._walk_lock:
             pos = released = self._walk_pos
             while pos + 4 <= len(info) and (past is None or pos <= past):
                 self._walked.append(pos)
-                self.need_info(pos + 12)
+                self.sections.need_info(pos + 12)
                 length, after, _ = initial_length(info, pos)
                 pos = after + length
                 if pos - released >= _RELEASE_EVERY:
@@ -231,14 +185,20 @@ class DwarfReader:
             lt = LineTable.from_payload(stored[0]) if stored[0] is not None else None
             got = (lt, FunctionTable.from_payload(stored[1]))
         else:
-            u = self.unit(unit_offset)
-            lt = u.line_table()
-            ft = u.function_table()
-            got = (lt, ft)
+            lt, ft = got = self.decode(unit_offset)
             self._units.pop(unit_offset, None)  # its bytes are no longer needed; keep memory flat
             cache.write(self.key, "cu", (lt.to_payload() if lt else None, ft.to_payload()), extra=f"-{unit_offset:x}")
         self._tables[unit_offset] = got
         return got
+
+    def decode(self, unit_offset: int, skip_types: bool = True) -> tuple[LineTable | None, FunctionTable]:
+        """A unit's line table (None: it has no line program) and function table, decoded from its bytes
+        (``skip_types``: see ``scan_functions``)."""
+        u = self.unit(unit_offset)
+        lines = None
+        if u.stmt_list is not None and self.sections.line is not None:
+            lines = decode_line_program(self.sections, u.stmt_list, u.comp_dir, u)
+        return lines, scan_functions(u, self.origins, skip_types)
 
     # -- answers ---------------------------------------------------------------------------------
     def lookup(self, address: int, symbol_name: Callable[[int], str | None]) -> SourceLine | None:

@@ -2,8 +2,6 @@
 at in the other sections (strings, ``.debug_addr``, range lists)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .abbrev import (KEEP_ALL, SKIP_BLOCK, SKIP_BLOCK1, SKIP_BLOCK2, SKIP_CSTR, SKIP_ULEB, Abbrev, compile_decoder,
                      compile_plan, form_size)
 from .forms import (ADDRX_FORMS, AT_ADDR_BASE, AT_COMP_DIR, AT_GNU_ADDR_BASE, AT_GNU_RANGES_BASE, AT_HIGH_PC,
@@ -12,11 +10,7 @@ from .forms import (ADDRX_FORMS, AT_ADDR_BASE, AT_COMP_DIR, AT_GNU_ADDR_BASE, AT
                     F_FLAG_PRESENT, F_IMPLICIT_CONST, F_INDIRECT, F_LINE_STRP, F_RNGLISTX, F_SDATA,
                     F_STRING, F_STRP, STRX_FORMS, ULEB_FORMS, DwarfFormatError,
                     initial_length, sleb, str_at, uleb)
-from .functions import FUNCTION_ATTRS, FunctionTable, scan_functions
-from .lines import LineTable, decode_line_program
-
-if TYPE_CHECKING:
-    from .reader import DwarfReader
+from .sections import Sections
 
 _NOTHING: frozenset = frozenset()
 
@@ -24,10 +18,10 @@ _NOTHING: frozenset = frozenset()
 class CompUnit:
     """One unit of ``.debug_info``, with its bytes copied out (a unit is small; the section is not)."""
 
-    def __init__(self, reader: "DwarfReader", offset: int):
-        self.reader = reader
+    def __init__(self, sections: Sections, offset: int):
+        self.sections = sections
         self.offset = offset
-        self._read_header(reader.info, offset)
+        self._read_header(sections.info, offset)
         # Attributes of the unit DIE that the rest depends on.
         self.str_offsets_base = 8 if self.offset_size == 4 else 16
         self.addr_base = 8
@@ -44,12 +38,12 @@ class CompUnit:
     def _read_header(self, info, offset: int) -> None:
         if offset + 11 > len(info):
             raise DwarfFormatError(f"unit at {offset:#x} is past the end of .debug_info")
-        self.reader.need_info(offset + 12)
+        self.sections.need_info(offset + 12)
         length, pos, self.offset_size = initial_length(info, offset)
         self.end = pos + length
         if self.end > len(info):
             raise DwarfFormatError(f"unit at {offset:#x} runs past the end of .debug_info")
-        self.reader.need_info(self.end)
+        self.sections.need_info(self.end)
         self.version = info[pos] | info[pos + 1] << 8
         pos += 2
         self.unit_type = 1
@@ -73,7 +67,7 @@ class CompUnit:
             raise DwarfFormatError(f"unit at {offset:#x} has address size {self.addr_size}")
         self.data = bytes(info[offset : self.end])  # unit-relative positions from here on
         self.die_start = pos - offset
-        self.abbrevs = self.reader.abbrev_table(abbrev_offset, self.addr_size, self.offset_size)
+        self.abbrevs = self.sections.abbrev_table(abbrev_offset, self.addr_size, self.offset_size)
 
     def _read_unit_die(self) -> None:
         code, p = uleb(self.data, self.die_start)
@@ -184,7 +178,7 @@ class CompUnit:
         return self.read_attrs(pos, ab, _NOTHING)[1]
 
     def string(self, form: int, value) -> str | None:
-        r = self.reader
+        r = self.sections
         if form == F_STRING:
             return value
         if form == F_STRP:
@@ -201,7 +195,7 @@ class CompUnit:
 
     def address(self, form: int, value) -> int:
         if form in ADDRX_FORMS:
-            table = self.reader.addr
+            table = self.sections.addr
             at = self.addr_base + value * self.addr_size
             if table is None or at + self.addr_size > len(table):
                 raise DwarfFormatError(f"unit at {self.offset:#x}: address index {value} out of .debug_addr")
@@ -218,7 +212,7 @@ class CompUnit:
         return [(lo, hi) for lo, hi in out if hi > lo]
 
     def _rnglist(self, form: int, value) -> list[tuple[int, int]]:
-        data = self.reader.rnglists
+        data = self.sections.rnglists
         out: list[tuple[int, int]] = []
         if data is None:
             return out
@@ -268,7 +262,7 @@ class CompUnit:
         return out
 
     def _ranges_v4(self, pos: int) -> list[tuple[int, int]]:
-        data = self.reader.ranges_v4
+        data = self.sections.ranges_v4
         out: list[tuple[int, int]] = []
         if data is None:
             return out
@@ -310,20 +304,11 @@ class CompUnit:
                 return [(low, high)]
         return []
 
-    # -- what the unit holds ---------------------------------------------------------------------
-    def line_table(self) -> LineTable | None:
-        if self.stmt_list is None or self.reader.line is None:
-            return None
-        return decode_line_program(self.reader, self.stmt_list, self.comp_dir, self)
-
-    def function_table(self, skip_types: bool = True) -> FunctionTable:
-        return scan_functions(self, skip_types)
-
-    def die_attrs(self, unit_offset: int):
-        """(abbrev, attributes) of the DIE at a unit-relative offset."""
+    def die_attrs(self, unit_offset: int, wanted: frozenset):
+        """(abbrev, the ``wanted`` attributes) of the DIE at a unit-relative offset."""
         code, pos = uleb(self.data, unit_offset)
         if code == 0:
             return None, []
         ab = self.abbrev(code)
-        attrs, _ = self.read_attrs(pos, ab, FUNCTION_ATTRS)
+        attrs, _ = self.read_attrs(pos, ab, wanted)
         return ab, attrs
