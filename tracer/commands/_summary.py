@@ -66,9 +66,10 @@ def _print_processes(console: Console, session: Session) -> None:
     """Every process of the run, its hits, how it ended: grouped by rank under torchrun."""
     console.print()
     hosts = PR.hosts(session.processes)
-    console.print(Text(f"processes: {len(session.processes)}" + (f" on {len(hosts)} hosts" if len(hosts) > 1 else ""),
+    groups = PR.groups(session)  # helper programs that are not Python are in the warnings, one line each
+    console.print(Text(f"processes: {len(groups)}" + (f" on {len(hosts)} hosts" if len(hosts) > 1 else ""),
                        style="bold"))
-    for group in PR.groups(session):
+    for group in groups:
         line = Text.assemble(("  ", ""), (group.label, "bold"), f"  {len(group.hits)} hit(s)")
         if group.process is not None:
             line.append(f"  {PR.describe(group.process, len(hosts) > 1).split(': ', 1)[-1]}", style="dim")

@@ -152,7 +152,7 @@ class MarkdownRenderer:
             ("warnings", warnings),
         ]
         if PR.several(self.session):
-            rows.insert(-1, ("processes", f"{len(self.session.processes)} (see *Processes*)"))
+            rows.insert(-1, ("processes", f"{len(PR.groups(self.session))} (see *Processes*)"))
         hosts = PR.hosts(self.session.processes)
         if len(hosts) > 1:
             rows.insert(-1, ("hosts", ", ".join(code(h, in_table=True) for h in hosts)))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from typing import Iterable, Sequence
 
+from tracer.session.helpers import HelperProgram, helper_programs, is_helper
 from tracer.session.hit_table import HitTable
 from tracer.session.model import Hit, Process, Session
 
@@ -56,7 +57,9 @@ def order(processes: Sequence[Process], pids: Iterable[int | None]) -> list[Proc
     """A group (no hits yet) for every process, recorded or seen in ``pids`` (the pids hits ran in, in
     order of their first hit): processes in the order they started; by rank first when the run has ranks
     (torchrun). The order every view shows them in; the TUI's hits pane groups with it too."""
-    out: dict[int | None, ProcessGroup] = {p.pid: ProcessGroup(p, p.pid) for p in processes}
+    pids = list(pids)
+    out: dict[int | None, ProcessGroup] = {p.pid: ProcessGroup(p, p.pid) for p in processes
+                                           if not is_helper(p, pids)}
     for pid in pids:
         if pid not in out:
             out[pid] = ProcessGroup(None, pid)
@@ -78,7 +81,15 @@ def groups(session: Session) -> list[ProcessGroup]:
 
 def several_of(processes: Sequence[Process], pids: Iterable[int | None]) -> bool:
     """Whether views show processes: more than one was recorded, or hits ran in more than one."""
-    return len(processes) > 1 or len({p for p in pids if p is not None}) > 1
+    pids = list(pids)
+    traced = [p for p in processes if not is_helper(p, pids)]
+    return len(traced) > 1 or len({p for p in pids if p is not None}) > 1
+
+
+def helpers(session: Session) -> list[HelperProgram]:
+    """The programs that are not Python the run executed (a compiler, openssl), folded by program: views
+    show one line each instead of a row per process."""
+    return helper_programs(session.processes, pids_with_hits(session.hits))
 
 
 def several(session: Session) -> bool:

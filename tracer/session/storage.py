@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from tracer import settings
 from tracer.session import records
 from tracer.errors import SessionError
+from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
 from tracer.session.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
                           SessionInfo, Thread, check, fill_path, objects)
@@ -309,6 +310,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     session.processes = list(processes.values())
     if _depth < 4 and not more:
         _merge_children(session, table, path, _depth)
+    session.info.warnings = fold_warnings(session.info.warnings)
     return session
 
 

@@ -233,12 +233,17 @@ class PttraceApp(App[int]):
                 output = []
                 log.note(str(ev.data), style="cyan")
             elif ev.kind == "warning":
+                before = len(self.state.warnings)
+                changed |= self.state.apply(ev.kind, ev.data)
+                if len(self.state.warnings) == before:
+                    continue  # another helper process of a program already told (tracer/session/helpers.py)
                 if self.source.live:  # a saved session's are known: noted in the log, no toast each
                     self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
                 log = self.query_one(OutputLog)
                 log.write_output(output)  # what the target printed before the warning comes first
                 output = []
                 log.note(f"warning: {ev.data}")
+                continue
             changed |= self.state.apply(ev.kind, ev.data)
         if "processes" in changed:
             self.hits_table.set_processes(list(self.state.processes.values()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
 from tracer.session.model import Breakpoint, Frame, Process, RecordError, SessionInfo
 
@@ -135,7 +136,7 @@ class TraceState:
             self.pid = data  # type: ignore[assignment]
             return {"status"}
         if kind == "warning":
-            self.warnings.append(str(data))
+            self.warnings = fold_warnings([*self.warnings, str(data)])
             return {"warnings"}
         if kind == "failed":
             self.error = getattr(data, "message", None) or str(data)
