@@ -15,21 +15,23 @@ from tracer.text.escape import visible
 COMMANDS = ["run", "attach", "where", "ops", "sessions", "show", "export", "diff", "view"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand's parser, or with ``only`` just that one's: each command module imports what its
+    options need, and a ``pttrace where`` that loaded all nine spent ~50 ms on others' imports."""
     parser = argparse.ArgumentParser(
         prog="pttrace",
         description="Record the call path from Python down to PyTorch's C++ kernels, under gdb.",
     )
     parser.add_argument("--version", action="version", version=f"pttrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in ([only] if only in COMMANDS else COMMANDS):
         importlib.import_module(f"tracer.commands.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     # Everything after a bare `--` belongs to the traced script, never to pttrace; so does everything
     # after `run -m MODULE` / `run -c CODE`, as for python.
     passthrough: list[str] = []

@@ -6,7 +6,6 @@ importing torch: by default the torch libraries of ``--python``'s interpreter ar
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -63,29 +62,37 @@ def run(args: argparse.Namespace) -> int:
         if len(args.lib) != 1:
             raise UsageError("an address belongs to one library: give it with --lib PATH")
         return _where_address(address, args.lib[0], args.json, args.mangled)
-    from tracer.commands._sources import finder_for
+    defined, notes = [], []
+    if _source_dir_given(args):  # tracer.sources (ctags, codegen tables) only when there is one to search
+        from tracer.commands._sources import finder_for
 
-    finder = finder_for(args)
-    defined = finder.where(name) if finder.source_dir else []
-    return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=finder.notes,
+        finder = finder_for(args)
+        defined, notes = finder.where(name), finder.notes
+    return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=notes,
                        mangled=args.mangled)
+
+
+def _source_dir_given(args: argparse.Namespace) -> bool:
+    from tracer import settings
+
+    return bool(args.source_dir or settings.current().source_dir)
 
 
 # -- by name ----------------------------------------------------------------------------------
 def _print_definitions(defined, notes) -> None:
     """Definitions found in --source-dir by parsing it (tracer.sources), and what to know about them."""
-    from rich.text import Text
+    from tracer.text.styled import Line
 
     console = _console()
     if defined:
         console.print()
     for d in defined:
-        line = Text("  definition  ")
+        line = Line("  definition  ")
         line.append(f"{d.file}:{d.line}", style="cyan")
         line.append(f"  {d.qualified}{d.signature or ''}", style="dim")
         console.print(line)
     for note in notes:
-        console.print(Text(f"warning: {note}", style="yellow"))
+        console.print(Line(f"warning: {note}", style="yellow"))
 
 
 def _definitions_json(defined) -> list[dict]:
@@ -127,25 +134,9 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
 
 
 def _console():
-    """A console whose every line goes through ``escape.visible``: the names printed come from
-    libraries, which anyone can craft (an ESC sequence in a symbol name must not reach the terminal)."""
-    from rich.console import Console
-    from rich.text import Text
+    from tracer.text.styled import Printer
 
-    from tracer.text.escape import visible
-
-    class SafeConsole(Console):
-        def print(self, *objects, **kwargs) -> None:
-            safe = []
-            for obj in objects:
-                if isinstance(obj, str):
-                    obj = visible(obj)
-                elif isinstance(obj, Text) and visible(obj.plain) != obj.plain:
-                    obj = Text(visible(obj.plain), style=obj.style)  # spans no longer line up: plain
-                safe.append(obj)
-            super().print(*safe, **kwargs)
-
-    return SafeConsole(highlight=False, soft_wrap=True)
+    return Printer()
 
 
 def _label(m) -> str:
@@ -162,9 +153,9 @@ _DECLARED = "DW_AT_decl_file/decl_line"
 
 def _place(label: str, file: str | None, line: int | None, note: str):
     """One ``label  file:line  (note)`` row."""
-    from rich.text import Text
+    from tracer.text.styled import Line
 
-    row = Text(label)
+    row = Line(label)
     row.append(f"{file}:{line or '?'}", style="cyan")
     row.append(f"  ({note})", style="dim")
     return row
@@ -185,7 +176,7 @@ def _named(text, mangled_name: str | None, demangled: str | None, style: str, ma
 
 
 def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) -> None:
-    from rich.text import Text
+    from tracer.text.styled import Line
 
     from tracer.symbols.elf_index import LibraryIndex
 
@@ -198,7 +189,7 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
               (sum(1 for m in matches if m.cold and not m.plt), "cold part", "cold parts"),
               (sum(1 for m in matches if m.plt), "plt stub", "plt stubs")]
     told = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n or one == "definition"]
-    head = Text()
+    head = Line()
     head.append(name, style="bold")
     head.append(": " + (" and ".join(told) if len(told) < 3 else f"{told[0]}, {told[1]} and {told[2]}"))
     head.append(f" in {len(by_lib)} of {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}")
@@ -206,7 +197,7 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
     release = stripped = False
     for lib, ms in by_lib.items():
         console.print()
-        title = Text(os.path.basename(lib), style="bold cyan")
+        title = Line(os.path.basename(lib), style="bold cyan")
         title.append(f"  {lib}", style="dim")
         index = LibraryIndex.open(lib)
         if index.symtab_elsewhere and with_lines.get(lib) == index.symtab_from:
@@ -220,7 +211,7 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
             title.append("  (stripped: exported symbols only)", style="dim")
         console.print(title)
         for m in ms:
-            line = Text("  ")
+            line = Line("  ")
             _named(line, m.mangled, m.name, "yellow" if m.plt or m.cold else "bold", mangled)
             line.append(f"  {m.address:#x}", style="green")
             line.append(f"  {m.size} bytes  {_label(m)}", style="dim")
@@ -244,27 +235,27 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
     for told, note in ((release, RELEASE_NOTE), (stripped, STRIPPED_NOTE)):
         if told:
             console.print()
-            console.print(Text(note, style="italic"))
+            console.print(Line(note, style="italic"))
 
 
 def _print_no_match(name, libraries, suggestions) -> None:
-    from rich.text import Text
+    from tracer.text.styled import Line
 
     console = _console()
     where = libraries[0] if len(libraries) == 1 else f"{len(libraries)} libraries"
-    msg = Text()
+    msg = Line()
     msg.append(name, style="bold")
     msg.append(f": no function or variable of that name in {where}")
     console.print(msg)
     if suggestions:
         console.print("closest names:")
         for s in suggestions:
-            console.print(Text(f"  {s}", style="yellow"))
+            console.print(Line(f"  {s}", style="yellow"))
 
 
 # -- by address -------------------------------------------------------------------------------
 def _where_address(address: int, library: str, as_json: bool, mangled: bool = False) -> int:
-    from rich.text import Text
+    from tracer.text.styled import Line
 
     from tracer import symbols
     from tracer.symbols.elf_index import LibraryIndex
@@ -280,7 +271,7 @@ def _where_address(address: int, library: str, as_json: bool, mangled: bool = Fa
         })
         return 0 if (found or source) else 1
     console = _console()
-    head = Text(f"{address:#x}", style="green")
+    head = Line(f"{address:#x}", style="green")
     head.append(f" in {os.path.basename(library)}: ")
     if found:
         sym, offset = found
@@ -292,14 +283,14 @@ def _where_address(address: int, library: str, as_json: bool, mangled: bool = Fa
         head.append("no symbol covers this address", style="yellow")
     console.print(head)
     if source is not None:
-        code = Text("    code at   ")
+        code = Line("    code at   ")
         code.append(source.location, style="cyan")
         if source.discriminator:
             code.append(f" (discriminator {source.discriminator})", style="dim")
         code.append(f"  in {(mangled and source.mangled) or source.function or '??'}", style="dim")
         console.print(code)
         for step in source.inlined:
-            inl = Text("    inlined into  ")
+            inl = Line("    inlined into  ")
             _named(inl, step.mangled, step.function, "bold", mangled)
             inl.append(f"  at {step.file or '??'}:{step.line or '?'}", style="cyan")
             console.print(inl)
@@ -307,9 +298,9 @@ def _where_address(address: int, library: str, as_json: bool, mangled: bool = Fa
             console.print(_place("    declared  ", source.decl_file, source.decl_line, _DECLARED))
     elif dwarf_from is None:
         stripped = LibraryIndex.open(library).stripped
-        console.print(Text(STRIPPED_NOTE if stripped else RELEASE_NOTE, style="italic"))
+        console.print(Line(STRIPPED_NOTE if stripped else RELEASE_NOTE, style="italic"))
     else:
-        console.print(Text("no line information covers this address", style="italic"))
+        console.print(Line("no line information covers this address", style="italic"))
     return 0 if (found or source) else 1
 
 
@@ -326,4 +317,6 @@ def _source_dict(source) -> dict | None:
 
 
 def _print_json(obj) -> None:
+    import json
+
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")

@@ -28,16 +28,31 @@ from __future__ import annotations
 
 import os
 import struct
-import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from typing import TYPE_CHECKING
+
 from tracer.errors import SymbolError, UsageError
 
-from .debugfile import find_debug_file
-from .dwarf import DECODE_ERRORS, DwarfReader, InlineStep, SourceLine
 from .elf_index import LibraryIndex, RawSymbol
 from .elffile import ElfFile
+
+if TYPE_CHECKING:
+    from .dwarf import DwarfReader, InlineStep, SourceLine
+
+# The DWARF reader (tracer.symbols.dwarf, ~10 ms of imports) loads when a library has DWARF to read: a
+# ``pttrace where`` on a release wheel, or a breakpoint set by address, never needs it.
+_LAZY = {"SourceLine": ".dwarf", "InlineStep": ".dwarf", "DwarfReader": ".dwarf", "find_debug_file": ".debugfile"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "SymbolMatch", "SourceLine", "InlineStep", "find_symbol", "libraries_defining", "suggest",
@@ -137,6 +152,8 @@ def symbol_at(library: str, address: int) -> tuple[SymbolMatch, int] | None:
 def has_debug_info(library: str) -> bool:
     """Whether gdb finds DWARF for this library: in it, by its build-id or its ``.gnu_debuglink``.
     Raises SymbolError when the library cannot be read."""
+    from .debugfile import find_debug_file
+
     return find_debug_file(ElfFile(library)) is not None
 
 
@@ -147,15 +164,24 @@ _readers: dict[tuple, DwarfReader | None] = {}
 def _dwarf(index: LibraryIndex) -> DwarfReader | None:
     ident = (index.path, index.elf.size, index.elf.mtime_ns)
     if ident not in _readers:
+        from .debugfile import find_debug_file
+
         dbg = find_debug_file(index.elf)
+        if dbg is None:
+            _readers[ident] = None
+            return None
+        from .dwarf import DECODE_ERRORS, DwarfReader
+
         try:
-            _readers[ident] = DwarfReader(dbg, index.path) if dbg is not None else None
+            _readers[ident] = DwarfReader(dbg, index.path)
         except DECODE_ERRORS:
             _readers[ident] = None
     return _readers[ident]
 
 
 def _lookup(reader: DwarfReader, index: LibraryIndex, address: int) -> SourceLine | None:
+    from .dwarf import DECODE_ERRORS
+
     def symbol_name(addr: int) -> str | None:
         found = index.symbol_at(addr)
         return found[0].mangled if found is not None and not found[0].plt else None
@@ -196,6 +222,39 @@ _FIND_TORCH = "import importlib.util as u; s = u.find_spec('torch'); print(s.ori
 @lru_cache(maxsize=8)
 def torch_libraries(python: str) -> list[str]:
     """``torch/lib/*.so`` and ``torch/_C*.so`` of the interpreter ``python``; torch is not imported."""
+    origin = _torch_here() if _same_file(python, sys.executable) else None
+    if origin is None:
+        origin = _torch_of(python)
+    package = os.path.dirname(origin)
+    libdir = os.path.join(package, "lib")
+    libs = []
+    if os.path.isdir(libdir):
+        libs = sorted(os.path.join(libdir, f) for f in os.listdir(libdir) if f.endswith(".so"))
+    libs += sorted(os.path.join(package, f) for f in os.listdir(package)
+                   if f.startswith("_C") and f.endswith(".so"))
+    return libs
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return bool(b) and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _torch_here() -> str | None:
+    """torch's ``__init__.py`` as this interpreter finds it, asked in-process: the default ``--python`` is
+    pttrace's own, and a child interpreter just to ask cost ~25 ms of a ~100 ms ``pttrace where``. The
+    current directory is searched first, as ``python -c`` does."""
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec("torch", [os.getcwd()] + [p for p in sys.path if p])
+    return spec.origin if spec is not None and spec.origin else None
+
+
+def _torch_of(python: str) -> str:
+    import subprocess
+
     try:
         proc = subprocess.run([python, "-c", _FIND_TORCH], capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
@@ -207,14 +266,7 @@ def torch_libraries(python: str) -> list[str]:
     origin = proc.stdout.strip()
     if proc.returncode != 0 or not origin:
         raise UsageError(f"{python} has no torch installed", hint="pass the libraries with --lib PATH")
-    package = os.path.dirname(origin)
-    libdir = os.path.join(package, "lib")
-    libs = []
-    if os.path.isdir(libdir):
-        libs = sorted(os.path.join(libdir, f) for f in os.listdir(libdir) if f.endswith(".so"))
-    libs += sorted(os.path.join(package, f) for f in os.listdir(package)
-                   if f.startswith("_C") and f.endswith(".so"))
-    return libs
+    return origin
 
 
 # -- bulk enumeration (operator resolution: ``tracer.dispatch.ops``) -----------------------------------------

@@ -7,11 +7,9 @@ Writes go to a temporary file renamed into place, so readers see a whole file or
 """
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,8 @@ class FileKey:
     def digest(self) -> str:
         if self.build_id:
             return f"b-{self.build_id}-{self.size:x}"
+        import hashlib  # here: most libraries have a build-id, and a warm `pttrace where` only reads
+
         raw = f"{self.path}\0{self.size}\0{self.mtime_ns}".encode()
         return "p-" + hashlib.sha1(raw).hexdigest()
 
@@ -78,6 +78,8 @@ def write(key: FileKey, kind: str, value, extra: str = "") -> None:
     path = entry_path(key, kind, extra)
     payload = marshal.dumps((key.stamp(), value))
     header = _HEADER.pack(_MAGIC, FORMAT, zlib.crc32(payload), kind.encode()[:16], len(payload))
+    import tempfile  # here: a warm cache is only read
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
