@@ -274,7 +274,7 @@ __all__ += ["search_symbols", "read_pointer"]
 
 
 def search_symbols(substrings: list[str], libraries: list[str], pattern: str | None = None,
-                   kinds: tuple[str, ...] = ("function",)) -> list[SymbolMatch]:
+                   kinds: tuple[str, ...] = ("function",), special: bool = False) -> list[SymbolMatch]:
     """Every symbol defined in these libraries whose *mangled* name contains one of ``substrings``
     and, if given, matches the regular expression ``pattern`` (``re.search`` on the mangled name).
 
@@ -282,11 +282,12 @@ def search_symbols(substrings: list[str], libraries: list[str], pattern: str | N
     ``find_symbol``'s one-name lookup does not fit. One ``find`` per substring over the string table,
     the regex before any demangling; only survivors are demangled. Undefined symbols (PLT imports)
     are skipped; ``[clone .cold]`` parts are included and labelled ``cold``. No file:line here.
+    ``special``: also the compiler's own objects (``vtable for X``, ``typeinfo for X``), left out otherwise.
     """
     out: list[SymbolMatch] = []
     for lib in libraries:
         shown = os.path.abspath(lib)
-        out += [_match(raw, shown) for raw in _index(lib).search(substrings, pattern, kinds)]
+        out += [_match(raw, shown) for raw in _index(lib).search(substrings, pattern, kinds, special)]
     out.sort(key=lambda m: (m.library, m.address, m.name))
     return out
 

@@ -240,7 +240,8 @@ class LibraryIndex:
     def defines(self, query: str) -> bool:
         return any(r.kind == "function" and not r.plt for r in self.lookup(query))
 
-    def search(self, substrings: list[str], pattern: str | None, kinds: tuple[str, ...]) -> list[RawSymbol]:
+    def search(self, substrings: list[str], pattern: str | None, kinds: tuple[str, ...],
+               special: bool = False) -> list[RawSymbol]:
         """Every symbol defined here whose *mangled* name contains one of ``substrings`` and, if given,
         matches the regular expression ``pattern``; see ``tracer.symbols.search_symbols``."""
         wanted = set()
@@ -267,7 +268,7 @@ class LibraryIndex:
                 continue
             seen.add((mangled, value))
             dem = demangle(mangled)
-            if dem.startswith(SPECIAL_PREFIXES):
+            if dem.startswith(SPECIAL_PREFIXES) and not special:
                 continue
             kind = "function" if (info & 0xF) in FUNCTION_TYPES else "object"
             out.append(RawSymbol(mangled, dem, value, size, BINDINGS.get(info >> 4, str(info >> 4)), kind,

@@ -1,0 +1,231 @@
+"""Calibrate torch's memory layouts in a probe process: run by the target's own interpreter, it makes
+tensors whose sizes, strides, dtypes, devices and autograd state it knows, reads its own memory
+(``ctypes.string_at``) and finds where each field sits, then prints one JSON line.
+
+Why a probe and not the headers alone: class layouts depend on the compiler, on ``#ifdef``s and on
+fields that move between releases (``PyObjectSlot`` shrank to one word in 2.13; ``grad_fn_`` became an
+``intrusive_ptr``); a tensor of known shape says where the shape is, whatever the build. Every offset
+must be the only one that fits every tensor made here, or it is reported as not found, with why.
+
+Standalone: imports only the standard library and torch (it runs in the target's interpreter, where
+pttrace may not be installed). Never run inside the traced process.
+"""
+import ctypes
+import json
+import struct
+import sys
+
+SCAN = 256  # bytes of a TensorImpl searched (sizeof is ~176 in 2.13; the heap continues past it)
+U64 = (1 << 64) - 1
+
+
+def mem(addr, n):
+    return ctypes.string_at(addr, n)
+
+
+def words(addr, n=SCAN):
+    return [w & U64 for w in struct.unpack("<%dq" % (n // 8), mem(addr, n))]
+
+
+def only(found, what, out):
+    """The one offset in ``found``; else note why in out["problems"] and give None."""
+    found = sorted(set(found))
+    if len(found) == 1:
+        return found[0]
+    out["problems"].append("%s: %s" % (what, "not found" if not found else "ambiguous at %s" % found))
+    return None
+
+
+def main():
+    import torch
+
+    out = {"torch_version": torch.__version__, "pointer_size": ctypes.sizeof(ctypes.c_void_p), "problems": []}
+    impl = lambda t: t._cdata  # noqa: E731 - the TensorImpl's address
+    # Sizes and strides: the element count word, then inline sizes, then inline strides.
+    a = torch.empty(2, 3, 5)
+    b = torch.empty(7, 1, 4, 9).permute(3, 0, 2, 1)
+    cands = []
+    for o in range(0, SCAN - 11 * 8, 8):
+        ok = True
+        for t in (a, b):
+            w = words(impl(t))[o // 8:]
+            n = t.dim()
+            if w[0] != n or w[1:1 + n] != list(t.shape) or w[6:6 + n] != list(t.stride()):
+                ok = False
+        if ok:
+            cands.append(o)
+    sas = only(cands, "sizes_and_strides_", out)
+    inline = None
+    if sas is not None:
+        # The inline capacity: strides start after it (header: C10_SIZES_AND_STRIDES_MAX_INLINE_SIZE).
+        inline = 5
+        big = torch.empty(2, 3, 1, 2, 1, 3, 2).transpose(0, 6)
+        w = words(impl(big))[sas // 8:]
+        ptr, n = w[1], big.dim()
+        heap = [x & U64 for x in struct.unpack("<%dq" % (2 * n), mem(ptr, 16 * n))] if w[0] == n else []
+        if heap != list(big.shape) + list(big.stride()):
+            out["problems"].append("sizes_and_strides_: more than 5 dimensions not found on the heap")
+            inline = None
+    # Storage offset and element count: words that are these numbers in every tensor.
+    base = torch.empty(40)
+    views = [base[3:9].view(2, 3), base[11:30].view(1, 19), base[7:15].view(2, 2, 2)]
+    so = [o for o in range(0, SCAN, 8) if all(words(impl(v))[o // 8] == v.storage_offset() for v in views)]
+    nu = [o for o in range(0, SCAN, 8) if all(words(impl(v))[o // 8] == v.numel() for v in views)]
+    storage_offset = only(so, "storage_offset_", out)
+    numel = only([o for o in nu if sas is None or o > sas], "numel_", out)
+    # The dtype: a 16-bit TypeMeta index, stable for a dtype and distinct between dtypes.
+    dtypes = []
+    for name in sorted(dir(torch)):
+        d = getattr(torch, name, None)
+        if isinstance(d, torch.dtype) and d not in dtypes:
+            dtypes.append(d)
+    made = {}
+    for d in dtypes:
+        try:
+            if d.is_complex or d.is_floating_point or d == torch.bool or "int" in str(d) or "bits" in str(d) \
+                    or "float" in str(d):
+                made[d] = (torch.empty(2, dtype=d), torch.empty(3, 1, dtype=d))
+        except Exception:
+            pass
+        if d not in made and str(d).startswith("torch.q"):
+            try:
+                q = lambda: torch.quantize_per_tensor(torch.zeros(2), 0.5, 0, d)  # noqa: E731
+                made[d] = (q(), q())
+            except Exception:
+                pass
+    half = lambda t, o: struct.unpack("<H", mem(impl(t) + o, 2))[0]  # noqa: E731
+    dt = []
+    for o in range(0, SCAN - 2, 2):
+        vals = {}
+        for d, (x, y) in made.items():
+            if half(x, o) != half(y, o):
+                break
+            vals[d] = half(x, o)
+        else:
+            if len(set(vals.values())) == len(made) and max(vals.values()) < 256:
+                dt.append(o)
+    data_type = only(dt, "data_type_", out)
+    table = {}
+    if data_type is not None:
+        for d, (x, _) in made.items():
+            table[str(half(x, data_type))] = {"name": str(d).replace("torch.", ""), "itemsize": x.element_size(),
+                                              "is_complex": d.is_complex, "is_floating_point": d.is_floating_point}
+    # The device: optional<Device> = {int8 type, int8 index, bool engaged}; CPU is type 0, index -1.
+    cpu = [torch.empty(2), torch.empty(3, 3)]
+    meta = [torch.empty(2, device="meta"), torch.empty(3, 3, device="meta")]
+    dev = []
+    for o in range(0, SCAN - 3):
+        c = [mem(impl(t) + o, 3) for t in cpu]
+        m = [mem(impl(t) + o, 3) for t in meta]
+        if all(x == b"\x00\xff\x01" for x in c) and len(set(m)) == 1 and m[0][0] != 0 and m[0][1:] == b"\xff\x01":
+            dev.append(o)
+    device = only(dev, "device_opt_", out)
+    meta_type = mem(impl(meta[0]) + device, 1)[0] if device is not None else None
+    # The key set: the word equal to what torch reports for the tensor.
+    kt = [torch.empty(2), torch.empty(2, requires_grad=True), meta[0]]
+    ks = [o for o in range(0, SCAN, 8)
+          if all(words(impl(t))[o // 8] == torch._C._dispatch_keys(t).raw_repr() for t in kt)]
+    key_set = only(ks, "key_set_", out)
+    # The storage and its data pointer.
+    st = [o for o in range(0, SCAN, 8) if all(words(impl(t))[o // 8] == t.untyped_storage()._cdata for t in (a, b))]
+    storage = only(st, "storage_", out)
+    # A tensor over a Python buffer: its allocation's context is not its data, as a CPU allocation's is.
+    buf = bytearray(64)
+    fb = torch.frombuffer(buf, dtype=torch.float32)
+    sd = [o for o in range(0, 128, 8) if all(words(t.untyped_storage()._cdata, 128)[o // 8]
+                                             == t.untyped_storage().data_ptr() for t in (a, b, fb))]
+    storage_data = only(sd, "StorageImpl data pointer", out)
+    # Autograd: the AutogradMeta pointer is null without autograd state, set with it.
+    plain = [torch.empty(2), torch.empty(3)]
+    rg = [torch.empty(2, requires_grad=True), torch.ones(3, requires_grad=True) * 2]
+    am = [o for o in range(0, SCAN, 8) if all(words(impl(t))[o // 8] == 0 for t in plain)
+          and all(words(impl(t))[o // 8] > 4096 for t in rg) and (storage is None or o < storage + 64)]
+    am = [o for o in am if all(words(impl(t))[o // 8] != t.untyped_storage()._cdata for t in rg)]
+    autograd_meta = only(am[:1] if len(am) > 1 and am[0] + 8 in am else am, "autograd_meta_", out)
+    grad_fn = requires_grad = is_view = None
+    node_cdata = None
+    if autograd_meta is not None:
+        meta_of = lambda t: words(impl(t))[autograd_meta // 8]  # noqa: E731
+        # grad_fn_: the Node the Python grad_fn object holds (THPCppFunction: header, then its pointer).
+        x = torch.ones(3, requires_grad=True)
+        ys = [x.sigmoid(), x * 3]
+        gf, nc = [], []
+        for y in ys:
+            node_object = y.grad_fn  # held: a grad_fn object may be made afresh at each access
+            py = words(id(node_object), 48)
+            mw = words(meta_of(y), 160)
+            for p in range(16, 48, 8):
+                for m in range(0, 160, 8):
+                    if py[p // 8] == mw[m // 8] and py[p // 8] > 4096:
+                        gf.append(m)
+                        nc.append(p)
+                        break
+                else:
+                    continue
+                break  # a shared_ptr's element pointer comes before its control block: the first match
+        grad_fn = only([o for o in gf if gf.count(o) == len(ys)], "AutogradMeta grad_fn_", out)
+        node_cdata = only([o for o in nc if nc.count(o) == len(ys)], "grad_fn object's Node pointer", out)
+        # requires_grad_ and is_view_: the bytes that are 0/1 as torch says in every tensor with a meta.
+        leaf = torch.zeros(4, requires_grad=True)
+        off = torch.zeros(4)
+        off.requires_grad_(True)
+        off.requires_grad_(False)
+        lview = torch.zeros(4).view(2, 2).requires_grad_()
+        cases = [leaf, off, lview, leaf.view(2, 2), leaf[1:], leaf * 2, off.view(4)]
+        cases = [t for t in cases if meta_of(t)]
+
+        def bools(expect):
+            found = []
+            for o in range(0, 200):
+                if all(mem(meta_of(t) + o, 1)[0] == int(expect(t)) for t in cases):
+                    found.append(o)
+            return found
+
+        requires_grad = only(bools(lambda t: t.requires_grad and t.grad_fn is None), "requires_grad_", out)
+        is_view = only(bools(lambda t: t._is_view()), "is_view_", out)
+    # THPVariable: the TensorImpl pointer after the PyObject header.
+    tv = [o for o in range(16, 64, 8) if all(words(id(t), 64)[o // 8] == impl(t) for t in (a, b, base))]
+    thp = only(tv, "THPVariable's tensor", out)
+    # The undefined tensor: a singleton with an empty key set and no device.
+    undefined = None
+    try:
+        import glob
+        import os
+
+        c10 = glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libc10.so*"))
+        sym = ctypes.c_char.in_dll(ctypes.CDLL(c10[0]), "_ZN3c1019UndefinedTensorImpl10_singletonE")
+        u = ctypes.addressof(sym)
+        undefined = {"key_set": words(u)[key_set // 8] if key_set is not None else None,
+                     "device_engaged": mem(u + device + 2, 1)[0] if device is not None else None}
+    except Exception as exc:  # noqa: BLE001 - any failure is a problem reported, not a crash
+        out["problems"].append("UndefinedTensorImpl: %s" % exc)
+    # Layouts other than strided are told by key-set bits a dense CPU tensor lacks.
+    dense = torch._C._dispatch_keys(torch.empty(2)).raw_repr()
+    layout_bits = {}
+    makers = {"sparse_coo": lambda: torch.zeros(2, 2).to_sparse(), "sparse_csr": lambda: torch.zeros(2, 2).to_sparse_csr(),
+              "_mkldnn": lambda: torch.zeros(2, 2).to_mkldnn()}
+    for name, make in makers.items():
+        try:
+            bits = torch._C._dispatch_keys(make()).raw_repr() & ~dense
+        except Exception:  # noqa: BLE001 - a build without it (no MKL-DNN): that layout is not decoded
+            continue
+        if bits:
+            layout_bits[name] = bits
+    out.update({
+        "tensor": {"sizes_and_strides": sas, "inline_dims": inline, "storage_offset": storage_offset,
+                   "numel": numel, "data_type": data_type, "device_opt": device, "key_set": key_set,
+                   "storage": storage, "autograd_meta": autograd_meta},
+        "storage_data": storage_data,
+        "autograd": {"grad_fn": grad_fn, "requires_grad": requires_grad, "is_view": is_view},
+        "node_object_cdata": node_cdata,
+        "thp_variable_cdata": thp,
+        "dtypes": table,
+        "meta_device_type": meta_type,
+        "undefined": undefined,
+        "layout_bits": layout_bits,
+    })
+    sys.stdout.write("\n" + json.dumps(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()

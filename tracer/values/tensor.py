@@ -1,0 +1,267 @@
+"""An ``at::Tensor`` read from the target's memory: shape, strides, dtype, device, autograd state, key set
+and, for a CPU tensor of at most ``MAX_VALUES`` elements, its values.
+
+An ``at::Tensor`` is one word, an ``intrusive_ptr<TensorImpl>``; an undefined tensor points at
+``UndefinedTensorImpl``'s singleton (an empty device, the key set the layout recorded for it). Every
+field passes a check before it is believed (a dimension count over 64, a negative size or stride, a
+numel that is not the product of the sizes, an unknown dtype or device, a bool that is neither 0 nor 1,
+an unaligned pointer): a tensor that fails one is ``Unreadable(why)``, never partly shown.
+Standard library only (the gdb agent imports it); no call into the target.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import elements
+from .layout import TorchLayout
+from .memory import BadValue, Memory, Unreadable, check_pointer
+
+MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
+MAX_VALUES = 8
+_MAX_EXTENT = 1 << 62  # sizes, strides and offsets beyond this cannot index real memory
+TENSOR_TYPE = "at::Tensor"
+
+
+@dataclass(frozen=True)
+class UndefinedTensor:
+    """An ``at::Tensor`` that holds no tensor (a missing optional argument, a default ``Tensor()``)."""
+
+    address: int | None = None
+    kind = "undefined"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "type": TENSOR_TYPE}
+
+    def text(self) -> str:
+        return "undefined tensor"
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """What pttrace read of one tensor (``impl``: its TensorImpl's address)."""
+
+    impl: int
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...] | None  # None for layouts without strides (sparse, mkldnn)
+    storage_offset: int
+    numel: int
+    dtype: str
+    device: str
+    layout: str
+    requires_grad: bool
+    is_leaf: bool
+    grad_fn: str | None  # the autograd Node's class (``SigmoidBackward0``); None for a leaf
+    is_view: bool
+    data_ptr: int | None  # None without storage (meta tensors have a null one: 0)
+    key_set: int
+    values: tuple | None = None  # the elements, row-major, for a small CPU tensor
+    note: str | None = None  # what was not read, and why (values, the grad_fn's name)
+
+    kind = "tensor"
+
+    def to_dict(self) -> dict:
+        out = {"kind": self.kind, "sizes": list(self.sizes),
+               "strides": list(self.strides) if self.strides is not None else None,
+               "storage_offset": self.storage_offset, "numel": self.numel, "dtype": self.dtype,
+               "device": self.device, "layout": self.layout, "requires_grad": self.requires_grad,
+               "is_leaf": self.is_leaf, "grad_fn": self.grad_fn, "is_view": self.is_view,
+               "data_ptr": self.data_ptr, "key_set": self.key_set, "impl": self.impl}
+        if self.values is not None:
+            out["values"] = [elements.to_json(v) for v in self.values]
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    def text(self) -> str:
+        """``float32[2, 3] strides (3, 1) cpu requires_grad grad_fn=SigmoidBackward0``, as one line."""
+        parts = [f"{self.dtype}[{', '.join(map(str, self.sizes))}]"]
+        if self.strides is not None and self.strides != contiguous_strides(self.sizes):
+            parts.append(f"strides ({', '.join(map(str, self.strides))})")
+        if self.storage_offset:
+            parts.append(f"offset {self.storage_offset}")
+        parts.append(self.device)
+        if self.layout != "strided":
+            parts.append(self.layout)
+        if self.requires_grad:
+            parts.append("requires_grad")
+        if self.grad_fn:
+            parts.append(f"grad_fn={self.grad_fn}")
+        if self.is_view:
+            parts.append("view")
+        if self.values is not None:
+            parts.append("= [" + ", ".join(elements.show(v) for v in self.values) + "]")
+        return " ".join(parts)
+
+
+def contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    out, step = [], 1
+    for s in reversed(sizes):
+        out.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(out))
+
+
+def read_tensor(read_memory, layout: TorchLayout, address: int, symbolize=None) -> TensorValue | UndefinedTensor | Unreadable:
+    """The ``at::Tensor`` stored at ``address`` (a ``const at::Tensor&`` argument's register value).
+
+    ``symbolize(address) -> name | None`` names a C++ vtable (``vtable for torch::autograd::generated::
+    SigmoidBackward0``) from pttrace's symbol index; without it the grad_fn is given by address."""
+    mem = Memory(read_memory)
+    try:
+        impl = mem.pointer(address, "the tensor's TensorImpl pointer")
+    except BadValue as exc:
+        return Unreadable(str(exc), TENSOR_TYPE, address)
+    return read_impl(mem, layout, impl, symbolize)
+
+
+def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> TensorValue | UndefinedTensor | Unreadable:
+    """The tensor whose ``TensorImpl`` is at ``impl``."""
+    missing = [n for n in ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt",
+                           "key_set", "storage", "storage_data", "autograd_meta") if getattr(layout, n) is None]
+    if missing:
+        why = "; ".join(layout.problems) or "no layout"
+        return Unreadable(f"the layout of this torch has no {', '.join(missing)} ({why})", TENSOR_TYPE, impl)
+    try:
+        return _read(mem, layout, impl, symbolize)
+    except BadValue as exc:
+        return Unreadable(str(exc), TENSOR_TYPE, impl)
+
+
+def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | UndefinedTensor:
+    key_set = mem.u64(impl + lay.key_set)
+    dev = mem.bytes(impl + lay.device_opt, 3)
+    if dev[2] == 0:
+        if lay.undefined_key_set is not None and key_set == lay.undefined_key_set:
+            return UndefinedTensor(impl)
+        raise BadValue("the TensorImpl has no device and is not the undefined tensor")
+    if dev[2] != 1:
+        raise BadValue(f"the device's optional flag is {dev[2]}, not a bool")
+    device = _device(lay, dev[0], int.from_bytes(dev[1:2], "little", signed=True))
+    dtype = lay.dtype(mem.u16(impl + lay.data_type))
+    if dtype is None:
+        raise BadValue(f"dtype index {mem.u16(impl + lay.data_type)} is not one of this torch's dtypes")
+    sizes, strides = _sizes_and_strides(mem, lay, impl)
+    numel = mem.i64(impl + lay.numel)
+    offset = mem.i64(impl + lay.storage_offset)
+    layout_name = _layout(lay, key_set)
+    product = 1
+    for s in sizes:
+        product *= s
+    if layout_name == "strided" and numel != product:
+        raise BadValue(f"numel {numel} is not the product of the sizes {list(sizes)}")
+    if not 0 <= offset < _MAX_EXTENT:
+        raise BadValue(f"storage offset {offset} is out of range")
+    storage = mem.pointer(impl + lay.storage, "the storage pointer", null=True)
+    data = None
+    if storage:
+        base = mem.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
+        data = base + offset * dtype.itemsize if base else 0
+    requires_grad, grad_fn, is_view, note = _autograd(mem, lay, impl, symbolize)
+    values = None
+    if layout_name == "strided" and device == "cpu" and 0 < numel <= MAX_VALUES and data:
+        values, why = _values(mem, dtype, sizes, strides, data)
+        note = _join(note, why)
+    return TensorValue(impl, sizes, strides if layout_name == "strided" else None, offset, numel, dtype.name,
+                       device, layout_name, requires_grad, grad_fn is None, grad_fn, is_view, data, key_set,
+                       values, note)
+
+
+def _sizes_and_strides(mem: Memory, lay: TorchLayout, impl: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    at = impl + lay.sizes_and_strides
+    ndim = mem.u64(at)
+    if ndim > MAX_DIMS:
+        raise BadValue(f"{ndim} dimensions is more than torch allows ({MAX_DIMS})")
+    if ndim <= lay.inline_dims:
+        words = mem.words(at + 8, 2 * lay.inline_dims)
+        sizes, strides = words[:ndim], words[lay.inline_dims : lay.inline_dims + ndim]
+    else:
+        heap = mem.pointer(at + 8, "the out-of-line sizes pointer")
+        words = mem.words(heap, 2 * ndim)
+        sizes, strides = words[:ndim], words[ndim:]
+    for s in sizes:
+        if not 0 <= s < _MAX_EXTENT:
+            raise BadValue(f"a size of {s} in {list(sizes)}")
+    for s in strides:
+        if not 0 <= s < _MAX_EXTENT:
+            raise BadValue(f"a stride of {s} in {list(strides)}")
+    return tuple(sizes), tuple(strides)
+
+
+def _device(lay: TorchLayout, dtype_byte: int, index: int) -> str:
+    name = lay.enum_name("device_types", dtype_byte)
+    if name is None:
+        raise BadValue(f"device type {dtype_byte} is not one this torch knows")
+    if not -1 <= index < 64:
+        raise BadValue(f"device index {index} is out of range")
+    return name if index < 0 else f"{name}:{index}"
+
+
+def _layout(lay: TorchLayout, key_set: int) -> str:
+    for name, bits in lay.layout_bits:
+        if bits and key_set & bits == bits:
+            return name
+    return "strided"
+
+
+def _autograd(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> tuple[bool, str | None, bool, str | None]:
+    """(requires_grad, grad_fn's name, is_view, note): a tensor without AutogradMeta has none of them."""
+    meta = mem.pointer(impl + lay.autograd_meta, "the AutogradMeta pointer", null=True)
+    if not meta:
+        return False, None, False, None
+    if None in (lay.grad_fn, lay.requires_grad, lay.is_view):
+        raise BadValue("the layout of this torch does not place AutogradMeta's fields")
+    flag = mem.boolean(meta + lay.requires_grad, "requires_grad_")
+    is_view = mem.boolean(meta + lay.is_view, "is_view_")
+    node = mem.pointer(meta + lay.grad_fn, "grad_fn_", null=True)
+    if not node:
+        return flag, None, is_view, None
+    name, note = node_name(mem, node, symbolize)
+    return True, name, is_view, note
+
+
+def node_name(mem: Memory, node: int, symbolize) -> tuple[str, str | None]:
+    """An autograd Node's class from its vtable symbol (Itanium ABI: the object's first word points two
+    words into ``vtable for Class``); its address when the symbol is not known."""
+    vptr = mem.pointer(node, "the grad_fn's vtable pointer")
+    name = symbolize(vptr) if symbolize is not None else None
+    if name and name.startswith("vtable for "):
+        cls = name[len("vtable for "):]
+        if cls.startswith("torch::autograd::generated::"):  # torch's own name for them: SigmoidBackward0
+            cls = cls[len("torch::autograd::generated::"):]
+        return cls, None
+    return f"Node@{node:#x}", "the grad_fn's class is not named: no symbol for its vtable"
+
+
+def _values(mem: Memory, dtype, sizes, strides, data: int) -> tuple[tuple | None, str | None]:
+    if not elements.decodable(dtype.name):
+        return None, f"values of {dtype.name} are not decoded"
+    offsets = [0]
+    for size, stride in zip(sizes, strides):
+        offsets = [o + i * stride for o in offsets for i in range(size)]
+    span = (max(offsets) + 1) * dtype.itemsize
+    try:
+        raw = mem.bytes(data, span)
+    except BadValue as exc:
+        return None, f"values not read: {exc}"
+    return tuple(elements.decode(dtype.name, raw[o * dtype.itemsize:(o + 1) * dtype.itemsize]) for o in offsets), None
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    return "; ".join(x for x in (a, b) if x) or None
+
+
+def check_impl(value: int, what: str = "the TensorImpl pointer") -> int:
+    """``value`` if it can be a TensorImpl's address (for a THPVariable's or an IValue's payload)."""
+    return check_pointer(value, what)
+
+
+def read_thp_variable(read_memory, layout: TorchLayout, address: int, symbolize=None):
+    """The tensor a ``THPVariable*`` / ``PyObject*`` of a tensor holds (at the Python binding): the
+    object's header, then its ``at::Tensor``."""
+    if layout.thp_variable_cdata is None:
+        return Unreadable("the layout of this torch does not place THPVariable's tensor", "THPVariable*", address)
+    try:
+        check_pointer(address, "the THPVariable pointer")
+    except BadValue as exc:
+        return Unreadable(str(exc), "THPVariable*", address)
+    return read_tensor(read_memory, layout, address + layout.thp_variable_cdata, symbolize)
