@@ -32,9 +32,10 @@ fi
 stamp=.venv/.pttrace-installed
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
-   || ! .venv/bin/python -c "import torch, tracer" 2>/dev/null; then
+   || ! .venv/bin/python -c "import torch, tracer, numpy" 2>/dev/null; then
     echo "setup: installing torch==2.13.0 and pttrace into .venv" >&2
-    .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0"
+    # numpy beside torch: without it every `import torch` warns "Failed to initialize NumPy".
+    .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" numpy
     .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
     echo "$want" > "$stamp"
 fi

@@ -6,4 +6,6 @@ bash scripts/setup.sh
 if [ -f scripts/build_debug_ext.py ]; then
     .venv/bin/python scripts/build_debug_ext.py >/dev/null
 fi
+# The oracle of the speedscope export's test: speedscope's own schema, from its npm package.
+.venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
 exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"

@@ -187,7 +187,7 @@ def test_the_tui_shows_a_followed_operator_inside_its_caller(recording):
             await wait_until(pilot, lambda: app.state.status is not None and app.call_path.hit is not None)
             app.hits_table.select_seq(hit.seq)
             await wait_until(pilot, lambda: app.call_path.hit is not None and app.call_path.hit.seq == hit.seq)
-            assert "_convolution, inside conv2d (--follow)" in app.call_path.border_title
+            assert "_convolution, inside conv2d (--follow-ops)" in app.call_path.border_title
             shorts = [f.short for f in app.call_path.frames]
             assert shorts.index("at::_ops::conv2d::call") < shorts.index("at::_ops::_convolution::call")
 

@@ -274,6 +274,24 @@ def test_summary_show_and_markdown_group_hits_by_process(family, tmp_path, capsy
     assert "processes pid " in md or "process pid " in md
 
 
+def test_speedscope_export_has_one_profile_per_process_and_thread(family, tmp_path):
+    """speedscope's schema, and the hits themselves: each DataLoader worker and child a profile of its own."""
+    import json
+
+    from tests.unit.test_export_speedscope import check_against_hits
+    from tracer.cli import main
+
+    _, session = family
+    out = tmp_path / "family.speedscope.json"
+    assert main(["export", session.path, "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    check_against_hits(doc, session)
+    pids = {h.thread.pid for h in session.hits}
+    assert len(pids) >= 3 and len(doc["profiles"]) >= len(pids)
+    for w in (p for p in session.processes if (p.role or "").startswith("DataLoader worker")):
+        assert any(f"pid {w.pid}" in prof["name"] for prof in doc["profiles"]), [p["name"] for p in doc["profiles"]]
+
+
 TRAIN = '''\
 import sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")

@@ -7,11 +7,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracer.commands._console import make_console
 from tracer.errors import PttraceError
-from tracer.text.escape import visible
 from tracer.export import processes as PR
 from tracer.export.paths import frame_location, visible_frames
 from tracer.session.model import Breakpoint, Session
+from tracer.text.escape import visible
 
 LAYER_STYLE = {
     "python": "bold green",
@@ -38,7 +39,7 @@ def _suggest(spec: str, session: Session) -> list[str]:
 
 
 def print_summary(session: Session, config=None, quiet: bool = False, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=False)
+    console = console or make_console(soft_wrap=False)
     info = session.info
     # Every string here comes from the session (the target's names, its warnings): into Text, never
     # into markup, where ``[/x]`` would be read as a tag.
@@ -76,6 +77,10 @@ def _print_processes(console: Console, session: Session) -> None:
         console.print(line, overflow="ellipsis", no_wrap=True)
 
 
+# A breakpoint's locations listed in the summary; an --op breakpoint has dozens (the rest: the export).
+SHOWN_LOCATIONS = 8
+
+
 def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> None:
     console.print()
     resolved = [loc for loc in bp.locations if loc.address]
@@ -92,13 +97,16 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
     table.add_column("library")
     table.add_column("address")
     table.add_column("note")
-    for loc in bp.locations:
+    for loc in bp.locations[:SHOWN_LOCATIONS if len(bp.locations) > SHOWN_LOCATIONS + 2 else None]:
         where = loc.function or "?"
         if loc.file:
             where += f"  ({loc.file}:{loc.line})"
         table.add_row(Text(where), Text(os.path.basename(loc.library or "?")),
                       hex(loc.address) if loc.address else "?", Text(loc.note or ("" if loc.enabled else "disabled")))
     console.print(table)
+    if len(bp.locations) > SHOWN_LOCATIONS + 2:
+        console.print(Text(f"  … and {len(bp.locations) - SHOWN_LOCATIONS} more locations: every one is in the "
+                           f"session's export (pttrace export {session.info.id}, or --format json)", style="dim"))
     first = next((h for h in session.hits if h.breakpoint == bp.spec), None)
     if first is None:
         return

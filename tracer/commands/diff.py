@@ -56,10 +56,10 @@ def closest(path, others: list) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.text import Text
     from rich.tree import Tree
 
+    from tracer.commands._console import make_console
     from tracer.export import paths as P
     from tracer.export.tree import add_path, path_label, plural
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     paths_a = P.group(a.hits, args.all_frames, portable=True, cwd=a.info.cwd)
     paths_b = P.group(b.hits, args.all_frames, portable=True, cwd=b.info.cwd)
     only_a, only_b, both = compare(paths_a, paths_b)
-    console = Console(highlight=False)
+    console = make_console()
 
     for name, s, paths in (("A", a, paths_a), ("B", b, paths_b)):
         t = Text()

@@ -10,14 +10,16 @@ from tracer.commands._sessions import add_session_dir, load
 from tracer.commands._sources import add_source_dir, finder_for, trust_for
 from tracer.errors import UsageError
 from tracer.export import FORMATS
-_BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded"}
+_BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".folded": "folded",
+              ".speedscope": "speedscope"}
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "export", help="write a session as markdown, JSON or folded stacks",
+        "export", help="write a session as markdown, JSON, folded stacks or a speedscope profile",
         description="Write a recorded session as markdown notes (default), the JSON data contract, "
-                    "or collapsed stacks for flame-graph tools (speedscope, flamegraph.pl).",
+                    "collapsed stacks for flame-graph tools (flamegraph.pl), or speedscope's own format "
+                    "(one profile per process and thread; -o x.speedscope.json).",
     )
     p.add_argument("session", metavar="SESSION", help="a session id, a unique prefix, a path, or `last`")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
@@ -36,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format
     if fmt is None:
-        suffix = os.path.splitext(args.output or "")[1].lower()
-        fmt = _BY_SUFFIX.get(suffix, "markdown")
+        out = (args.output or "").lower()
+        # speedscope's own examples are named x.speedscope.json: that is speedscope's format, not ours.
+        fmt = "speedscope" if out.endswith(".speedscope.json") else _BY_SUFFIX.get(os.path.splitext(out)[1], "markdown")
     session = load(args.session, args)
     if args.output and args.output != "-":
         refuse_session_file(args.output, session.path)  # --force or not

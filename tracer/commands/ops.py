@@ -51,7 +51,9 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
                         "the kernels of one's own TORCH_LIBRARY operator, in every library the target loads; repeat "
                         "for more; `pttrace ops NAME` lists them")
     add_op_selection_options(p)
-    p.add_argument("--follow", action="store_true",
+    # --follow-ops, not --follow-ops: beside --no-follow-children it read as that flag's opposite. The old
+    # spelling still works.
+    p.add_argument("--follow-ops", "--follow", dest="follow", action="store_true",
                    help="with --op: also record the operators called inside it (a CompositeImplicitAutograd "
                         "kernel's decomposition: conv2d -> convolution -> ...), down to their kernels, as hops "
                         "of its calls")
@@ -78,7 +80,7 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     backward = bool(getattr(args, "backward", True))
     follow = bool(getattr(args, "follow", False))
     if not specs and (variants or not backward or follow):
-        raise UsageError("--variants, --no-backward and --follow go with --op NAME.")
+        raise UsageError("--variants, --no-backward and --follow-ops go with --op NAME.")
     # An attached process may run a virtual environment's Python, whose executable is the base
     # interpreter: find its torch from what it has mapped, and import that torch for the facts.
     attached = _torch_of_pid(pid) if pid else None
@@ -90,7 +92,6 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     import time
 
     from tracer import symbols
-
     from tracer.dispatch import library_ops, op_follow, ops
     t0 = time.perf_counter()
     libraries = attached[0] if attached else symbols.torch_libraries(python)
@@ -118,7 +119,7 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
         fields["follow"] = dict(op_follow.follow_config(results, libraries), python=python, libraries=list(libraries),
                                 pythonpath=pythonpath)
         if fields["follow"]["trigger"] is None:
-            notes.append(f"--follow: {op_follow.FOLLOW_TRIGGER} is not in torch's libraries, so the operators called "
+            notes.append(f"--follow-ops: {op_follow.FOLLOW_TRIGGER} is not in torch's libraries, so the operators called "
                          "inside the followed ones are not recorded")
     fields["notes"] = tuple(notes)
     fields["dispatch_keys"] = facts.key_table if facts is not None else None
@@ -175,15 +176,15 @@ def _torch_of_pid(pid: int):
 
 def print_op_hops(session, console=None) -> None:
     """After a batch run with ``--op``: each distinct hop the operators' breakpoints stopped in."""
-    from rich.console import Console
     from rich.text import Text
 
+    from tracer.commands._console import make_console
     from tracer.dispatch import ops
 
     hits = [h for h in session.hits if (h.breakpoint or "").startswith(ops.LABEL_PREFIX) and h.frames]
     if not hits:
         return
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or make_console(soft_wrap=True)
     rows: dict[tuple, list] = {}
     for h in hits:
         f = h.frames[-1]
@@ -220,7 +221,6 @@ def _hop_name(f, cap) -> str:
 # ---------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     from tracer import symbols
-
     from tracer.dispatch import ops
     for lib in args.libs:
         if not os.path.isfile(lib):
@@ -265,11 +265,10 @@ def run(args: argparse.Namespace) -> int:
 def _run_library_op(args: argparse.Namespace) -> int:
     """``pttrace ops ns::name [--lib FILE]``: the kernels the libraries' TORCH_LIBRARY_IMPL blocks register
     for it, the boxing templates built for them, and its dispatch table (the libraries loaded first)."""
-    from rich.console import Console
     from rich.text import Text
 
     from tracer import symbols
-
+    from tracer.commands._console import make_console
     from tracer.dispatch import library_ops, ops
     spec = args.op.strip()
     libraries = symbols.torch_libraries(args.python) + [os.path.abspath(x) for x in args.libs]
@@ -288,7 +287,7 @@ def _run_library_op(args: argparse.Namespace) -> int:
         out = {"python": args.python, "libraries": libraries, **res.to_dict(), "dispatch_tables": {spec: entry}}
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
         return 0 if res.functions else 1
-    console = Console(highlight=False, soft_wrap=True)
+    console = make_console(soft_wrap=True)
     for w in res.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
     libs = sorted({os.path.basename(f.library) for f in res.functions})
@@ -346,12 +345,12 @@ def _short_path(path: str) -> str:
 
 
 def _print(args, res, refs, facts, tables, libraries) -> None:
-    from rich.console import Console
     from rich.text import Text
 
+    from tracer.commands._console import make_console
     from tracer.dispatch import ops
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = make_console(soft_wrap=True)
     head = Text()
     head.append(", ".join("aten::" + r.aten for r in refs if not r.backward), style="bold")
     backward = [r for r in refs if r.backward]

@@ -107,21 +107,21 @@ def _command(argv: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from tracer.commands._console import make_console, piped
     from tracer.session import storage
     from tracer.text.escape import visible
 
     directory = session_dir(args)
     files = storage.list_sessions(directory)
-    console = Console(highlight=False)
+    console = make_console()
     if not files:
         console.print(Text(visible(f"No sessions in {directory}/ yet; record one with `pttrace run`.")))
         return 0
     table = Table(title=Text(visible(f"Sessions in {directory}/")), title_justify="left", box=box.SIMPLE_HEAD,
-                  padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False, expand=True)
+                  padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False, expand=not piped())
     table.add_column("id", style="bold", no_wrap=True)
     table.add_column("date", no_wrap=True)
     table.add_column("command", overflow="fold", ratio=3)

@@ -22,10 +22,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.text import Text
     from rich.tree import Tree
 
+    from tracer.commands._console import make_console
     from tracer.export import paths as P
     from tracer.export.tree import add_op_calls, add_path, path_label, plural
 
@@ -65,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
     for warning in [*info.warnings, *finder.notes]:  # after the paths: finding sources may add notes
         tree.add(Text(f"warning: {warning}", style="yellow"))
     tree.children += body.children
-    Console(highlight=False).print(tree)
+    make_console().print(tree)
     return 0

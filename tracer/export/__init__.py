@@ -1,6 +1,6 @@
 """Renderers of a loaded session: markdown, the JSON contract, folded stacks, and distinct call paths."""
 
-FORMATS = ("markdown", "json", "folded")
+FORMATS = ("markdown", "json", "folded", "speedscope")
 
 
 def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None, trust=None) -> str:
@@ -19,6 +19,10 @@ def render(session, fmt: str = "markdown", all_frames: bool = False, finder=None
         from tracer.export import folded
 
         return folded.render(session, all_frames=all_frames)
+    if fmt == "speedscope":
+        from tracer.export import speedscope
+
+        return speedscope.render(session, all_frames=all_frames)
     raise ValueError(f"unknown export format {fmt!r}")
 
 

@@ -8,6 +8,7 @@ matter; inside HTML (``<summary>``) only ``&<>"``; inside a fenced block nothing
 from __future__ import annotations
 
 import html
+import os
 import re
 import shlex
 
@@ -113,14 +114,16 @@ class MarkdownRenderer:
         paths = P.group(shown, self.all_frames)
         # The body first: finding sources may add warnings, which the header shows.
         body = (self.processes() + self.breakpoints() + self.operator_calls(calls)
-                + self.call_paths(paths, calls))
+                + self.call_paths(paths, calls) + self.getting_source(paths))
         out = self.header(paths, calls) + body
         return "\n".join(out).rstrip() + "\n"
 
     def header(self, paths: list[P.CallPath], calls: list[O.OpCall]) -> list[str]:
         info = self.info
         command = shlex.join(info.argv) if info.argv else None
-        title = f"# pttrace: {code(command)}" if command else f"# pttrace session {code(info.id)}"
+        # The title as the reader would type it (``python scripts/x.py``); the table keeps the full command.
+        short = shlex.join([os.path.basename(info.argv[0]), *info.argv[1:]]) if info.argv else None
+        title = f"# pttrace: {code(short)}" if short else f"# pttrace session {code(info.id)}"
         torch = text(info.torch_version) if info.torch_version else "unknown"
         commit = "unknown"
         if info.torch_git_version:
@@ -234,7 +237,7 @@ class MarkdownRenderer:
             if others:
                 head += ", through functions resolved for " + ", ".join(code(O.qualified(o)) for o in others)
             if followed:
-                head += (", with the operators it called (`--follow`), each under the one that called it: "
+                head += (", with the operators it called (`--follow-ops`), each under the one that called it: "
                          + ", ".join(code(o) for o in followed))
             span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
             lines += [f"{head} ({span})", ""]
@@ -317,11 +320,39 @@ class MarkdownRenderer:
                 intro += (" Interpreter and start-up frames are folded away "
                           f"({plural(hidden, 'frame')} over all paths); `--all-frames` shows them.")
         lines += [intro, ""]
-        for n, path in enumerate(paths, 1):
+        studied, imports = P.reading_order(paths, [bp.spec for bp in self.session.breakpoints])
+        if not studied:  # only import-time hits: they are what this session is about
+            studied, imports = imports, []
+        for n, path in enumerate(studied, 1):
             lines += self.call_path(n, path)
+        if imports:
+            lines += self.import_paths(len(studied) + 1, imports)
         return lines
 
-    def call_path(self, n: int, path: P.CallPath) -> list[str]:
+    def import_paths(self, first: int, paths: list[P.CallPath]) -> list[str]:
+        """The paths taken while modules were imported, summarised: one row each, the full path folded."""
+        lines = ["## At import time", "",
+                 f"{plural(sum(p.count for p in paths), 'hit')} in {plural(len(paths), 'distinct call path')} ran "
+                 "while a module was being imported (CPython's import machinery is on their Python stack): "
+                 "what a library does as it loads. One row each; each full path is folded below it.", "",
+                 row(["path", "innermost function", "layer", "library", "imported at", "hits"]),
+                 "|---:|---|---|---|---|---:|"]
+        for n, path in enumerate(paths, first):
+            inner = path.innermost
+            origin = P.innermost_python(path.frames)
+            lines.append(row([str(n), code(path.title, in_table=True),
+                              text(P.layer_of(inner)) if inner is not None else "",
+                              code(P.library_name(inner) or "", in_table=True) if inner is not None else "",
+                              code(P.frame_location(origin, self.cwd), in_table=True) if origin else "",
+                              str(path.count)]))
+        lines.append("")
+        for n, path in enumerate(paths, first):
+            lines += ["<details>", f"<summary>Path {n}: {hcode(path.title)}</summary>", ""]
+            lines += self.call_path(n, path, brief=True)
+            lines += ["</details>", ""]
+        return lines
+
+    def call_path(self, n: int, path: P.CallPath, brief: bool = False) -> list[str]:
         heading = f"### Path {n}: {code(path.title)}"
         origin = P.innermost_python(path.frames) or P.launch_origin(path.first)
         if origin is not None and origin is not path.innermost and origin.file:
@@ -358,15 +389,37 @@ class MarkdownRenderer:
         if not path.frames:
             return lines + ["No frames were recorded for this stop.", ""]
         lines += ["Layers: " + " → ".join(path.layers), ""]
-        lines += self.mermaid(n, path)
+        if not brief:
+            lines += self.mermaid(n, path)
         lines += [row(["#", "layer", "function", "dispatch key", "library", "file:line"]),
                   "|---:|---|---|---|---|---|"]
         for i, frame in enumerate(path.frames, 1):
             lines.append(self.frame_row(i, frame))
         lines.append("")
+        if brief:  # an import-time path: its table says enough, the excerpts would bury the paths studied
+            return lines
         for i, frame in enumerate(path.frames, 1):
             lines += self.frame_details(i, frame)
         return lines
+
+    def getting_source(self, paths: list[P.CallPath]) -> list[str]:
+        """How to get the C++ behind the frames that only point at a header, a yaml entry or nothing."""
+        bare = {f.key() for p in paths for f in p.frames if f.kind == "native" and not f.file}
+        if not bare:
+            return []
+        commit = self.info.torch_git_version
+        checkout = (f"`git clone https://github.com/pytorch/pytorch && git -C pytorch checkout {commit}`"
+                    if commit else "a checkout of PyTorch at the traced version (`torch.version.git_version`)")
+        return ["## Getting the C++ source", "",
+                f"{plural(len(bare), 'native frame')} above {'has' if len(bare) == 1 else 'have'} no file:line: "
+                "the library has symbols but no DWARF (a release wheel). What is shown for them comes from the "
+                "headers and codegen inputs the wheel ships (`torch/include`, `native_functions.yaml`, "
+                "`derivatives.yaml`). For the `.cpp` files behind them:", "",
+                f"- check out PyTorch at this session's commit, {checkout}, and export again with "
+                f"`pttrace export {self.info.id} --source-dir pytorch` (`show` and `view` take it too): each frame "
+                "gets its definition's file:line in the checkout;",
+                "- or build PyTorch with debug information (`DEBUG=1` or `REL_WITH_DEB_INFO=1` "
+                "`python setup.py develop`) and record again: every frame gets its file:line from DWARF.", ""]
 
     def mermaid(self, n: int, path: P.CallPath) -> list[str]:
         """One node per run of consecutive frames in the same layer, outermost first."""
@@ -428,14 +481,17 @@ class MarkdownRenderer:
         if frame.kind != "python" and frame.function:
             body += ["Full name:", ""] + fenced(frame.function, "text") + [""]
         facts = []
+        # Paths as the reader's own machine would have them: under site-packages, the working directory or
+        # PyTorch's tree, not under the recording machine's home or venv.
         if frame.library:
-            facts.append(f"library {code(frame.library)}")
+            facts.append(f"library {code(P.display_path(frame.library, self.cwd))}")
         if frame.address is not None:
             facts.append(f"address {code(hex(frame.address))}")
         if frame.file:
-            facts.append(f"file {code(frame.location)}")
+            facts.append(f"file {code(P.frame_location(frame, self.cwd))}")
         if frame.decl_file or frame.decl_line:
-            decl = f"{frame.decl_file or frame.file}:{frame.decl_line}" if frame.decl_line else frame.decl_file
+            decl_file = P.display_path(frame.decl_file or frame.file, self.cwd)
+            decl = f"{decl_file}:{frame.decl_line}" if frame.decl_line else decl_file
             facts.append(f"declared at {code(decl)}")
         if frame.inlined:
             facts.append("inlined into its caller")

@@ -15,7 +15,7 @@ from tracer.export import paths as P
 from tracer.session.model import Frame, Hit
 
 OP_LABEL = "op:"
-FOLLOWED = ">"  # op:conv2d>convolution: a function of convolution, recorded inside conv2d (--follow)
+FOLLOWED = ">"  # op:conv2d>convolution: a function of convolution, recorded inside conv2d (--follow-ops)
 _ENTRY = re.compile(r"^at::_ops::\w+::call$")
 
 
@@ -57,7 +57,7 @@ class Hop:
 
     hit: Hit
     previous_keys: tuple[str, ...] | None  # the key set of the nearest earlier hop that had one
-    depth: int = 0  # operators it runs inside, counted from the call's own (--follow's children: 1, 2...)
+    depth: int = 0  # operators it runs inside, counted from the call's own (--follow-ops's children: 1, 2...)
 
     @property
     def op(self) -> str | None:
@@ -104,7 +104,7 @@ class OpCall:
         return list(dict.fromkeys(o for o in (op_of_label(h.breakpoint) for h in self.hits) if o))
 
     def followed(self) -> list[str]:
-        """The operators --follow recorded inside this call, in the order they were first met."""
+        """The operators --follow-ops recorded inside this call, in the order they were first met."""
         return list(dict.fromkeys(o.rsplit(FOLLOWED, 1)[-1] for o in self.ops() if FOLLOWED in o))
 
     def hops(self) -> list[Hop]:

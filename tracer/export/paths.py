@@ -313,3 +313,28 @@ def _group_table(table: HitTable, all_frames: bool, portable: bool, cwd: str | N
     for key, path in paths.items():
         path.hits = SiteHits(table, sites[key], sum(counts[s] for s in sites[key]))
     return list(paths.values())
+
+
+# --- reading order
+
+IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+
+
+def at_import(path: CallPath) -> bool:
+    """The path's hit ran inside an ``import`` (CPython's import machinery is on its Python stack):
+    what a module does as it loads (``initModule`` and its kin), not what the program computes."""
+    return any(f.kind == "python" and f.file in IMPORT_FILES for f in path.frames)
+
+
+def reading_order(paths: list[CallPath], breakpoints: Sequence[str] = ()) -> tuple[list[CallPath], list[CallPath]]:
+    """(the paths a reader studies, the paths taken at import time), each in the order the breakpoints
+    were given (``--break A --break B``: A's paths first), then by first hit."""
+    rank = {spec: i for i, spec in enumerate(breakpoints)}
+
+    def key(item: tuple[int, CallPath]) -> tuple[int, int]:
+        n, path = item
+        ranks = [rank[b] for b in path.breakpoints if b in rank]
+        return (min(ranks) if ranks else len(rank), n)
+
+    ordered = [p for _, p in sorted(enumerate(paths), key=key)]
+    return [p for p in ordered if not at_import(p)], [p for p in ordered if at_import(p)]

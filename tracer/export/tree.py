@@ -120,7 +120,7 @@ def keys_text(keys) -> str:
 def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
     """The ``--op`` hits as operator calls (``tracer.export.op_calls``): by Python call site, each call's
     hops in order with the key set each was called with, decoded, and what changed since the hop before
-    (the keys handled in between, or added); ``--follow``'s operators indented under their callers."""
+    (the keys handled in between, or added); ``--follow-ops``'s operators indented under their callers."""
     from tracer.export import op_calls as O
     from tracer.dispatch.ops import capability_of_label, keyset_text
 

@@ -1,4 +1,4 @@
-"""``--op NAME --follow``, pttrace's side: the operators the agent met inside a followed operator
+"""``--op NAME --follow-ops``, pttrace's side: the operators the agent met inside a followed operator
 (``need_ops``), resolved to their functions as ``--op`` resolves an operator, as breakpoints that record
 only inside a followed operator (the agent's side: tracer/gdb/agent/follow.py)."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Follower:
         labels = dict(spec.get("roots") or {}).values()
         roots = ", ".join(dict.fromkeys(str(r).removeprefix("op:") for r in labels)) or "the operator"
         # What the follow cannot see is said in the session, not only in the README.
-        warn(f"--follow {roots}: operators entered only through a boxed call (TorchScript, torch.ops by "
+        warn(f"--follow-ops {roots}: operators entered only through a boxed call (TorchScript, torch.ops by "
              "handle) or only through redispatch are not seen as children; to record one of them, add "
              "--op NAME for it")
 
@@ -37,7 +37,7 @@ class Follower:
             spec = f"{root.removeprefix(ops.LABEL_PREFIX)}>{struct}"
             ref = op_follow.ref_of_struct(struct, self._facts)
             if ref is None:
-                self.warn(f"--follow: at::_ops::{struct} (called inside {root.removeprefix(ops.LABEL_PREFIX)}) "
+                self.warn(f"--follow-ops: at::_ops::{struct} (called inside {root.removeprefix(ops.LABEL_PREFIX)}) "
                           "is no operator this torch lists; only its entry is recorded")
                 continue
             res = ops.resolve_op(spec, self.libraries, self._facts, backward=False, refs=[ref])

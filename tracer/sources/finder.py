@@ -260,7 +260,15 @@ class SourceFinder:
             headers = self._headers(torch_dir)
             if headers is not None:
                 candidates += headers.lookup(qualified)
-        chosen = best_definitions(candidates, parsed)
+        # A --source-dir that is (or holds) the wheel's own torch/include indexes the same headers twice.
+        seen: set[tuple[str, int | None]] = set()
+        unique = []
+        for d in candidates:
+            key = (os.path.realpath(d.file), d.line)
+            if key not in seen:
+                seen.add(key)
+                unique.append(d)
+        chosen = best_definitions(unique, parsed)
         out += [SourceRef(DEFINITION, d.file, d.line, d.qualified + (d.signature or ""), len(chosen), d.end)
                 for d in chosen]
         if torch_dir:

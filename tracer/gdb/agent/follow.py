@@ -1,4 +1,4 @@
-"""``--op NAME --follow``: the operators a followed operator calls inside its kernels, recorded as hops
+"""``--op NAME --follow-ops``: the operators a followed operator calls inside its kernels, recorded as hops
 of its call, down to their backend kernels.
 
 Every operator entry ``at::_ops::X::call`` calls ``at::getStepCallbacksUnlessEmpty`` (the profiler's
@@ -33,7 +33,7 @@ _ENTRY = re.compile(r"^at::_ops::(\w+)::(call|redispatch)\(")
 
 
 class Follow:
-    """What ``--follow`` is following: set by pttrace-setup, changed at hits."""
+    """What ``--follow-ops`` is following: set by pttrace-setup, changed at hits."""
 
     def __init__(self) -> None:
         self.roots: dict[str, str] = {}  # at::_ops struct of a followed op -> its label ("op:conv2d")
@@ -99,7 +99,7 @@ class Follow:
         first = not self.threads
         self.threads.add(thread)
         if first:
-            LOG.info("--follow: a root runs in thread %d: %d breakpoints on", thread, len(self.followers) + 1)
+            LOG.info("--follow-ops: a root runs in thread %d: %d breakpoints on", thread, len(self.followers) + 1)
             self._switch(True)
 
     def end(self) -> None:
@@ -126,12 +126,12 @@ class Follow:
         try:
             self.trigger = FollowTrigger(f"*{base + int(item['offset']):#x}")
         except gdb.error as exc:
-            OUT.warn(f"--follow cannot break on {item.get('function')}: {exc}; the operators called inside "
+            OUT.warn(f"--follow-ops cannot break on {item.get('function')}: {exc}; the operators called inside "
                      "followed operators are not recorded")
             self.trigger_item = None
             return
         self.trigger.enabled = bool(self.threads)
-        LOG.info("--follow: trigger at %s+%#x", item["library"], int(item["offset"]))
+        LOG.info("--follow-ops: trigger at %s+%#x", item["library"], int(item["offset"]))
 
     def add_follower(self, bp) -> None:
         self.followers.append(bp)
@@ -162,7 +162,7 @@ class FollowTrigger(gdb.Breakpoint):
             return True
         except Exception as exc:  # the edge of a gdb callback: never let a bad read kill the run
             LOG.exception("following an operator call")
-            OUT.warn(f"--follow could not read an operator call: {exc.__class__.__name__}: {exc}")
+            OUT.warn(f"--follow-ops could not read an operator call: {exc.__class__.__name__}: {exc}")
             return False
 
     def _stop(self) -> bool:

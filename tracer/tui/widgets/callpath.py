@@ -25,14 +25,14 @@ def _path_key(hit: Hit) -> tuple:
 
 
 def followed_text(label: str | None) -> str | None:
-    """``op:conv2d>convolution`` -> ``convolution, inside conv2d (--follow)``."""
+    """``op:conv2d>convolution`` -> ``convolution, inside conv2d (--follow-ops)``."""
     from tracer.export.op_calls import FOLLOWED, op_of_label
 
     op = op_of_label(label)
     if not op or FOLLOWED not in op:
         return None
     root, child = op.split(FOLLOWED, 1)[0], op.rsplit(FOLLOWED, 1)[1]
-    return f"{child}, inside {root} (--follow)"
+    return f"{child}, inside {root} (--follow-ops)"
 
 
 class CallPathTable(RowJumps, DataTable):
@@ -163,7 +163,7 @@ class CallPathTable(RowJumps, DataTable):
             if self.hit.truncated:
                 title += " · truncated"
             followed = followed_text(self.hit.breakpoint)
-            if followed:  # --follow: an operator called inside the followed one
+            if followed:  # --follow-ops: an operator called inside the followed one
                 title += f" · {followed}"
             launch = P.launch_text(self.hit, [], self.cwd)
             if launch:  # a parallel worker's hit: the thread and Python line that launched its region
