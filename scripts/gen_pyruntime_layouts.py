@@ -22,9 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tracer" / "pyruntime" / "tables.py"
-BUILDS = {"3.10": "3.10.13", "3.11": "3.11.7", "3.12": "3.12.1"}
+PYENV = Path.home() / ".pyenv" / "versions"
+BUILDS = ("3.10", "3.11", "3.12")
 # 3.13+ keep their offsets in _Py_DebugOffsets: FIELDS names them too, to check that table against DWARF.
-CHECKED = {"3.13": "3.13.0"}
+CHECKED = ("3.13",)
 
 # Our field name -> (C type, field path) per minor version; a version missing from a row lacks the field.
 FIELDS = {
@@ -125,17 +126,33 @@ def dwarf_layout(libpython: str, minor: str, fields: dict | None = None) -> dict
     raise RuntimeError(f"gdb could not read the layout of {libpython}: {proc.stderr.strip()[-500:]}")
 
 
-def libpython_of(version: str) -> str:
-    minor = ".".join(version.split(".")[:2])
-    return str(Path.home() / ".pyenv" / "versions" / version / "lib" / f"libpython{minor}.so.1.0")
+def pyenv_version(minor: str) -> str | None:
+    """The newest patch release of ``minor`` that pyenv built here ("3.12.1"): offsets do not change
+    between patch releases, and each machine has its own."""
+    found = []
+    for home in PYENV.glob(f"{minor}.*") if PYENV.is_dir() else ():
+        patch = home.name[len(minor) + 1:]
+        if patch.isdigit() and (home / "lib" / f"libpython{minor}.so.1.0").exists():
+            found.append((int(patch), home.name))
+    return max(found)[1] if found else None
+
+
+def libpython_of(minor: str) -> str | None:
+    """pyenv's shared libpython of ``minor`` (its newest patch release here), or None."""
+    version = pyenv_version(minor)
+    return str(PYENV / version / "lib" / f"libpython{minor}.so.1.0") if version else None
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--print"] and len(argv) == 3:
         print(json.dumps(dwarf_layout(argv[1], argv[2]), indent=1, sort_keys=True))
         return 0
-    table = {minor: dwarf_layout(libpython_of(version), minor) for minor, version in BUILDS.items()}
-    sources = ", ".join(f"{m}: pyenv {v}" for m, v in BUILDS.items())
+    missing = [minor for minor in BUILDS if libpython_of(minor) is None]
+    if missing:
+        print(f"gen_pyruntime_layouts: no pyenv build of {', '.join(missing)} under {PYENV}", file=sys.stderr)
+        return 2
+    table = {minor: dwarf_layout(libpython_of(minor), minor) for minor in BUILDS}
+    sources = ", ".join(f"{m}: pyenv {pyenv_version(m)}" for m in BUILDS)
     TABLE.write_text(
         '"""CPython struct offsets per minor version (x86-64/aarch64 Linux, default build): '
         '{name: [offset, size]}.\n\n'

@@ -21,15 +21,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "tests" / "targets" / "known_stack.py"
 PYENV = Path.home() / ".pyenv" / "versions"
-PYENV_VERSIONS = {10: "3.10.13", 11: "3.11.7", 12: "3.12.1", 13: "3.13.0"}
+MINORS = (10, 11, 12, 13)
 DEBIAN = Path("/usr/bin/python3.11")
 CACHE = Path(os.environ.get("PTTRACE_CACHE") or ROOT / "tests" / ".cache") / "stripped-python"
 VENV_BIN = Path(sys.executable).parent
 
 
 def pyenv_python(minor: int) -> Path | None:
-    path = PYENV / PYENV_VERSIONS[minor] / "bin" / f"python3.{minor}"
-    return path if path.exists() else None
+    """pyenv's newest 3.``minor`` patch release here (any patch: CI's machine and a user's differ)."""
+    found = []
+    for home in PYENV.glob(f"3.{minor}.*") if PYENV.is_dir() else ():
+        patch = home.name.split(".", 2)[2]
+        exe = home / "bin" / f"python3.{minor}"
+        if patch.isdigit() and exe.exists():
+            found.append((int(patch), exe))
+    return max(found)[1] if found else None
 
 
 def stripped_python(minor: int) -> Path | None:
@@ -60,7 +66,7 @@ def stripped_python(minor: int) -> Path | None:
 
 
 def interpreters() -> list[tuple[str, Path | None]]:
-    out = [(f"pyenv-3.{m}", pyenv_python(m)) for m in sorted(PYENV_VERSIONS)]
+    out = [(f"pyenv-3.{m}", pyenv_python(m)) for m in MINORS]
     out.append(("debian-3.11", DEBIAN if DEBIAN.exists() else None))
     out += [(f"stripped-3.{m}", m) for m in (10, 12, 13)]
     return out

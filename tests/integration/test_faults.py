@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
+from tests.support import Lines, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -49,21 +50,32 @@ def processes_named(fragment: str) -> list[int]:
 
 
 def wait_for_hits(directory: Path, n: int, timeout: float = 90) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for f in directory.glob("*.jsonl"):
-            if f.read_text().count('"type":"hit"') >= n:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"fewer than {n} hits recorded in {timeout} s")
+    def recorded():
+        return any(f.read_text().count('"type":"hit"') >= n for f in directory.glob("*.jsonl"))
+
+    wait_for(recorded, timeout, f"{n} hits recorded in {directory}", step=0.1)
+
+
+def gone(fragment: str, timeout: float = 30) -> None:
+    """Wait until no process of ours runs ``fragment`` (a child being reaped may linger a moment)."""
+    wait_for(lambda: not processes_named(fragment), timeout, f"{fragment} to end",
+             why=lambda: f"still running: {processes_named(fragment)}")
 
 
 @pytest.fixture
 def no_leftovers():
     before = gdb_pids()
     yield
-    time.sleep(0.2)
-    assert gdb_pids() <= before, "a gdb was left running"
+    # A gdb this test started and that is on its way out is waited for; one that stays fails the test
+    # and is killed, so that the next test starts clean.
+    try:
+        wait_for(lambda: gdb_pids() <= before, 10, "the test's gdb to end", why=lambda: f"{gdb_pids() - before}")
+    finally:
+        for pid in gdb_pids() - before:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def test_target_segfault_records_the_crash_path(tmp_path, no_leftovers):
@@ -112,8 +124,7 @@ def test_gdb_killed_mid_run_keeps_every_hit(tmp_path, no_leftovers):
     assert len(s.hits) >= 5
     assert [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))
     assert any("killed by signal 9" in w for w in s.info.warnings)
-    time.sleep(0.5)
-    assert not processes_named(str(TARGETS / "loop.py")), "the launched target survived"
+    gone(str(TARGETS / "loop.py"))  # the launched target ends with its gdb
 
 
 def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_path, no_leftovers):
@@ -128,10 +139,8 @@ def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_
         # WHEN pttrace itself is killed, with no chance to write anything more
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while any(_alive(c) for c in helpers) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [c for c in helpers if _alive(c)], "gdb outlived the pttrace that started it"
+        wait_for(lambda: not any(_alive(c) for c in helpers), 30, "gdb to end with the pttrace that started it",
+                 why=lambda: f"alive: {[c for c in helpers if _alive(c)]}")
     finally:
         if p.poll() is None:
             p.kill()
@@ -204,35 +213,57 @@ def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftover
     assert s.info.status == "interrupted"
     assert len(s.hits) >= 3
     assert "session saved to" in out
-    time.sleep(0.5)
-    assert not processes_named(str(TARGETS / "loop.py"))
+    gone(str(TARGETS / "loop.py"))
 
 
-def _assert_running_untraced(target: subprocess.Popen) -> None:
-    """Alive, not stopped, no tracer: and it still makes progress (prints nothing, so read its counter)."""
+def _count(counter: Path) -> int:
+    text = counter.read_text().strip()
+    return int(text) if text else 0
+
+
+def _assert_running_untraced(target: subprocess.Popen, counter: Path) -> None:
+    """Alive, not stopped, no tracer, and still counting its own calls (its counter file grows by 20:
+    torch.tensor ran 20 times more after pttrace left)."""
     assert target.poll() is None, "the attached target died"
     with open(f"/proc/{target.pid}/status") as fh:
         status = fh.read()
     assert "TracerPid:\t0" in status, status
     assert "(stopped)" not in status and "(tracing stop)" not in status, status
+    start = _count(counter)
+    wait_for(lambda: _count(counter) >= start + 20, 30, "the target's own count to grow by 20",
+             why=lambda: f"count {start} -> {_count(counter)}, state {_state(target.pid)}")
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _tracer(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return int(next(line.split()[1] for line in fh if line.startswith("TracerPid:")))
 
 
 @pytest.mark.parametrize("moment", ["attaching", "recording", "detaching"])
 def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers, moment):
-    # GIVEN a Python calling torch.tensor in a loop, and pttrace attaching to it
-    target = subprocess.Popen([sys.executable, str(TARGETS / "loop.py")], stdout=subprocess.PIPE, text=True)
+    # GIVEN a Python calling torch.tensor in a loop (counting its calls in a file), and pttrace attaching
+    counter = tmp_path / "count"
+    target = subprocess.Popen([sys.executable, str(TARGETS / "loop.py"), str(counter)], stdout=subprocess.PIPE,
+                              text=True)
+    p = None
     try:
-        assert target.stdout.readline().strip() == "looping"
+        assert Lines(target.stdout, "loop.py").next(60).strip() == "looping"
         p = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "-b", "THPVariable_tensor",
                               "--session-dir", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        # WHEN Ctrl-C arrives while gdb is still starting and attaching, while hits are recorded, or
-        # again and again while pttrace is already detaching
+        # WHEN Ctrl-C arrives while gdb is attaching (it has ptrace-attached and reads symbols, no hit
+        # recorded yet), while hits are recorded, or again and again while pttrace is already detaching
         if moment == "attaching":
-            end = time.monotonic() + 30
-            while not [c for c in children_of(p.pid) if c in gdb_pids()] and time.monotonic() < end:
-                time.sleep(0.01)
-            time.sleep(0.3)  # gdb is up and busy attaching / reading symbols
+            gdb = wait_for(lambda: [c for c in children_of(p.pid) if c in gdb_pids()], 60, "pttrace's gdb")[0]
+            wait_for(lambda: _tracer(target.pid) == gdb or p.poll() is not None, 60, "gdb to attach to the target")
             assert p.poll() is None
             p.send_signal(signal.SIGINT)
         else:
@@ -245,17 +276,20 @@ def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers,
                         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         # THEN pttrace ends cleanly with 130 (as a Ctrl-C'd program does), says it detached, and the
-        # target runs on, untraced
+        # target runs on, untraced, counting
         assert p.returncode == 130, (p.returncode, err)
         s = session_in(tmp_path)
         assert s.info.status == "detached"
-        if moment != "attaching":
+        if moment == "attaching":
+            assert len(s.hits) == 0, "the Ctrl-C came after the first hit: not while attaching"
+        else:
             assert len(s.hits) >= 3
-        time.sleep(0.3)
-        _assert_running_untraced(target)
-        time.sleep(0.5)
-        _assert_running_untraced(target)
+        _assert_running_untraced(target, counter)
+        _assert_running_untraced(target, counter)
     finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
         target.kill()
         target.wait()
 
@@ -435,7 +469,7 @@ def test_attach_to_a_process_already_traced(tmp_path, no_leftovers):
             "time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().strip() == "traced"
+        assert Lines(child.stdout, "the traced child").next(60).strip() == "traced"
         proc = run_pttrace("attach", str(child.pid), "--batch", "-b", "x", "--session-dir", str(tmp_path))
         assert proc.returncode == 2
         assert "already being traced" in proc.stderr

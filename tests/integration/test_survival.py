@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
-from tests.integration.test_faults import children_of, no_leftovers, session_in, wait_for_hits  # noqa: F401
+from tests.integration.test_faults import children_of, gone, no_leftovers, session_in, wait_for_hits  # noqa: F401
+from tests.support import Lines, allowance, stop_process, wait_for
 from tracer.recorder.guard import process_state, traced_by
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -38,30 +39,30 @@ def its_gdb(p: subprocess.Popen) -> int:
     return gdb
 
 
-def runs_on_untraced(target: subprocess.Popen) -> None:
-    """Alive well past its next torch.tensor call (0.4 s apart), untraced and not stopped."""
-    time.sleep(1.5)
+def runs_on_untraced(target: subprocess.Popen, lines: Lines) -> None:
+    """Two more of its own beats printed after pttrace ended (each one past a torch.tensor call, where
+    the breakpoint was), then untraced and not stopped."""
+    fresh_beat(lines)
+    fresh_beat(lines)
     assert target.poll() is None, f"the attached target died ({target.returncode})"
     assert traced_by(target.pid) == 0
     assert process_state(target.pid) in ("S", "R")
 
 
-def fresh_beat(target: subprocess.Popen) -> None:
-    """Wait for a "beat" the target prints now, not one waiting in the pipe: it just left a hit."""
-    while True:
-        t0 = time.monotonic()
-        line = target.stdout.readline()
-        if line.startswith("beat") and time.monotonic() - t0 > 0.1:
-            return
+def fresh_beat(lines: Lines) -> str:
+    """A "beat" the target prints now, not one waiting in the pipe: it just left a hit."""
+    return lines.fresh(lambda line: line.startswith("beat"), timeout=30)
 
 
 @pytest.fixture
 def slow_target():
     target = subprocess.Popen([sys.executable, str(TARGETS / "slow_beat.py")], stdout=subprocess.PIPE, text=True)
-    assert target.stdout.readline().strip() == "ready"
-    yield target
-    target.kill()
-    target.wait()
+    target.lines = Lines(target.stdout, "slow_beat.py")
+    try:
+        assert target.lines.next(60).strip() == "ready"
+        yield target
+    finally:
+        stop_process(target)
 
 
 def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_leftovers, slow_target):
@@ -72,7 +73,7 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
         gdb = its_gdb(p)
         # WHEN its gdb is killed with SIGKILL while the target runs (between two hits, the breakpoints
         # in its code; a hit gdb is handling at that moment ends the target: the kernel's SIGTRAP)
-        fresh_beat(slow_target)
+        fresh_beat(slow_target.lines)
         os.kill(gdb, signal.SIGKILL)
         out, err = p.communicate(timeout=60)
     finally:
@@ -80,7 +81,7 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
             p.kill()
     # THEN pttrace puts the original bytes back: the target runs on; the session says what happened
     assert p.returncode == 3, err
-    runs_on_untraced(slow_target)
+    runs_on_untraced(slow_target, slow_target.lines)
     s = session_in(tmp_path)
     assert s.info.status == "detached"
     assert any("killed by signal 9" in w for w in s.info.warnings)
@@ -96,7 +97,8 @@ def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_lefto
         # WHEN gdb is stopped (the target soon waits at a breakpoint for it) and pttrace gets SIGTERM
         gdb = its_gdb(p)
         os.kill(gdb, signal.SIGSTOP)
-        time.sleep(1.0)
+        wait_for(lambda: process_state(slow_target.pid) == "t", 30, "the target to wait at a breakpoint for gdb",
+                 why=lambda: f"state {process_state(slow_target.pid)}")
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
@@ -108,8 +110,8 @@ def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_lefto
             os.kill(gdb, signal.SIGCONT)
     # THEN pttrace lets gdb go on, detaches, and ends with 143; the target runs on
     assert p.returncode == 143, err
-    assert took < 30, took
-    runs_on_untraced(slow_target)
+    assert took < allowance(30), took
+    runs_on_untraced(slow_target, slow_target.lines)
     s = session_in(tmp_path)
     assert s.info.status == "detached"
     assert any("gdb was stopped by a signal" in w for w in s.info.warnings)
@@ -127,7 +129,7 @@ def test_sighup_while_attached_ends_the_session_and_the_target_runs_on(tmp_path,
     assert p.returncode == 129, err
     assert last_record(tmp_path)["type"] == "end"
     assert session_in(tmp_path).info.status == "detached"
-    runs_on_untraced(slow_target)
+    runs_on_untraced(slow_target, slow_target.lines)
 
 
 def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftovers):
@@ -144,10 +146,7 @@ def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftov
     assert p.returncode == 129, err
     end = last_record(tmp_path)
     assert end["type"] == "end" and end["status"] == "interrupted" and end["reason"] == "sighup"
-    from tests.integration.test_faults import processes_named
-
-    time.sleep(0.5)
-    assert not processes_named(str(TARGETS / "slow_beat.py"))
+    gone(str(TARGETS / "slow_beat.py"))
 
 
 def test_a_library_dlopened_from_a_path_with_a_line_break(tmp_path, no_leftovers):
@@ -215,31 +214,31 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_
     (tmp_path / "parent.py").write_text(FORKING)
     target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(go), str(stop)],
                               stdout=subprocess.PIPE, text=True)
+    lines = Lines(target.stdout, "parent.py")
     p = None
     try:
-        assert target.stdout.readline().strip() == "ready"
+        assert lines.next(60).strip() == "ready"
         p = attach(target, sessions)
         wait_for_hits(sessions, 2)  # the parent's own: gdb is attached
         go.touch()
-        child = int(target.stdout.readline().split()[1])
-        fresh_beat(target)  # the child's hits are recorded (its first one set its symbols up)
-        fresh_beat(target)
+        child = int(lines.until(lambda line: line.startswith("child ")).split()[1])
+        fresh_beat(lines)  # the child's hits are recorded (its first one set its symbols up)
+        fresh_beat(lines)
         # WHEN gdb is killed with SIGKILL between two of the child's hits
         os.kill(its_gdb(p), signal.SIGKILL)
         out, err = p.communicate(timeout=60)
         assert p.returncode == 3, err
         # THEN the child's copy of gdb's breakpoints is put back too: it runs on past its next hits
-        time.sleep(1.5)
+        fresh_beat(lines)
+        fresh_beat(lines)
         assert process_state(child) in ("S", "R") and traced_by(child) == 0, process_state(child)
         s = session_in(sessions)
         assert any(f"in process {child} " in w and "put the original bytes back" in w for w in s.info.warnings), \
             s.info.warnings
         stop.touch()
-        line = target.stdout.readline()
-        while line.startswith("beat"):
-            line = target.stdout.readline()
+        line = lines.until(lambda line: not line.startswith("beat"))
         assert line.split() == ["child-exit", "7"], line
-        assert target.wait(60) == 0
+        assert target.wait(allowance(60)) == 0
     finally:
         stop.touch()
         for proc in (p, target):

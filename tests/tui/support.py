@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 import queue
 import threading
 from pathlib import Path
 
+from tests.support import allowance  # noqa: F401  (the TUI tests' limits)
 from tracer.session.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
 from tracer.tui.sources import EventSource, NotStopped, SourceEvent
 
@@ -19,28 +19,23 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "tui_session.jsonl"
 
 
-def allowance(seconds: float) -> float:
-    """A time limit for a UI's answer, stretched when the machine runs more than it has cores for: the
-    limit says the UI is not blocked by its own work, not that a shared machine is idle."""
-    return seconds * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-
-
 def run_pilot(coro, timeout: float = 30.0):
     async def guarded():
-        return await asyncio.wait_for(coro, timeout)
+        return await asyncio.wait_for(coro, allowance(timeout))
 
     return asyncio.run(guarded())
 
 
 async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05, why=None) -> None:
     """Let the app run until ``predicate()`` holds; fail with the predicate's docstring (and ``why()``,
-    what the test tells of the state it was in) otherwise."""
+    what the test tells of the state it was in) otherwise. The deadline stretches with the load."""
     loop = asyncio.get_running_loop()
+    timeout = allowance(timeout)
     end = loop.time() + timeout
     while not predicate():
         if loop.time() > end:
             state = f"; {why()}" if why is not None else ""
-            raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__doc__ or predicate}{state}")
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {predicate.__doc__ or predicate}{state}")
         await pilot.pause(step)
 
 

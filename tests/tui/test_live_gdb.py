@@ -140,6 +140,19 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
                 seen = len(app.state.hits)
                 await pilot.press("c")
                 await wait_until(pilot, lambda: len(app.state.hits) > seen, timeout=30)
+                # WHEN n reaches the source while the target runs (the app made to believe it stopped)
+                # THEN gdb's source refuses in one sentence, shown as an error; nothing else changes
+                toasts: list[tuple[str, str]] = []
+                notify = app.notify
+                app.notify = lambda message, severity="information", **kw: toasts.append((str(message), severity))
+                app.state.target = "stopped"
+                app.refresh_bindings()
+                await pilot.press("n")
+                await wait_until(pilot, lambda: toasts, timeout=30)
+                app.notify = notify
+                assert toasts == [("cannot next: the target is running (interrupt it first).", "error")]
+                await wait_until(pilot, lambda: app.state.gdb == "ready", timeout=30)
+                assert source.engine.control.target_state == "running"
                 # WHEN q is pressed THEN pttrace detaches without asking
                 await pilot.press("q")
                 assert not isinstance(app.screen, ConfirmQuit)

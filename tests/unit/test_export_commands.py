@@ -4,11 +4,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from tests.support import private_mount_prefix
 from tests.unit.export_support import SIGMOID, SIGMOID_ID, code_spans, tables, unclosed_fence
 from tracer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -165,16 +171,27 @@ def test_export_to_an_unwritable_path_is_one_sentence_and_exit_2(sdir, tmp_path,
     assert "Traceback" not in captured.err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
-def test_export_to_a_read_only_directory(sdir, tmp_path, capsys):
+# Mounts the directory ($1) read-only onto itself, then runs the rest: in a private mount namespace,
+# where root too is refused a write (EROFS), as on a read-only file system.
+_READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+
+
+def test_export_to_a_read_only_directory(sdir, tmp_path):
+    # GIVEN a directory mounted read-only (root can write into any directory mode allows, not into this)
+    prefix = private_mount_prefix()
+    assert prefix is not None, "unshare cannot make a private mount namespace here"
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        assert main(["export", SIGMOID_ID, "--session-dir", str(sdir), "-o", str(ro / "n.md")]) == 2
-        assert "Permission denied" in capsys.readouterr().err
-    finally:
-        ro.chmod(0o700)
+    # WHEN pttrace exports into it
+    proc = subprocess.run([*prefix, "sh", "-c", _READ_ONLY, "sh", str(ro), sys.executable, "-m", "tracer", "export",
+                           SIGMOID_ID, "--session-dir", str(sdir), "-o", str(ro / "n.md")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ, COLUMNS="250"))
+    # THEN one sentence names the file and the reason, exit 2, and nothing was written
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip()
+    assert err.startswith(f"pttrace: cannot write {ro / 'n.md'}:") and "\n" not in err, err
+    assert "Read-only file system" in err and "Traceback" not in err
+    assert proc.stdout == "" and list(ro.iterdir()) == []
 
 
 def test_a_truncated_file_names_the_bad_line_and_exports_the_good_part(tmp_path, capsys):

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import pythons
 from tracer.pyruntime.lines import line_at, ranges_for
 
-PYENV = Path.home() / ".pyenv" / "versions"
-VERSIONS = {10: "3.10.13", 11: "3.11.7", 12: "3.12.1", 13: "3.13.0"}
 
 _DUMP = r"""
 import argparse, inspect, json, sys, types, asyncio.base_events as be
@@ -31,11 +30,11 @@ json.dump(out, sys.stdout)
 """
 
 
-@pytest.mark.parametrize("minor", sorted(VERSIONS))
+@pytest.mark.parametrize("minor", pythons.MINORS)
 def test_every_instruction_line_matches_co_lines(minor):
-    python = PYENV / VERSIONS[minor] / "bin" / f"python3.{minor}"
-    if not python.exists():
-        pytest.skip(f"{python} is not installed")
+    python = pythons.pyenv_python(minor)
+    if python is None:
+        pytest.skip(f"no pyenv 3.{minor} under {pythons.PYENV}")
     dumped = json.loads(subprocess.run([str(python), "-c", _DUMP], capture_output=True, text=True,
                                        check=True, timeout=120).stdout)
     checked = 0

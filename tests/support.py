@@ -1,0 +1,127 @@
+"""Waiting on real processes without guessing: one deadline rule, one way to read a child's output.
+
+A test waits for something it can observe (a hit in the session file, a line the target printed, a
+process gone), never for a fixed time. Deadlines stretch with the machine's load (``allowance``), so a
+test that fails on a loaded machine failed because the thing never happened, not because it was late.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from typing import Callable, IO, TypeVar
+
+T = TypeVar("T")
+
+
+def allowance(seconds: float) -> float:
+    """A time limit stretched when the machine runs more than it has cores for: the limit says the code
+    under test is not blocked by its own work, not that a shared machine is idle."""
+    return seconds * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 30.0, what: str | None = None,
+             why: Callable[[], str] | None = None, step: float = 0.02) -> T:
+    """Poll ``condition`` until it returns something true and return that; after ``allowance(timeout)``
+    fail with ``what`` (or the condition's docstring) and ``why()``, the state the test saw."""
+    limit = allowance(timeout)
+    end = time.monotonic() + limit
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > end:
+            said = what or condition.__doc__ or getattr(condition, "__name__", repr(condition))
+            state = f"; {why()}" if why is not None else ""
+            raise AssertionError(f"timed out after {limit:.1f} s waiting for {said}{state}")
+        time.sleep(step)
+
+
+class ChildEnded(AssertionError):
+    """The child closed its output before saying what the test waited for."""
+
+
+class Lines:
+    """A child's output read line by line by a thread, so that every read has a deadline: a child that
+    hangs fails the test after the deadline, one that ends (EOF) fails it at once with what it said."""
+
+    def __init__(self, stream: IO, name: str = "the child"):
+        self.name = name
+        self.seen: list = []
+        self._queue: "queue.Queue" = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO) -> None:
+        try:
+            for line in stream:
+                self._queue.put(line)
+        except (OSError, ValueError):  # the test closed the pipe while the thread read it
+            pass
+        self._queue.put(None)
+
+    def _get(self, seconds: float):
+        """The next line within ``seconds`` (already scaled); ChildEnded at EOF."""
+        try:
+            line = self._queue.get(timeout=max(0.0, seconds))
+        except queue.Empty:
+            raise AssertionError(f"{self.name} said nothing for {seconds:.1f} s; last lines: {self.seen[-5:]}")
+        if line is None:
+            self._queue.put(None)  # EOF stays EOF for the next read
+            raise ChildEnded(f"{self.name} closed its output; last lines: {self.seen[-5:]}")
+        self.seen.append(line)
+        return line
+
+    def next(self, timeout: float = 30.0):
+        """The next line (with its newline); ChildEnded at EOF, AssertionError after the deadline."""
+        return self._get(allowance(timeout))
+
+    def until(self, predicate: Callable[[str], bool], timeout: float = 30.0):
+        """The first line ``predicate`` accepts, within one deadline for all the lines read on the way."""
+        end = time.monotonic() + allowance(timeout)
+        while True:
+            line = self._get(end - time.monotonic())
+            if predicate(line):
+                return line
+
+    def fresh(self, predicate: Callable[[str], bool], quiet: float = 0.1, timeout: float = 30.0):
+        """A line ``predicate`` accepts that the child printed now, not one waiting in the pipe: the first
+        accepted line read after no line came for ``quiet`` seconds (the child between two steps)."""
+        end = time.monotonic() + allowance(timeout)
+        while True:
+            try:
+                self._get(min(quiet, end - time.monotonic()))
+            except ChildEnded:
+                raise
+            except AssertionError:  # quiet: what comes next is printed from now on
+                break
+            if time.monotonic() > end:
+                raise AssertionError(f"{self.name} never paused between two lines; last lines: {self.seen[-5:]}")
+        return self.until(predicate, max(0.1, (end - time.monotonic()) / max(1.0, allowance(1.0))))
+
+
+def stop_process(proc: subprocess.Popen | None, timeout: float = 30.0) -> None:
+    """Kill a process this test started if it still runs, and reap it (a fixture's last word)."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=allowance(timeout))
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def private_mount_prefix() -> list[str] | None:
+    """``unshare`` arguments for a private mount namespace (a user namespace too when not root): mounts
+    made in it vanish with its last process, so a test has nothing to clean up."""
+    if not shutil.which("unshare"):
+        return None
+    flags = ["--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        flags = ["--user", "--map-root-user", *flags]
+    probe = subprocess.run(["unshare", *flags, "true"], capture_output=True)
+    return ["unshare", *flags] if probe.returncode == 0 else None
