@@ -36,6 +36,7 @@ ATTRS = {
     "co_name": "code.name", "co_qualname": "code.qualname", "co_firstlineno": "code.firstlineno",
     "co_linetable": "code.linetable", "co_code_adaptive": "code.code_adaptive", "bytes_size": "bytes.size",
     "bytes_data": "bytes.data", "u_length": "unicode.length", "u_state": "unicode.state",
+    "co_names": "code.names", "tuple_size": "tuple.size", "tuple_items": "tuple.items",
 }
 
 

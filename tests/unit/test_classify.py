@@ -212,3 +212,42 @@ def test_a_kernel_with_a_name_of_its_own_is_known_by_the_adapter_calling_it():
 ])
 def test_short_names_drop_a_template_return_type(function, short):
     assert short_name(function) == short
+
+
+# torch.compile's machinery, as recorded from tests/targets/compile_fn.py on the 2.13 wheel.
+@pytest.mark.parametrize("function,library,layer", [
+    ("dynamo__custom_eval_frame", PYB, "compiler"),
+    ("dynamo__custom_eval_frame::{lambda()#2}::operator()() const", PYB, "compiler"),
+    ("dynamo_eval_custom_code", PYB, "compiler"),
+    ("torch::dynamo::(anonymous namespace)::RootGuardManager::check_nopybind(_object*)", PYB, "compiler"),
+    ("torch::dynamo::autograd::CacheNode::lookup(torch::autograd::Node*)", PYB, "compiler"),
+    ("torch::autograd::THPVariable_sigmoid(_object*, _object*)", PYB, "binding"),
+    ("kernel", "/tmp/torchinductor_root/yo/cyonjxmefkbsfcqbx4hf4ryclcmmvfp7r3fv7db6zu2cyu3ey4jb.main.so", "generated"),
+])
+def test_compiler_frames(function, library, layer):
+    assert classify(function, library) == layer
+
+
+@pytest.mark.parametrize("file,layer", [
+    ("/x/site-packages/torch/_dynamo/eval_frame.py", "compiler"),
+    ("/x/site-packages/torch/_functorch/aot_autograd.py", "compiler"),
+    ("/x/site-packages/torch/_functorch/_aot_autograd/runtime_wrappers.py", "compiler"),
+    ("/x/site-packages/torch/_inductor/output_code.py", "compiler"),
+    ("/tmp/torchinductor_root/nq/cnqq3hjt2elhuiwtxj7g2kgoum45c46ewddmdwxmgpzjwliznzam.py", "generated"),
+    ("/x/site-packages/torch/nn/modules/activation.py", "python"),
+    ("/home/me/compile_fn.py", "python"),
+    (None, "python"),
+])
+def test_python_layer(file, layer):
+    from tracer.dispatch.classify import python_layer
+    assert python_layer(file) == layer
+
+
+def test_compiled_graphs_from_a_codes_names():
+    from tracer.gdb.agent.pycode import compiled_graphs
+    # GIVEN the co_names of dynamo's code for a frame it compiled with a graph break (a resume function)
+    names = ["__compiled_fn_1_7d0c6c1e_4f4e_4d8e_9d55_1a2b3c4d5e6f", "torch", "print", "__resume_at_30_2"]
+    assert compiled_graphs(names) == "graph 1"
+    assert compiled_graphs(["__compiled_fn_3_x", "__compiled_fn_7_y"]) == "graphs 3, 7"
+    assert compiled_graphs(["torch", "sigmoid"]) is None
+    assert compiled_graphs(None) is None

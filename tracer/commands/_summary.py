@@ -22,6 +22,7 @@ LAYER_STYLE = {
     "autograd": "yellow",
     "kernel": "bold red",
     "torchscript": "bright_cyan",
+    "compiler": "steel_blue",
     "parallel": "bright_magenta",
     "generated": "bright_yellow",
     "runtime": "blue",

@@ -10,6 +10,9 @@ Layers, outermost to innermost (DESIGN.md section 3):
   dispatcher   at::_ops::X::call/redispatch, c10::Dispatcher, boxing adapters
   autograd     VariableType, generated Nodes, the Engine, ADInplaceOrView, functionalization
   torchscript  TorchScript's interpreter and graph executors (torch::jit in libtorch_cpu)
+  compiler     torch.compile's machinery around a compiled graph: dynamo's eval-frame hook and guards
+               (libtorch_python's dynamo_*, torch::dynamo::), and for Python frames dynamo's and
+               AOTAutograd's runtime wrappers and inductor's output-code glue (python_layer)
   kernel       wrapper_<Key>_<op>, structured kernels, at::native, at::cpu, TensorIterator's loops
   parallel     intra-op parallelism: at::parallel_for/parallel_reduce, invoke_parallel, the thread
                pools, OpenMP (libgomp, libiomp5, libomp)
@@ -34,6 +37,10 @@ _RULES: list[tuple[str, str, str | None]] = [
     ("interpreter", r"", r"(^|/)(libpython[0-9.]*\.so|python[0-9.]*$)"),
     ("interpreter", r"^(_?Py[A-Z_]|_Py|cfunction_|method_vectorcall|slot_tp_|vectorcall_|do_call_core|"
                     r"pymain_|run_mod|run_eval_code_obj|pyrun_file|builtin_|wrapper_call\b)", None),
+    # --- compiler: dynamo's frame-evaluation hook, its guards and compiled autograd (libtorch_python),
+    # AOT Inductor's runtime; before binding, which would take every libtorch_python function.
+    ("compiler", r"^dynamo_|^dynamo__|(^|::)torch::dynamo::|(^|::)torch::inductor::|"
+                 r"^run_root_guard_manager\(", None),
     # --- autograd before dispatcher: adapters whose target is an autograd kernel are autograd hops.
     ("autograd", r"(^|::)torch::autograd::(VariableType|generated|Engine|Node|"
                  r"(anonymous namespace)::|CppNode|PyNode|impl::|forward_ad)", None),
@@ -271,3 +278,23 @@ def is_plt(function: str | None) -> bool:
 
 def is_cold_clone(function: str | None) -> bool:
     return bool(function) and ("[clone .cold" in function or function.endswith(".cold"))
+
+
+# Python files of torch.compile's machinery (dynamo's eval-frame wrappers, AOTAutograd's runtime wrappers,
+# inductor's compiled-graph call), by path inside the torch package; inductor's generated modules by
+# their cache directory.
+_COMPILER_FILES = re.compile(r"(^|/)torch/(_dynamo/|_functorch/_aot_autograd/|_functorch/aot_autograd\.py$|"
+                             r"_inductor/(output_code|codecache|runtime/|async_compile|utils)\b)")
+_GENERATED_FILES = re.compile(r"(^|/)torchinductor_[^/]*/")
+
+
+@lru_cache(maxsize=65536)
+def python_layer(file: str | None) -> str:
+    """The layer of a Python frame: ``compiler`` for torch.compile's own wrappers, ``generated`` for
+    inductor's output module, ``python`` otherwise (the user's code and the rest of torch)."""
+    if file:
+        if _GENERATED_FILES.search(file):
+            return "generated"
+        if _COMPILER_FILES.search(file):
+            return "compiler"
+    return "python"

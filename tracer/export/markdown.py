@@ -76,7 +76,7 @@ def mermaid_label(s: str) -> str:
 
 _LAYER_COLOURS = {
     "python": "#d5f5d5", "interpreter": "#eeeeee", "binding": "#f3d9f7", "dispatcher": "#d6e4ff",
-    "autograd": "#fff1c2", "kernel": "#ffd6d6", "runtime": "#e8e8e8", "torchscript": "#d4f4f7",
+    "autograd": "#fff1c2", "kernel": "#ffd6d6", "runtime": "#e8e8e8", "torchscript": "#d4f4f7", "compiler": "#dbe6f5",
     "parallel": "#ecdcf7", "generated": "#fde3cf",
 }
 
@@ -448,6 +448,9 @@ class MarkdownRenderer:
         name = code(P.short_of(frame), in_table=True)
         if frame.inlined:
             name += " (inlined)"
+        note = P.frame_note(frame)
+        if note:
+            name += f" ({text(note)})"
         key = P.dispatch_key_of(frame)
         lib = P.library_name(frame)
         return row([str(i), P.layer_of(frame), name, text(key) if key else "", code(lib, in_table=True) if lib else "",

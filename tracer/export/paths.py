@@ -25,10 +25,18 @@ from tracer.session.model import Frame, Hit
 
 def layer_of(frame: Frame) -> str:
     if frame.kind == "python":
-        return "python"
+        return frame.layer or "python"  # "compiler", "generated": torch.compile's wrappers and output code
     if frame.layer:
         return frame.layer
     return "runtime"
+
+
+def frame_note(frame: Frame) -> str | None:
+    """What a frame ran that its name does not say: ``compiled: graph 1`` for the Python frame dynamo
+    ran a compiled graph in place of."""
+    if frame.compiled:
+        return f"compiled: {frame.compiled}"
+    return None
 
 
 def short_of(frame: Frame) -> str:

@@ -19,6 +19,7 @@ LAYER_STYLES = {
     "autograd": "yellow",
     "kernel": "bold red",
     "torchscript": "cyan",
+    "compiler": "steel_blue",
     "parallel": "magenta",
     "generated": "bright_yellow",
     "runtime": "grey62",
@@ -50,6 +51,9 @@ def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False, finder=N
         t.append(f"  {frame.source.strip()}", style="italic" if not dim else "grey50")
     if frame.inlined:
         t.append("  (inlined)", style="grey50")
+    note = P.frame_note(frame)
+    if note:
+        t.append(f"  [{note}]", style="bold steel_blue" if not dim else "grey50")
     if not loc and finder is not None and frame.kind != "python":
         t.append_text(_found_line(frame, cwd, finder, dim))
     return t

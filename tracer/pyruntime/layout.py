@@ -67,6 +67,9 @@ class Layout:
     # eval frame's, the ones below an older eval frame's.
     shim_owners: frozenset = frozenset()
     code_tag_mask: int = ~0  # 3.14 tags f_executable (a _PyStackRef) in its low bit
+    co_names: int | None = None  # the names a code object loads (dynamo's __compiled_fn_N among them)
+    tuple_size: int = 16  # PyTupleObject's ob_size and ob_item (3.10-3.14; 3.13+ say so themselves)
+    tuple_items: int = 24
 
     @property
     def frame_objects(self) -> bool:
@@ -100,6 +103,7 @@ def from_table(minor: int) -> Layout:
         u_compact_size=t["unicode.compact_size"], kind_shift=state_kind,
         compact_bit=t["unicode.state.compact"][0], ascii_bit=t["unicode.state.ascii"][0],
         shim_owners=frozenset([t["owner.cstack"]]) if "owner.cstack" in t else frozenset(),
+        co_names=off("code.names"), tuple_size=off("tuple.size") or 16, tuple_items=off("tuple.items") or 24,
     )
 
 
@@ -186,4 +190,7 @@ def from_debug_offsets(raw: bytes) -> Layout:
         # 3.13: FRAME_OWNED_BY_CSTACK = 3; 3.14: FRAME_OWNED_BY_INTERPRETER = 3 (its entry frame), CSTACK = 4.
         shim_owners=frozenset([3]) if minor == 13 else frozenset([3, 4]),
         code_tag_mask=~1 if minor >= 14 else ~0,
+        # _Py_DebugOffsets has no co_names: it follows PyObject_VAR_HEAD and co_consts (_PyCode_DEF, 3.11-3.14;
+        # 32 in pyenv 3.13.0's DWARF, as in 3.11's and 3.12's).
+        co_names=32, tuple_size=d["tuple_object.ob_size"], tuple_items=d["tuple_object.ob_item"],
     )

@@ -321,6 +321,24 @@ class PythonRuntime:
         self._codes[code_addr] = info
         return info
 
+    def code_names(self, code_addr: int, limit: int = 4096) -> list[str] | None:
+        """The names a code object loads (``co_names``: globals, attributes), None when unreadable.
+        Dynamo's code for a frame it compiled loads its graph as a global named ``__compiled_fn_N_…``."""
+        lay = self.layout
+        if lay.co_names is None or not code_addr:
+            return None
+        try:
+            names = _u64(self.read(code_addr + lay.co_names, 8), 0)
+            if not names:
+                return None
+            size = _u64(self.read(names + lay.tuple_size, 8), 0)
+            if size > limit:
+                return None
+            raw = self.read(names + lay.tuple_items, 8 * size) if size else b""
+        except self.errors:
+            return None
+        return [s for s in (self.read_str(_u64(raw, 8 * i)) for i in range(size)) if s is not None]
+
     # -- objects -------------------------------------------------------------------------------------
     def read_str(self, addr: int) -> str | None:
         """A compact str object's text (every identifier and file name is one); None otherwise."""

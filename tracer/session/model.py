@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from tracer.session.records import FILL_NAME_FIELDS, SCHEMA
 
-LAYERS = ("python", "interpreter", "binding", "torchscript", "dispatcher", "autograd", "kernel", "parallel", "generated",
+LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")
 
 
@@ -88,7 +88,7 @@ def objects(what: str, value: Any) -> list:
 _FRAME_TYPES = {
     "kind": STR, "function": STR, "short": STR, "library": STR, "address": INT, "file": STR, "line": INT,
     "layer": STR, "dispatch_key": STR, "source": STR, "decl_file": STR, "decl_line": INT, "inlined": BOOL,
-    "keyset": INT, "keys": STRS, "offset": INT,
+    "keyset": INT, "keys": STRS, "offset": INT, "compiled": STR,
 }
 # Key and type tuples of frames already checked: a session repeats a few dozen frame shapes over
 # hundreds of thousands of frames, so most frames cost one set lookup (lists are checked each time).
@@ -118,6 +118,9 @@ class Frame:
     # A native frame gdb left without a name or file:line: its file-relative address (pc - the
     # library's load base), which pttrace's own symbol index names (a ``fill`` record, storage.py).
     offset: int | None = None
+    # A Python frame whose code dynamo replaced: the compiled graph(s) it runs instead ("graph 1"),
+    # from the __compiled_fn_N its code loads (tracer/gdb/agent/pycode.py).
+    compiled: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow copy equals ``asdict`` (which deep-copies, ~20x slower).
@@ -137,6 +140,8 @@ class Frame:
             d.pop("keyset_note", None)
         if self.offset is None:
             d.pop("offset", None)
+        if self.compiled is None:
+            d.pop("compiled", None)
         return d
 
     @classmethod

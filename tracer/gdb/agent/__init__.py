@@ -19,6 +19,7 @@ never guessed.
   hits.py           recording one hit; breakpoints.py: the breakpoints and what a hit does
   commands.py       the pttrace-* gdb commands; unwinders.py: gdb's unwinder search, skipped when empty
   log.py            the agent's log file; errors.py: the exceptions reading the target raises
+  compiled.py       the Python frame dynamo ran a compiled graph in place of ("graph N")
 """
 try:
     import gdb  # type: ignore[import-not-found]  # noqa: F401

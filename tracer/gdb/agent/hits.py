@@ -7,6 +7,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.dispatch.classify import kernel_below_adapter
 from tracer.gdb.agent import launcher, native
+from tracer.gdb.agent.compiled import mark_compiled
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import STATS
@@ -83,6 +84,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     ``defer_missing``: only the first (a hit recorded again, after the libraries it asked for)."""
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
+    mark_compiled(frames)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
     elif keyset_note and frames:  # it takes one, which could not be read: why, never a guess

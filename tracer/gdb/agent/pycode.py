@@ -3,7 +3,12 @@ outside it. Each (code object, instruction) is one frame record, shared by every
 """
 from __future__ import annotations
 
+import re
+
+from tracer.dispatch.classify import python_layer
 from tracer.session.records import CachedFrame
+
+_COMPILED_FN = re.compile(r"__compiled_fn_(\d+)(?:_|$)")
 
 MAX_SOURCE = 400  # characters of a source line kept
 
@@ -30,9 +35,25 @@ class SourceLines:
         return None
 
 
-def frame_record(frame, sources: SourceLines) -> CachedFrame:
-    """The session record of a ``tracer.pyruntime.PyFrame``, with its source line."""
-    return CachedFrame({
+def compiled_graphs(names: list[str] | None) -> str | None:
+    """``graph 1`` for code that loads ``__compiled_fn_1_<uuid>``: dynamo's replacement for a frame it
+    compiled, which runs that graph in the frame's place (names from ``PythonRuntime.code_names``)."""
+    found = list(dict.fromkeys(m.group(1) for m in map(_COMPILED_FN.match, names or ()) if m))
+    if not found:
+        return None
+    return ("graph " if len(found) == 1 else "graphs ") + ", ".join(found)
+
+
+class PyFrameRecord(CachedFrame):
+    """A Python frame's record, knowing the code object it ran (not written: for ``compiled.py``)."""
+
+    __slots__ = ("code",)
+
+
+def frame_record(frame, sources: SourceLines, names: list[str] | None = None) -> CachedFrame:
+    """The session record of a ``tracer.pyruntime.PyFrame``, with its source line; ``names``: the names
+    its code loads (for the compiled graph dynamo runs in its place)."""
+    record = PyFrameRecord({
         "kind": "python",
         "function": frame.function,
         "short": frame.function,
@@ -40,7 +61,12 @@ def frame_record(frame, sources: SourceLines) -> CachedFrame:
         "address": None,
         "file": frame.file,
         "line": frame.line,
-        "layer": "python",
+        "layer": python_layer(frame.file),
         "dispatch_key": None,
         "source": sources.line(frame.file, frame.line),
     })
+    record.code = getattr(frame, "code", 0)
+    compiled = compiled_graphs(names)
+    if compiled:
+        record["compiled"] = compiled
+    return record

@@ -18,6 +18,7 @@ LAYER_STYLES = {
     "autograd": "#e5c07b",
     "kernel": "bold #ff5f5f",
     "torchscript": "#56b6c2",
+    "compiler": "#7fa7d9",
     "parallel": "#c678dd",
     "generated": "#d19a66",
     "runtime": "grey62",

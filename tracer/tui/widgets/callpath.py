@@ -194,6 +194,9 @@ class CallPathTable(RowJumps, DataTable):
             code = Text("called with " + (", ".join(f.keys) or "(empty)"), style="green", no_wrap=True)
         elif f.keyset_note:
             code = Text("key set not read: " + f.keyset_note, style="grey50 italic", no_wrap=True)
+        note = P.frame_note(f)
+        if note:  # what ran in its place or what it implements (compiled code): first, then its line
+            code = Text.assemble((f"[{note}] ", "bold #7fa7d9"), code, no_wrap=True)
         name = frame_name(f, self.full_names, self.name_width)
         if self._matches(f):
             name.stylize("reverse")
