@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-FORMAT = 1
+FORMAT = 2  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
@@ -84,6 +84,7 @@ class TorchLayout:
     scalar_tags: tuple[str, ...] = ()  # c10::Scalar::Tag enumerators in order (HAS_d, HAS_i, ...)
     scalar_value: int | None = None  # offset of c10::Scalar's value union (after the int tag)
     ilistref_tags: tuple[str, ...] = ()  # c10::IListRefTag enumerators in order
+    ivalue_tags: tuple[str, ...] = ()  # c10::IValue::Tag enumerators in order (None, Tensor, ...)
     problems: tuple[str, ...] = ()
 
     def dtype(self, index: int) -> Dtype | None:
@@ -107,7 +108,7 @@ class TorchLayout:
         kw["dtypes"] = tuple(Dtype(**d) for d in kw.get("dtypes") or ())
         for name in ("layout_bits", "device_types", "layouts", "memory_formats"):
             kw[name] = tuple((a, b) for a, b in kw.get(name) or ())
-        for name in ("scalar_tags", "ilistref_tags", "problems"):
+        for name in ("scalar_tags", "ilistref_tags", "ivalue_tags", "problems"):
             kw[name] = tuple(kw.get(name) or ())
         return cls(**kw)
 
@@ -143,16 +144,18 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
         dtypes=dtypes, layout_bits=tuple((k, int(v)) for k, v in sorted((report.get("layout_bits") or {}).items())),
         device_types=devices, layouts=enums.get("Layout", ()), memory_formats=enums.get("MemoryFormat", ()),
         scalar_tags=enums.get("Tag", ()), scalar_value=enums.get("scalar_value"),
-        ilistref_tags=enums.get("IListRefTag", ()), problems=tuple(problems))
+        ilistref_tags=enums.get("IListRefTag", ()), ivalue_tags=enums.get("IValueTag", ()), problems=tuple(problems))
 
 
-_ENUM_FILES = {
-    "DeviceType": ("torch/headeronly/core/DeviceType.h", "c10/core/DeviceType.h"),
-    "Layout": ("torch/headeronly/core/Layout.h", "c10/core/Layout.h"),
-    "MemoryFormat": ("torch/headeronly/core/MemoryFormat.h", "c10/core/MemoryFormat.h"),
-    "Tag": ("c10/core/Scalar.h",),
-    "IListRefTag": ("ATen/core/IListRef.h",),
-}
+# (what the layout calls it, the enum's name, the headers that declare it, newest place first)
+_ENUM_FILES = (
+    ("DeviceType", "DeviceType", ("torch/headeronly/core/DeviceType.h", "c10/core/DeviceType.h")),
+    ("Layout", "Layout", ("torch/headeronly/core/Layout.h", "c10/core/Layout.h")),
+    ("MemoryFormat", "MemoryFormat", ("torch/headeronly/core/MemoryFormat.h", "c10/core/MemoryFormat.h")),
+    ("Tag", "Tag", ("c10/core/Scalar.h",)),
+    ("IListRefTag", "IListRefTag", ("ATen/core/IListRef.h",)),
+    ("IValueTag", "Tag", ("ATen/core/ivalue.h",)),
+)
 _COMPLEX_FILES = ("torch/headeronly/util/complex.h", "c10/util/complex.h")
 
 
@@ -160,7 +163,7 @@ def header_enums(include: str) -> dict:
     """The enums pttrace decodes, from the headers under ``include``: name -> ((value, torch name), ...)
     or, for the tags, the enumerator names in order; ``scalar_value``: where a Scalar's value starts."""
     out: dict = {}
-    for enum, candidates in _ENUM_FILES.items():
+    for key, enum, candidates in _ENUM_FILES:
         for rel in candidates:
             try:
                 text = Path(include, rel).read_text(errors="replace")
@@ -168,14 +171,14 @@ def header_enums(include: str) -> dict:
                 continue
             entries = parse_enum(text, enum)
             if entries:
-                out[enum] = entries
+                out[key] = entries
                 break
     names = {"DeviceType": lambda n: _DEVICE_NAMES.get(n, n.lower()), "Layout": lambda n: _LAYOUT_NAMES.get(n),
              "MemoryFormat": lambda n: _FORMAT_NAMES.get(n)}
     for enum, name in names.items():
         if enum in out:
             out[enum] = tuple((v, name(n)) for n, v in out[enum] if name(n) and not n.startswith("COMPILE_TIME"))
-    for enum in ("Tag", "IListRefTag"):
+    for enum in ("Tag", "IListRefTag", "IValueTag"):
         if enum in out:
             out[enum] = tuple(n for n, _ in out[enum])
     # c10::Scalar is {Tag tag; union v_t {double, int64_t, uint64_t, c10::complex<double>, pointer} v;}: the

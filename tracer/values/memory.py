@@ -55,7 +55,7 @@ class Memory:
             raise BadValue(f"address {address:#x} is not a user-space address")
         try:
             data = bytes(self._read(address, length))
-        except (RuntimeError, OSError, ValueError, OverflowError) as exc:  # gdb.MemoryError is a RuntimeError
+        except Exception as exc:  # noqa: BLE001 - the reader is the caller's (gdb.MemoryError, OSError, its own)
             raise BadValue(f"memory at {address:#x} cannot be read ({str(exc).strip() or type(exc).__name__})") \
                 from None
         if len(data) != length:
