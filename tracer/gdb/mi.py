@@ -26,6 +26,7 @@ class MiResult:
     message: str  # "done", "running", "connected", "error", "exit"
     payload: dict[str, Any] | None
     console: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # gdb's stderr-like stream (warnings, errors) meanwhile
 
     @property
     def error(self) -> str | None:
@@ -73,6 +74,7 @@ class MiConnection:
         self._lock = threading.Lock()
         self._command_lock = threading.Lock()
         self._console: list[str] | None = None
+        self._log: list[str] | None = None
         self.events: "queue.Queue[MiEvent]" = queue.Queue()
         self.stderr_tail: list[str] = []
         self.transcript: list[str] = []  # last MI lines, for error reports
@@ -125,6 +127,8 @@ class MiConnection:
             return
         if kind == "console" and self._console is not None:
             self._console.append(rec.get("payload") or "")
+        elif kind == "log" and self._log is not None:
+            self._log.append(rec.get("payload") or "")
         self.events.put(MiEvent(kind or "log", rec.get("message"), rec.get("payload")))
 
     def exit_code(self, wait: float = 0.0) -> int | None:
@@ -153,7 +157,7 @@ class MiConnection:
             box: list = []
             with self._lock:
                 self._pending[token] = (ev, box)
-            self._console = []
+            self._console, self._log = [], []
             try:
                 assert self.proc.stdin is not None
                 self.proc.stdin.write(f"{token}{text}\n".encode())
@@ -165,10 +169,11 @@ class MiConnection:
                     self._pending.pop(token, None)
                 raise GdbCommandError(f"gdb did not answer `{text.split()[0]}` within {timeout:g} s.")
             console, self._console = self._console, None
+            logged, self._log = self._log, None
             rec = box[0] if box else None
             if rec is None:
                 raise GdbDied("gdb exited while running a command.")
-            result = MiResult(token, rec.get("message") or "", rec.get("payload"), console or [])
+            result = MiResult(token, rec.get("message") or "", rec.get("payload"), console or [], logged or [])
             if check and result.message == "error":
                 raise GdbCommandError(f"gdb refused `{text}`: {result.error}")
             return result

@@ -3,10 +3,13 @@ breakpoints added or deleted while the target runs. Each call blocks for gdb's a
 the target; the caller serialises them (one control command at a time)."""
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from typing import TYPE_CHECKING
 
 from tracer.errors import UsageError
+from tracer.recorder.prompt import Answer, GdbPrompt, Place, classify, needs_symbols
 from tracer.session.model import Frame, Hit, RecordError, Thread, objects
 
 if TYPE_CHECKING:
@@ -53,6 +56,37 @@ class Controller:
 
     def finish(self) -> str:
         return self._run_alone("-exec-finish")
+
+    def gdb_line(self, line: str, place: Place) -> tuple[Answer, str]:
+        """A line typed at the TUI's prompt, run by gdb in ``place``; with what it is to the run
+        (``prompt.classify``: plain, resuming, continuing). A refused line raises ``UsageError``."""
+        kind = classify(line).name
+        if kind == "refused":
+            raise UsageError(classify(line).why + ".")
+        before = None
+        if kind == "resuming":
+            def before():
+                self._rec.policy.for_stepping()
+                self._every_process(False)
+        elif kind == "continuing":
+            def before():
+                self._rec.main.state = "running"
+                self._every_process(True)
+        prompt = GdbPrompt(self._rec.mi)
+        answer = prompt.run(line, place, before=before)
+        policy = self._rec.policy
+        gaps = sorted(os.path.basename(p) for p in policy.cfi_libs)
+        if kind == "plain" and gaps and needs_symbols(answer.error):
+            # gdb has torch's big libraries as unwind tables only (start-up and memory): a function it
+            # cannot find may be in one of them. Their symbols once, then the line again.
+            policy.for_stepping()
+            answer = prompt.run(line, place)
+            answer = dataclasses.replace(answer, text=f"(pttrace gave gdb the symbols of {', '.join(gaps)}, which "
+                                                      f"it had as unwind tables only)\n{answer.text}".rstrip("\n"))
+        return answer, kind
+
+    def gdb_complete(self, text: str) -> list[str]:
+        return GdbPrompt(self._rec.mi).complete(text)
 
     def interrupt(self) -> None:
         self._rec.interrupting = True  # the SIGINT stop that follows is ours, not the target's

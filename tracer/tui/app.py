@@ -37,6 +37,7 @@ from tracer.tui.messages import (
     SourceEventsArrived,
 )
 from tracer.tui.keys import KEYS
+from tracer.tui.prompt import PromptActions
 from tracer.tui.screens import AddBreakpoint, Confirm, ConfirmQuit, HelpScreen, PathsScreen
 from tracer.tui.sources import CONTROL_ACTIONS, EventSource, LiveSource, SessionSource, SourceEvent
 from tracer.tui.state import TraceState, describe_stop
@@ -46,6 +47,7 @@ from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
 from tracer.tui.widgets.keybar import KeyBar
 from tracer.tui.widgets.input_bar import InputBar
+from tracer.tui.widgets.prompt_bar import PromptBar
 from tracer.tui.widgets.search import SearchBar
 from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.source import SourcePane
@@ -99,7 +101,7 @@ def write_atomically(path: Path, text: str) -> None:
             tmp.unlink()
 
 
-class PttraceApp(App[int]):
+class PttraceApp(PromptActions, App[int]):
     CSS = APP_CSS
     TITLE = "pttrace"
     BINDINGS = [Binding(k.keys, k.action, k.label, show=False) for k in KEYS if k.bind]
@@ -132,6 +134,7 @@ class PttraceApp(App[int]):
                 yield SourcePane(id="source", classes="pane")
         yield SearchBar(id="search")
         yield InputBar(id="input")
+        yield PromptBar(id="prompt")
         yield StatusLine(id="status")
         yield KeyBar(id="keys")
 
@@ -224,6 +227,7 @@ class PttraceApp(App[int]):
                     # The hit is read from the session file by another thread: it may come a little
                     # before or after the stop itself.
                     self._jump_until = time.monotonic() + JUMP_WINDOW
+                    self.call_after_refresh(self._select_frame_zero)
             elif ev.kind == "state" and ev.data == "running":
                 self._pinned = False
             elif ev.kind == "gdb":
@@ -279,6 +283,13 @@ class PttraceApp(App[int]):
                 self._pinned = False
                 table.select_newest()
 
+    def _select_frame_zero(self) -> None:
+        """A stop at a breakpoint whose hit came before the stop's news: its frame #0 selected now."""
+        path = self.call_path
+        hits = self.state.hits
+        if path.hit is not None and len(hits) and hits[-1].seq == path.hit.seq and self.state.target == "stopped":
+            path.show(path.hit, path.caption, self.cwd, stopped=True)
+
     def _session_opened(self, info) -> None:
         self.cwd = getattr(info, "cwd", None)
         self.hits_table.cwd = self.cwd
@@ -312,7 +323,10 @@ class PttraceApp(App[int]):
         hit = message.hit
         thread = f"thread {hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
         caption = f"hit #{hit.seq} · {hit.breakpoint or hit.signal or '?'} · {thread}"
-        self.call_path.show(hit, caption, self.cwd)
+        # The hit the target is stopped at: frame #0 selected, as gdb selects it (the prompt runs there).
+        here = (self.state.mode == "stop" and self.state.target == "stopped" and len(self.state.hits) > 0
+                and self.state.hits[-1].seq == hit.seq)
+        self.call_path.show(hit, caption, self.cwd, stopped=here)
 
     def on_frame_selected(self, message: FrameSelected) -> None:
         self.query_one(SourcePane).show(message.frame, message.cwd)

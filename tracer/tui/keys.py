@@ -35,6 +35,9 @@ KEYS = [
     Key("i", "i", "intr", "interrupt", "interrupt the running target (also ^c)", 2, group="run"),
     Key("greater_than_sign", ">", "input", "type_input", "type a line for the launched target's standard input "
         "(enter sends it, esc closes); the status line says when the target waits for one", 8, group="run"),
+    Key("colon", ":", "gdb", "gdb_prompt", "a gdb prompt at a stop: the line runs in gdb in the thread and frame "
+        "selected in the call path, its answer in the output pane (tab completes, ↑↓ history, esc closes)", 9,
+        group="run"),
     Key("m", "m", "mode", "toggle_mode", "switch between record mode (each hit is recorded, the target "
         "goes on) and stop mode (the target stops at each hit)", 3, group="run"),
     Key("b", "b", "break", "add_breakpoint", "add a breakpoint: names complete from the target's own "

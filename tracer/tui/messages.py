@@ -70,3 +70,23 @@ class ExportWritten(Message):
         self.path = path
         self.hits = hits
         self.error = error
+
+
+class PromptAnswered(Message):
+    """A line typed at the gdb prompt ran (``result``: tracer.tui.sources.PromptResult) or could not
+    (``error``: why, in one sentence)."""
+
+    def __init__(self, line: str, result=None, error: str | None = None) -> None:
+        super().__init__()
+        self.line = line
+        self.result = result
+        self.error = error
+
+
+class PromptCompleted(Message):
+    """gdb's completions of the prompt line ``text`` (each a whole line)."""
+
+    def __init__(self, text: str, matches: list[str]) -> None:
+        super().__init__()
+        self.text = text
+        self.matches = matches

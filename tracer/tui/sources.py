@@ -124,6 +124,14 @@ class EventSource:
         """Write ``text`` to the launched target's standard input."""
         self._not_live("type to the target")
 
+    def gdb_line(self, line: str, place) -> "PromptResult":
+        """Run a line typed at the prompt in gdb, at ``place`` (tracer/recorder/prompt.py)."""
+        self._not_live("run a gdb command")
+
+    def gdb_complete(self, text: str) -> list[str]:
+        """gdb's completions of a prompt line, each a whole line."""
+        return []
+
     def waiting_for_input(self) -> bool:
         """Whether the launched target is blocked reading its standard input."""
         return False
@@ -232,6 +240,21 @@ def is_function_name(spec: str) -> bool:
     head = spec.split("(", 1)[0]
     return bool(spec) and not spec.startswith(("*", "-")) and ":" not in spec.replace("::", "") \
         and not any(ch.isspace() for ch in head) and " if " not in spec
+
+
+@dataclass
+class PromptResult:
+    """A prompt line's answer: gdb's text, its error, where it ran; ``hit``: where a line that let the
+    target run (``until``, ``stepi``) stopped; ``note``: pttrace's word on it (a call into an attached
+    process, said once)."""
+
+    text: str
+    error: str | None
+    where: str
+    kind: str = "plain"
+    hit: Hit | None = None
+    note: str | None = None
+    moved_to: int | None = None  # the gdb frame level an up/down/frame selected
 
 
 @dataclass
@@ -365,6 +388,7 @@ class LiveSource(EventSource):
         self._early_mode: str | None = None  # a mode chosen while gdb was starting
         self._last_seq = 0  # the number of the last hit sent
         self._renumbered = False  # hits of a child's own recorder came: hits are numbered as they come
+        self._said_calls = False  # an attached target: that a call runs code in it is said once
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
@@ -614,6 +638,29 @@ class LiveSource(EventSource):
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
         return None
+
+    def gdb_line(self, line: str, place) -> PromptResult:
+        """A prompt line: run by gdb in the thread and frame ``place`` names; a line that lets the target
+        run (``until``, ``stepi 3``) is waited for as a step is, a ``continue`` is not."""
+        from tracer.recorder.prompt import runs_code
+
+        note = None
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "stopped":
+                raise NotStopped("gdb answers while the target is stopped: interrupt it first (i).")
+            if self.attached and runs_code(line) and not self._said_calls:
+                self._said_calls = True
+                note = ("a call runs code in the attached process (its own threads stay stopped meanwhile); "
+                        "what it changes stays changed after pttrace detaches")
+            before = self._stops
+            answer, kind = engine.gdb_line(line, place)
+        hit = self._wait_for_stop(before, timeout=60.0) if kind == "resuming" and not answer.error else None
+        return PromptResult(answer.text, answer.error, answer.where, kind, hit, note, answer.moved_to)
+
+    def gdb_complete(self, text: str) -> list[str]:
+        with self._lock:
+            return self._engine().gdb_complete(text)
 
     def add_breakpoint(self, spec: str) -> None:
         with self._lock:

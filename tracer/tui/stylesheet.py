@@ -161,7 +161,7 @@ PathsScreen #dialog {
     height: 1fr;
 }
 
-#search, #input {
+#search, #input, #prompt {
     height: 1;
     border: none;
     padding: 0 1;

@@ -81,7 +81,7 @@ class CallPathTable(RowJumps, DataTable):
         same = (hit is not None and self.hit is not None and cwd == self.cwd
                 and _path_key(hit) == _path_key(self.hit))
         self.hit, self.caption, self.cwd = hit, caption, cwd
-        if same:
+        if same and not stopped:
             self._retitle()
             return
         self._opened = set()
@@ -122,6 +122,12 @@ class CallPathTable(RowJumps, DataTable):
             return None
         row = self._rows[self.cursor_row]
         return row.start if row.kind == "frame" else None
+
+    def select_frame(self, index: int) -> None:
+        """Put the cursor on frame ``index`` (opening its fold), as gdb's ``up``/``frame N`` select it."""
+        if not any(r.kind == "frame" and r.start == index for r in self._rows):
+            self._opened |= {start for start, end, _ in fold_runs(self.frames) if start <= index < end}
+        self._rebuild(select_frame=index)
 
     def toggle_unfold(self) -> None:
         self.unfold_all = not self.unfold_all

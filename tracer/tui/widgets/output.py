@@ -59,6 +59,12 @@ class OutputLog(RichLog):
         self._flush_partial()
         self._add(Text(f"pttrace: {visible(message)}", style=style))
 
+    def gdb_said(self, text: str, style: str = "") -> None:
+        """gdb's own answer at the prompt, line by line, apart from the target's output by its colour (a
+        partial line of the target's, a call's output being written, is left to be completed)."""
+        for line in text.splitlines() or [""]:
+            self._add(Text(visible(line.expandtabs()), style=style))
+
     def _add(self, line: Text) -> None:
         self._lines.append(line)
         self.write(line)

@@ -1,0 +1,155 @@
+"""The gdb prompt (``:``) driving a real gdb: lines typed in the TUI run in the frame selected in the call
+path, on the -g -O0 debug extension (locals, a call into torch, up/frame moving the selection, tab
+completion, history, refused lines) and on the release wheel (registers, memory, a Python row)."""
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from tests.conftest import HELLO
+from tests.tui.support import allowance, run_pilot, wait_until
+from tracer.recorder import TraceConfig
+from tracer.tui.app import make_app
+from tracer.tui.sources import LiveSource
+from tracer.tui.widgets.output import OutputLog
+from tracer.tui.widgets.prompt_bar import PromptBar
+
+
+async def type_line(pilot, text: str) -> None:
+    for ch in text:
+        await pilot.press("space" if ch == " " else ch)
+
+
+async def ask(pilot, app, line: str) -> str:
+    """Type ``line`` at the prompt and return what the output pane got for it (its echo first)."""
+    log = app.query_one(OutputLog)
+    before = len(log._lines)
+    if not app.query_one(PromptBar).display:
+        await pilot.press("colon")
+    await type_line(pilot, line)
+    await pilot.press("enter")
+
+    def answered():
+        """gdb's answer to the line in the output pane"""
+        return app.state.gdb == "ready" and len(log._lines) > before + 1
+
+    await wait_until(pilot, answered, timeout=allowance(120), step=0.1)
+    await pilot.pause(0.3)  # the target's own output (a call's print) comes through its terminal
+    lines = [line.plain for line in list(log._lines)[before:]]
+    assert lines[0] == f"(gdb) {line}"
+    return "\n".join(lines[1:])
+
+
+def stopped_at_first_hit(app) -> bool:
+    """the target stopped at its first hit, shown in the call path"""
+    return app.state.target == "stopped" and app.call_path.hit is not None and app.state.gdb == "ready"
+
+
+@pytest.mark.gdb
+def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
+    # GIVEN a Python calling the -g -O0 demo operator, stopped in its CPU kernel (stop mode)
+    lib = debug_ext
+    code = (f"import torch; torch.ops.load_library({str(lib)!r}); a = torch.arange(4, dtype=torch.float32); "
+            "print(torch.ops.pttrace_demo.scale_add(a, a, 2.0))")
+    config = TraceConfig(breakpoints=("pttrace_demo::scale_add_cpu",), python=sys.executable, code=code,
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            path = app.call_path
+            log = app.query_one(OutputLog)
+            assert path.frames[path.selected_frame_index()].short == "pttrace_demo::scale_add_cpu"
+
+            # WHEN `info locals` is typed THEN gdb lists the kernel's locals (frame #0, selected)
+            said = await ask(pilot, app, "info locals")
+            assert re.search(r"^a_c = ", said, re.M) and re.search(r"^po = 0x", said, re.M), said
+
+            # WHEN a method of at::Tensor defined in libtorch_cpu.so is called THEN it runs in the target
+            # (gdb first gets the symbols of the library it had as unwind tables only)
+            said = await ask(pilot, app, "call a.print()")
+            await wait_until(pilot, lambda: "CPUFloatType [4]]" in "\n".join(x.plain for x in log._lines),
+                             timeout=allowance(10))  # print() writes to the target's terminal
+
+            # WHEN `up` is typed THEN gdb selects frame #1 and so does the call path; `p $pc` runs there
+            said = await ask(pilot, app, "up")
+            assert said.startswith("#1  ") and "WrapFunctionIntoRuntimeFunctor_" in said, said
+            frame = path.frames[path.selected_frame_index()]
+            assert "WrapFunctionIntoRuntimeFunctor_" in frame.function
+            said = await ask(pilot, app, "p $pc")
+            assert f"0x{frame.address:x}" in said and "WrapFunctionIntoRuntimeFunctor_" in said, said
+
+            # WHEN the kernel's row is selected again THEN the next line runs in frame #0
+            path.select_frame(len(path.frames) - 1)
+            said = await ask(pilot, app, "frame")
+            assert said.startswith("#0  pttrace_demo::scale_add_cpu"), said
+
+            # WHEN tab is pressed after `info reg` THEN gdb's completion fills the line
+            bar = app.query_one(PromptBar)
+            await type_line(pilot, "info reg")
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: bar.value == "info registers ", timeout=allowance(30))
+            bar.value = ""
+
+            # WHEN ↑ is pressed THEN the last line comes back
+            await pilot.press("up")
+            assert bar.value == "frame"
+            bar.value = ""
+
+            # WHEN a line would end the target THEN it is refused with what to do instead
+            said = await ask(pilot, app, "kill")
+            assert "not run at pttrace's prompt" in said and "q quits" in said, said
+            assert app.state.target == "stopped"
+
+            await pilot.press("escape")
+            await pilot.press("q")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(600))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+
+
+@pytest.mark.gdb
+def test_prompt_on_the_release_wheel(tmp_path):
+    # GIVEN hello-world.py stopped in the CPU sigmoid kernel of the release wheel (no DWARF)
+    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(HELLO),
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            path = app.call_path
+            kernel = path.frames[-1]
+
+            # WHEN registers and memory are asked for THEN gdb answers in the kernel's frame
+            said = await ask(pilot, app, "p $rdi")
+            assert re.fullmatch(r"\$\d+ = -?\d+", said), said
+            said = await ask(pilot, app, "x/4gx $rsp")
+            assert re.match(r"0x[0-9a-f]+:\s+0x[0-9a-f]{16}\s+0x[0-9a-f]{16}", said), said
+            said = await ask(pilot, app, "info registers rip")
+            assert re.match(rf"rip\s+0x{kernel.address:x}\b", said), said
+            said = await ask(pilot, app, "info registers")
+            assert all(re.search(rf"^{r}\s+0x", said, re.M) for r in ("rax", "rsp", "eflags")), said
+
+            # WHEN a Python row is selected THEN the line runs in the eval frame that runs it
+            python_rows = [i for i, f in enumerate(path.frames) if f.kind == "python"]
+            path.select_frame(python_rows[-1])
+            said = await ask(pilot, app, "frame")
+            assert re.match(r"#\d+\s+.*_PyEval_EvalFrameDefault", said), said
+
+            await pilot.press("escape")
+            await pilot.press("q")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(600))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"

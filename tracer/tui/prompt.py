@@ -1,0 +1,113 @@
+"""The app's side of the gdb prompt (``:``): what the selected row means to gdb, the line run in a
+worker, gdb's answer in the output pane. A mixin of ``PttraceApp``, kept apart from its other parts."""
+from __future__ import annotations
+
+from textual import work
+
+from tracer.errors import PttraceError
+from tracer.recorder.prompt import Place, row_of_level
+from tracer.tui.messages import PromptAnswered, PromptCompleted
+from tracer.tui.widgets.output import OutputLog
+from tracer.tui.widgets.prompt_bar import PromptBar
+
+COMPLETIONS_LISTED = 40  # matches listed in the output pane on a tab; more are counted
+
+
+class PromptActions:
+    """Needs the app's ``source``, ``state``, ``call_path``, ``_pinned``, ``_redraw_status``, ``cwd``."""
+
+    def action_gdb_prompt(self) -> None:
+        why = self._prompt_closed()
+        if why:
+            self.notify(why, severity="warning", timeout=4)
+            return
+        self.query_one(PromptBar).open()
+
+    def _prompt_closed(self) -> str | None:
+        if not self.source.live:
+            return "a recorded session: there is no gdb to ask"
+        if self.state.finished:
+            return "the run has ended: gdb is gone"
+        if not self.state.can_control:
+            return "gdb is still starting"
+        if self.state.target != "stopped":
+            return "gdb answers while the target is stopped: interrupt it first (i)"
+        return None
+
+    def _place(self) -> Place:
+        """The selected hit's thread and the call path's selected frame."""
+        table = self.call_path
+        hit = table.hit
+        if hit is None:
+            return Place(lwp=None)
+        return Place(lwp=hit.thread.lwp, frames=tuple(hit.frames), index=table.selected_frame_index())
+
+    def on_prompt_bar_sent(self, message: PromptBar.Sent) -> None:
+        log = self.query_one(OutputLog)
+        log.gdb_said(f"(gdb) {message.line}", style="bold green")
+        why = self._prompt_closed()
+        if why:
+            log.gdb_said(why, style="yellow")
+            return
+        self.state.gdb = f"busy: {message.line.split()[0]}"
+        self._redraw_status()
+        self._prompt_worker(message.line, self._place())
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _prompt_worker(self, line: str, place: Place) -> None:
+        try:
+            result = self.source.gdb_line(line, place)
+        except PttraceError as exc:
+            self.post_message(PromptAnswered(line, error=exc.message))
+        except Exception as exc:  # a bug must reach the screen, not kill the app
+            self.post_message(PromptAnswered(line, error=f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(PromptAnswered(line, result))
+
+    def on_prompt_answered(self, message: PromptAnswered) -> None:
+        if not self.state.finished and self.state.gdb.startswith("busy"):
+            self.state.gdb = "ready"
+        log = self.query_one(OutputLog)
+        result = message.result
+        if result is None:
+            log.gdb_said(message.error or "gdb did not answer", style="red")
+        else:
+            if result.note:
+                log.note(result.note, style="yellow")
+            if result.text:
+                log.gdb_said(result.text)
+            if result.error:
+                log.gdb_said(result.error, style="red")
+            if result.moved_to is not None and self.call_path.hit is not None:
+                index = row_of_level(self.call_path.frames, result.moved_to)
+                if index is not None:
+                    self.call_path.select_frame(index)  # the next line runs there, as after gdb's own up
+            if result.hit is not None:
+                hit = result.hit
+                self.state.target = "stopped"
+                self._pinned = True
+                self.call_path.show(hit, f"where `{message.line}` stopped · thread {hit.thread.id} (not a recorded hit)",
+                                    self.cwd, stopped=True)
+        self._redraw_status()
+        self.refresh_bindings()
+
+    def on_prompt_bar_completion_wanted(self, message: PromptBar.CompletionWanted) -> None:
+        if self._prompt_closed() is None:
+            self._complete_worker(message.text)
+
+    @work(thread=True, group="complete", exclusive=True, exit_on_error=False)
+    def _complete_worker(self, text: str) -> None:
+        try:
+            matches = self.source.gdb_complete(text)
+        except PttraceError:
+            matches = []
+        self.post_message(PromptCompleted(text, matches))
+
+    def on_prompt_completed(self, message: PromptCompleted) -> None:
+        listed = self.query_one(PromptBar).completed(message.text, message.matches)
+        if listed:
+            log = self.query_one(OutputLog)
+            shown = listed[:COMPLETIONS_LISTED]
+            more = len(listed) - len(shown)
+            log.gdb_said("  ".join(m.rsplit(" ", 1)[-1] for m in shown) + (f"  … {more} more" if more else ""),
+                         style="grey70")
