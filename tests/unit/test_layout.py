@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recorder",),
     ("gdb",),
     ("sources",),
-    ("session", "dispatch"),
+    ("session", "dispatch", "values"),
     ("pyruntime", "symbols"),
     ("text", "errors", "settings", "logs", ""),  # "": tracer/__init__.py (the version)
 )
@@ -33,6 +33,7 @@ EDGES: dict[str, tuple[str, ...]] = {
     "textual": ("tui",),
     "rich": ("commands", "export", "tui"),
     "gdb": ("gdb.agent",),  # gdb's own Python module: only inside gdb
+    "torch": ("values.probe",),  # the layout probe, run by the target's interpreter (never imported by pttrace)
 }
 
 
