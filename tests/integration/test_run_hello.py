@@ -170,8 +170,18 @@ def test_markdown_export_of_a_real_recording(hello_recording, tmp_path):
     assert rows and "| CPU |" in rows[0] and "libtorch_cpu.so" in rows[0]
     assert "y = model(x)" in text
     assert "```mermaid" in text
-    # The torch frames link to GitHub at the wheel's exact commit.
-    assert f"https://github.com/pytorch/pytorch/blob/{session.info.torch_git_version}/torch/nn/modules/activation.py#L" in text
+    # The torch frames link to GitHub at the wheel's exact commit (torch's own word for it), at the line of
+    # the call in the installed file (the rest of the links: test_exports_real.py)
+    import subprocess
+    import sys
+
+    commit = subprocess.run([sys.executable, "-c", "import torch; print(torch.version.git_version)"],
+                            capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1]
+    assert session.info.torch_git_version == commit
+    forward = next(f for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid" for f in h.frames
+                   if f.kind == "python" and f.file.endswith("torch/nn/modules/activation.py"))
+    assert open(forward.file).read().splitlines()[forward.line - 1].strip() == "return torch.sigmoid(input)"
+    assert f"https://github.com/pytorch/pytorch/blob/{commit}/torch/nn/modules/activation.py#L{forward.line})" in text
     # folded stacks for flame graphs: one line per distinct path, ending in its count.
     proc = run_pttrace("export", session.path, "--format", "folded")
     lines = proc.stdout.strip().splitlines()
