@@ -1,0 +1,155 @@
+"""The TUI's s, n and f against plain gdb: the same target stepped the same way by ``gdb -nx --batch`` (all
+symbols read, no pttrace) is the oracle, and after every stop the TUI's call path must show the frames
+gdb's own ``bt`` shows there (library, offset in it, name, file and line), innermost first."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HELLO, ROOT
+from tests.support import allowance
+from tests.tui.support import run_pilot, wait_until
+from tracer.recorder import TraceConfig
+from tracer.tui.app import make_app
+from tracer.tui.screens import ConfirmQuit
+from tracer.tui.sources import LiveSource
+
+pytestmark = [pytest.mark.gdb, pytest.mark.slow]
+
+KEYS = {"finish": "f", "step": "s", "next": "n"}
+COMPARED = 6  # innermost native frames compared at each stop (below the interpreter's eval loop)
+
+# Runs inside plain gdb: stop at the CPU sigmoid kernel, then finish, step, finish until a frame with a
+# line table is innermost, next three times; after each stop, one line: the action and gdb's frames
+# (library, pc - the library's load base, name, file, line), innermost first.
+ORACLE = r'''
+import json, os, gdb
+
+def base_of(pid, path):
+    real = os.path.realpath(path)
+    with open(f"/proc/{pid}/maps") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 6 and int(parts[2], 16) == 0 and os.path.realpath(parts[5]) == real:
+                return int(parts[0].split("-")[0], 16)
+
+def frames():
+    inferior = gdb.selected_inferior()
+    out, f = [], gdb.newest_frame()
+    while f is not None and len(out) < 16:
+        lib = gdb.solib_name(f.pc()) or inferior.progspace.filename
+        sal = f.find_sal()
+        base = base_of(inferior.pid, lib)
+        out.append({"lib": os.path.basename(lib), "offset": f.pc() - base if base is not None else None,
+                    "name": f.name(), "file": os.path.basename(sal.symtab.filename) if sal.symtab else None,
+                    "line": sal.line or None})
+        f = f.older()
+    return out
+
+def say(action):
+    print("ORACLE " + json.dumps({"action": action, "frames": frames()}), flush=True)
+
+gdb.execute("set breakpoint pending on")
+gdb.execute("break wrapper_CPU_sigmoid")
+gdb.execute("run")
+say("hit")
+for action in ("finish", "step"):
+    gdb.execute(action)
+    say(action)
+for _ in range(10):
+    if frames()[0]["line"]:
+        break
+    gdb.execute("finish")
+    say("finish")
+for _ in range(3):
+    gdb.execute("next")
+    say("next")
+gdb.execute("kill")
+'''
+
+
+@pytest.fixture(scope="module")
+def gdbs_steps(tmp_path_factory) -> list[dict]:
+    script = tmp_path_factory.mktemp("oracle") / "steps.py"
+    script.write_text(ORACLE)
+    # -nx: no init files; --batch: exit after the script; the target run as pttrace runs it.
+    proc = subprocess.run(["gdb", "-nx", "--batch", "-ex", f"source {script}", "--args", sys.executable, str(HELLO)],
+                          capture_output=True, text=True, timeout=allowance(600), cwd=ROOT)
+    steps = [json.loads(line[len("ORACLE "):]) for line in proc.stdout.splitlines() if line.startswith("ORACLE ")]
+    assert steps and steps[0]["action"] == "hit", proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [s["action"] for s in steps][-3:] == ["next"] * 3, [s["action"] for s in steps]
+    return steps
+
+
+def _bases(pid: int) -> dict[str, int]:
+    bases: dict[str, int] = {}
+    with open(f"/proc/{pid}/maps") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 6 and int(parts[2], 16) == 0:
+                bases.setdefault(os.path.realpath(parts[5]), int(parts[0].split("-")[0], 16))
+    return bases
+
+
+def _ours(frames, pid: int) -> list[dict]:
+    """The TUI's native frames, innermost first, in the oracle's terms."""
+    bases = _bases(pid)
+    out = []
+    for f in reversed([f for f in frames if f.kind == "native"]):
+        base = bases.get(os.path.realpath(f.library)) if f.library else None
+        out.append({"lib": os.path.basename(f.library or ""), "offset": f.address - base if base and f.address else None,
+                    "name": f.function, "file": os.path.basename(f.file) if f.file else None, "line": f.line})
+    return out
+
+
+def _compared(frames: list[dict]) -> list[dict]:
+    """The innermost frames up to the interpreter's eval loop (pttrace shows Python frames for it)."""
+    cut = next((i for i, f in enumerate(frames) if (f["name"] or "").startswith("_PyEval_EvalFrameDefault")),
+               len(frames))
+    return frames[:min(cut, COMPARED)]
+
+
+def test_each_stop_of_s_n_f_is_where_plain_gdb_stops(tmp_path, gdbs_steps):
+    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
+                         session_dir=tmp_path, live=True, forward_output=False)
+    source = LiveSource(config)
+    seen: list[tuple[str, list[dict], list[dict]]] = []
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            # GIVEN hello-world.py in stop mode, stopped at the CPU sigmoid kernel's first hit
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop", timeout=10)
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None,
+                             timeout=120, step=0.2)
+            path = app.call_path
+            seen.append(("hit", _ours(path.frames, app.state.pid), gdbs_steps[0]["frames"]))
+            # WHEN each key of gdb's own run is pressed in turn
+            for step in gdbs_steps[1:]:
+                before = path.hit
+                await pilot.press(KEYS[step["action"]])
+                await wait_until(pilot, lambda: path.hit is not before and app.state.gdb == "ready"
+                                 and f"where {step['action']} stopped" in path.border_title, timeout=60, step=0.1)
+                seen.append((step["action"], _ours(path.frames, app.state.pid), step["frames"]))
+            await pilot.press("q")
+            if isinstance(app.screen, ConfirmQuit):
+                await pilot.press("y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
+
+    try:
+        run_pilot(scenario(), timeout=600)
+    finally:
+        source.stop("test over")
+    # THEN after every stop the innermost frames are gdb's: same library and offset, name, file and line
+    assert len(seen) == len(gdbs_steps)
+    for n, (action, ours, theirs) in enumerate(seen):
+        want = _compared(theirs)
+        assert want, (action, theirs)
+        assert ours[:len(want)] == want, f"stop {n} ({action}): pttrace {ours[:len(want)]} gdb {want}"
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
