@@ -247,3 +247,21 @@ def test_reuse_keeps_the_max_depth_cut(tmp_path):
     assert reused == walked
     assert any(h.get("truncated") for h in reused) and not all(h.get("truncated") for h in reused)
     assert stats["reused"] >= 39, stats
+
+
+def test_a_hot_loop_is_recorded_hit_for_hit_as_the_target_counts_it(tmp_path):
+    # GIVEN a loop of 3,000-3,499 torch.add calls that counts them itself (a tensor incremented by each)
+    target = Path(__file__).resolve().parents[1] / "targets" / "counted_adds.py"
+    # WHEN pttrace records every call of the op's entry point
+    proc = run_pttrace("run", "--batch", "-q", "-b", ADD, "--session-dir", str(tmp_path), str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counted = int(next(line for line in proc.stdout.splitlines() if line.startswith("COUNTED ")).split()[1])
+    assert 3000 <= counted < 3500
+    # THEN it holds one hit for each call the target counted, numbered without a gap, each from the loop
+    (path,) = tmp_path.glob("*.jsonl")
+    s = storage.load(path)
+    assert s.info.status == "completed" and s.info.warnings == []
+    loop = [h for h in s.hits if [f for f in h.frames if f.kind == "python"][-1].source.endswith("# COUNTED")]
+    assert len(loop) == counted, (len(loop), counted, len(s.hits))
+    assert [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1))
+    assert s.breakpoint(ADD).hits == len(s.hits)
