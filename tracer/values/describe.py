@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .layout import TorchLayout
 from .memory import BadValue, Memory, Unreadable
@@ -81,6 +82,7 @@ class Opaque:
 _NAMED = {"c10::ScalarType", "c10::Layout", "c10::MemoryFormat", "c10::Device", "std::string_view"}
 
 
+@lru_cache(maxsize=4096)
 def normal(cpp: str) -> str:
     """``const at::Tensor &`` / ``at::Tensor const&`` -> ``at::Tensor const&``; ``at::`` aliases of c10 types
     to their c10 names."""
@@ -100,14 +102,20 @@ def normal(cpp: str) -> str:
 
 def describe(read_memory, layout: TorchLayout, type_name: str, value, symbolize=None):
     """The value of a parameter of C++ type ``type_name`` passed as ``value`` (see the table above)."""
-    t = normal(type_name)
-    base = re.sub(r"\s*const(?=&|\*|$)", "", t).rstrip("&").strip()
+    t, base = _parse(type_name)
     try:
         return _describe(read_memory, layout, t, base, value, symbolize)
     except BadValue as exc:
         return Unreadable(str(exc), type_name, value if isinstance(value, int) else None)
     except (TypeError, ValueError, struct.error) as exc:  # a value of the wrong shape for the type
         return Unreadable(f"pttrace was given {value!r} for a {type_name} ({exc})", type_name)
+
+
+@lru_cache(maxsize=4096)
+def _parse(type_name: str) -> tuple[str, str]:
+    """(the normal spelling, the type without const or &): once per type name."""
+    t = normal(type_name)
+    return t, re.sub(r"\s*const(?=&|\*|$)", "", t).rstrip("&").strip()
 
 
 def _describe(read_memory, layout, t, base, value, symbolize):

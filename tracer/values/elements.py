@@ -56,6 +56,15 @@ def decode(dtype: str, data: bytes) -> object | None:
     return None
 
 
+def decode_many(dtype: str, raw: bytes, itemsize: int, offsets: list[int]) -> tuple:
+    """The elements at ``offsets`` (in elements) of ``raw``: one unpack for the plain types."""
+    code = _STRUCT.get(dtype)
+    if code is not None:
+        every = struct.unpack(f"<{len(raw) // itemsize}{code}", raw[: len(raw) // itemsize * itemsize])
+        return tuple(every[o] for o in offsets)
+    return tuple(decode(dtype, raw[o * itemsize : (o + 1) * itemsize]) for o in offsets)
+
+
 def decodable(dtype: str) -> bool:
     return dtype in _STRUCT or dtype in _MINIFLOATS or dtype in (
         "bfloat16", "complex64", "complex128", "complex32", "float8_e8m0fnu", "float4_e2m1fn_x2")

@@ -25,7 +25,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
+from functools import cached_property
 from pathlib import Path
 
 FORMAT = 2  # a new field in TorchLayout: a new format, so cached layouts are made again
@@ -88,13 +89,20 @@ class TorchLayout:
     problems: tuple[str, ...] = ()
 
     def dtype(self, index: int) -> Dtype | None:
-        for d in self.dtypes:
-            if d.index == index:
-                return d
-        return None
+        return self._dtype_table.get(index)
 
     def enum_name(self, table: str, value: int) -> str | None:
-        return dict(getattr(self, table)).get(value)
+        return self._enum_tables[table].get(value)
+
+    # Lookups made once per layout (a hit reads several tensors; cached_property writes the instance's
+    # __dict__ directly, which a frozen dataclass allows).
+    @cached_property
+    def _dtype_table(self) -> dict[int, Dtype]:
+        return {d.index: d for d in self.dtypes}
+
+    @cached_property
+    def _enum_tables(self) -> dict[str, dict[int, str]]:
+        return {t: dict(getattr(self, t)) for t in ("device_types", "layouts", "memory_formats")}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

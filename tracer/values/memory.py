@@ -97,6 +97,26 @@ class Memory:
         return check_pointer(self.u64(address), what, null, align)
 
 
+class Snapshot(Memory):
+    """One read of ``length`` bytes at ``address`` that the typed reads inside it are answered from (a
+    TensorImpl's fields: one read instead of a dozen; each costs a gdb call inside the agent). A read
+    outside it, or of a block that could not be read whole (the end of a mapping), goes to memory."""
+
+    def __init__(self, mem: Memory, address: int, length: int):
+        super().__init__(mem._read)
+        self.base = address
+        try:
+            self.data = mem.bytes(address, length)
+        except BadValue:
+            self.data = b""
+
+    def bytes(self, address: int, length: int) -> bytes:
+        off = address - self.base
+        if 0 <= off and off + length <= len(self.data):
+            return self.data[off : off + length]
+        return super().bytes(address, length)
+
+
 def check_pointer(value: int, what: str, null: bool = False, align: int = 8) -> int:
     """``value`` if it can be a pointer to an object of this alignment; else BadValue."""
     value &= (1 << 64) - 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .layout import TorchLayout
-from .memory import BadValue, Memory, Unreadable, check_pointer
+from .memory import BadValue, Memory, Snapshot, Unreadable, check_pointer
 from .tensor import TensorValue, UndefinedTensor, read_impl
 
 MAX_TENSORS = 16  # tensors of a list read; the list's length is kept when it is longer
@@ -88,6 +88,7 @@ def read_scalar(read_memory, layout: TorchLayout, address: int) -> ScalarValue |
         return Unreadable("c10::Scalar's layout was not found in this torch's headers", "c10::Scalar", address)
     mem = Memory(read_memory)
     try:
+        mem = Snapshot(mem, address, layout.scalar_value + 16)  # the tag and the widest value: one read
         tag = mem.u32(address)
         if tag >= len(layout.scalar_tags):
             raise BadValue(f"a Scalar tag of {tag} (this torch has {len(layout.scalar_tags)})")

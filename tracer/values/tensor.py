@@ -10,16 +10,18 @@ Standard library only (the gdb agent imports it); no call into the target.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from . import elements
 from .layout import TorchLayout
-from .memory import BadValue, Memory, Unreadable, check_pointer
+from .memory import BadValue, Memory, Snapshot, Unreadable, check_pointer
 
 MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 MAX_VALUES = 8
 _MAX_EXTENT = 1 << 62  # sizes, strides and offsets beyond this cannot index real memory
 TENSOR_TYPE = "at::Tensor"
+_U64, _I64, _U16 = struct.Struct("<Q"), struct.Struct("<q"), struct.Struct("<H")
 
 
 @dataclass(frozen=True)
@@ -128,21 +130,39 @@ def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> Te
 
 
 def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | UndefinedTensor:
-    key_set = mem.u64(impl + lay.key_set)
-    dev = mem.bytes(impl + lay.device_opt, 3)
+    """One read of the TensorImpl's fields (each read is a gdb call inside the agent), then the storage's
+    data pointer, the AutogradMeta if there is one, and the values of a small CPU tensor."""
+    sas, inline = lay.sizes_and_strides, lay.inline_dims
+    span = max(lay.key_set + 8, lay.device_opt + 3, lay.data_type + 2, lay.numel + 8, lay.storage_offset + 8,
+               lay.storage + 8, lay.autograd_meta + 8, sas + 8 * (1 + 2 * inline))
+    blk = mem.bytes(impl, span)
+    key_set, = _U64.unpack_from(blk, lay.key_set)
+    dev = blk[lay.device_opt : lay.device_opt + 3]
     if dev[2] == 0:
         if lay.undefined_key_set is not None and key_set == lay.undefined_key_set:
             return UndefinedTensor(impl)
         raise BadValue("the TensorImpl has no device and is not the undefined tensor")
     if dev[2] != 1:
         raise BadValue(f"the device's optional flag is {dev[2]}, not a bool")
-    device = _device(lay, dev[0], int.from_bytes(dev[1:2], "little", signed=True))
-    dtype = lay.dtype(mem.u16(impl + lay.data_type))
+    device = _device(lay, dev[0], dev[1] - 256 if dev[1] > 127 else dev[1])
+    index, = _U16.unpack_from(blk, lay.data_type)
+    dtype = lay.dtype(index)
     if dtype is None:
-        raise BadValue(f"dtype index {mem.u16(impl + lay.data_type)} is not one of this torch's dtypes")
-    sizes, strides = _sizes_and_strides(mem, lay, impl)
-    numel = mem.i64(impl + lay.numel)
-    offset = mem.i64(impl + lay.storage_offset)
+        raise BadValue(f"dtype index {index} is not one of this torch's dtypes")
+    ndim, = _U64.unpack_from(blk, sas)
+    if ndim > MAX_DIMS:
+        raise BadValue(f"{ndim} dimensions is more than torch allows ({MAX_DIMS})")
+    if ndim <= inline:
+        words = struct.unpack_from(f"<{2 * inline}q", blk, sas + 8)
+        sizes, strides = words[:ndim], words[inline : inline + ndim]
+    else:
+        heap = check_pointer(_U64.unpack_from(blk, sas + 8)[0], "the out-of-line sizes pointer")
+        words = mem.words(heap, 2 * ndim)
+        sizes, strides = words[:ndim], words[ndim:]
+    _check_extents(sizes, "size")
+    _check_extents(strides, "stride")
+    numel, = _I64.unpack_from(blk, lay.numel)
+    offset, = _I64.unpack_from(blk, lay.storage_offset)
     layout_name = _layout(lay, key_set)
     product = 1
     for s in sizes:
@@ -151,40 +171,26 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
         raise BadValue(f"numel {numel} is not the product of the sizes {list(sizes)}")
     if not 0 <= offset < _MAX_EXTENT:
         raise BadValue(f"storage offset {offset} is out of range")
-    storage = mem.pointer(impl + lay.storage, "the storage pointer", null=True)
+    storage = check_pointer(_U64.unpack_from(blk, lay.storage)[0], "the storage pointer", null=True)
     data = None
     if storage:
         base = mem.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
         data = base + offset * dtype.itemsize if base else 0
-    requires_grad, grad_fn, is_view, note = _autograd(mem, lay, impl, symbolize)
+    meta = check_pointer(_U64.unpack_from(blk, lay.autograd_meta)[0], "the AutogradMeta pointer", null=True)
+    requires_grad, grad_fn, is_view, note = _autograd(mem, lay, meta, symbolize) if meta else (False, None, False, None)
     values = None
     if layout_name == "strided" and device == "cpu" and 0 < numel <= MAX_VALUES and data:
         values, why = _values(mem, dtype, sizes, strides, data)
         note = _join(note, why)
-    return TensorValue(impl, sizes, strides if layout_name == "strided" else None, offset, numel, dtype.name,
-                       device, layout_name, requires_grad, grad_fn is None, grad_fn, is_view, data, key_set,
-                       values, note)
+    return TensorValue(impl, tuple(sizes), tuple(strides) if layout_name == "strided" else None, offset, numel,
+                       dtype.name, device, layout_name, requires_grad, grad_fn is None, grad_fn, is_view, data,
+                       key_set, values, note)
 
 
-def _sizes_and_strides(mem: Memory, lay: TorchLayout, impl: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    at = impl + lay.sizes_and_strides
-    ndim = mem.u64(at)
-    if ndim > MAX_DIMS:
-        raise BadValue(f"{ndim} dimensions is more than torch allows ({MAX_DIMS})")
-    if ndim <= lay.inline_dims:
-        words = mem.words(at + 8, 2 * lay.inline_dims)
-        sizes, strides = words[:ndim], words[lay.inline_dims : lay.inline_dims + ndim]
-    else:
-        heap = mem.pointer(at + 8, "the out-of-line sizes pointer")
-        words = mem.words(heap, 2 * ndim)
-        sizes, strides = words[:ndim], words[ndim:]
-    for s in sizes:
-        if not 0 <= s < _MAX_EXTENT:
-            raise BadValue(f"a size of {s} in {list(sizes)}")
-    for s in strides:
-        if not 0 <= s < _MAX_EXTENT:
-            raise BadValue(f"a stride of {s} in {list(strides)}")
-    return tuple(sizes), tuple(strides)
+def _check_extents(values, what: str) -> None:
+    for v in values:
+        if not 0 <= v < _MAX_EXTENT:
+            raise BadValue(f"a {what} of {v} in {list(values)}")
 
 
 def _device(lay: TorchLayout, dtype_byte: int, index: int) -> str:
@@ -203,13 +209,11 @@ def _layout(lay: TorchLayout, key_set: int) -> str:
     return "strided"
 
 
-def _autograd(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> tuple[bool, str | None, bool, str | None]:
-    """(requires_grad, grad_fn's name, is_view, note): a tensor without AutogradMeta has none of them."""
-    meta = mem.pointer(impl + lay.autograd_meta, "the AutogradMeta pointer", null=True)
-    if not meta:
-        return False, None, False, None
+def _autograd(mem: Memory, lay: TorchLayout, meta: int, symbolize) -> tuple[bool, str | None, bool, str | None]:
+    """(requires_grad, grad_fn's name, is_view, note) from the tensor's AutogradMeta at ``meta``."""
     if None in (lay.grad_fn, lay.requires_grad, lay.is_view):
         raise BadValue("the layout of this torch does not place AutogradMeta's fields")
+    mem = Snapshot(mem, meta, max(lay.grad_fn + 8, lay.requires_grad + 1, lay.is_view + 1))
     flag = mem.boolean(meta + lay.requires_grad, "requires_grad_")
     is_view = mem.boolean(meta + lay.is_view, "is_view_")
     node = mem.pointer(meta + lay.grad_fn, "grad_fn_", null=True)
@@ -243,7 +247,7 @@ def _values(mem: Memory, dtype, sizes, strides, data: int) -> tuple[tuple | None
         raw = mem.bytes(data, span)
     except BadValue as exc:
         return None, f"values not read: {exc}"
-    return tuple(elements.decode(dtype.name, raw[o * dtype.itemsize:(o + 1) * dtype.itemsize]) for o in offsets), None
+    return elements.decode_many(dtype.name, raw, dtype.itemsize, offsets), None
 
 
 def _join(a: str | None, b: str | None) -> str | None:
