@@ -38,7 +38,8 @@ from .tensor import read_tensor, read_thp_variable
 
 MAX_INTS = 64
 MAX_TEXT = 256
-_SYMINT_LIMIT = -(1 << 62)  # c10::SymInt: at or below this, a tagged pointer to a symbolic node
+# c10::SymInt's MAX_UNREPRESENTABLE_INT (-1 & ~(1 << 62)): at or below it, a tagged pointer to a symbolic node
+_SYMINT_LIMIT = -(1 << 62) - 1
 _OPTIONAL = re.compile(r"^(?:std|c10)::optional<(.*)>$")
 _ARRAY = re.compile(r"^c10::ArrayRef<(.*)>$")
 
