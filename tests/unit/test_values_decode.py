@@ -151,3 +151,15 @@ def test_a_layout_without_a_field_says_so():
 
 def test_layout_round_trips_through_json():
     assert TorchLayout.from_json(LAYOUT.to_json()) == LAYOUT
+
+
+def test_a_tensor_reaching_past_its_storage_is_unreadable():
+    from dataclasses import replace
+
+    sized = replace(LAYOUT, storage_nbytes=24)
+    s = impl()
+    s.put(STORAGE + 24, struct.pack("<q", 24))  # 6 float32: exactly enough
+    assert isinstance(read_tensor(s, sized, SLOT), TensorValue)
+    s.put(STORAGE + 24, struct.pack("<q", 20))
+    got = read_tensor(s, sized, SLOT)
+    assert isinstance(got, Unreadable) and "reach byte 24 of a storage of 20 bytes" in got.why

@@ -12,8 +12,8 @@ from .describe import Opaque, Plain, describe
 from .layout import LayoutUnknown, TorchLayout
 from .memory import ProcMemory, Unreadable
 from .objects import NoneValue, ScalarValue, TensorList
-from .tensor import TensorValue, UndefinedTensor, read_tensor, read_thp_variable
+from .tensor import TensorValue, UndefinedTensor, read_tensor, read_tensor_impl, read_thp_variable
 
 __all__ = ["LayoutUnknown", "TorchLayout", "ProcMemory", "Unreadable", "TensorValue", "UndefinedTensor",
            "ScalarValue", "TensorList", "NoneValue", "Plain", "Opaque", "describe", "read_tensor",
-           "read_thp_variable", "agent_tensor", "agent_value", "install"]
+           "read_tensor_impl", "read_thp_variable", "agent_tensor", "agent_value", "install"]

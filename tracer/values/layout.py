@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-FORMAT = 2  # a new field in TorchLayout: a new format, so cached layouts are made again
+FORMAT = 3  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
@@ -68,6 +68,7 @@ class TorchLayout:
     storage: int | None = None  # intrusive_ptr<StorageImpl>
     autograd_meta: int | None = None  # unique_ptr<AutogradMetaInterface>
     storage_data: int | None = None  # StorageImpl: DataPtr's data pointer
+    storage_nbytes: int | None = None  # StorageImpl: its size in bytes (a SymInt)
     # torch::autograd::AutogradMeta
     grad_fn: int | None = None  # the Node pointer (intrusive_ptr, or a shared_ptr's element pointer)
     requires_grad: int | None = None  # bool
@@ -146,6 +147,7 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
         inline_dims=t.get("inline_dims"), storage_offset=t.get("storage_offset"), numel=t.get("numel"),
         data_type=t.get("data_type"), device_opt=t.get("device_opt"), key_set=t.get("key_set"),
         storage=t.get("storage"), autograd_meta=t.get("autograd_meta"), storage_data=report.get("storage_data"),
+        storage_nbytes=report.get("storage_nbytes"),
         grad_fn=ag.get("grad_fn"), requires_grad=ag.get("requires_grad"), is_view=ag.get("is_view"),
         node_object_cdata=report.get("node_object_cdata"), thp_variable_cdata=report.get("thp_variable_cdata"),
         undefined_key_set=undefined.get("key_set") if undefined.get("device_engaged") == 0 else None,

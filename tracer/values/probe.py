@@ -135,6 +135,11 @@ def main():
     sd = [o for o in range(0, 128, 8) if all(words(t.untyped_storage()._cdata, 128)[o // 8]
                                              == t.untyped_storage().data_ptr() for t in (a, b, fb))]
     storage_data = only(sd, "StorageImpl data pointer", out)
+    # Its size in bytes (a SymInt: a plain int here), for the check that a tensor stays inside its storage.
+    sized = [torch.empty(37, dtype=torch.uint8), torch.empty(3, 5), torch.empty(1000, dtype=torch.float64)]
+    sn = [o for o in range(0, 128, 8) if all(words(t.untyped_storage()._cdata, 128)[o // 8]
+                                             == t.untyped_storage().nbytes() for t in sized)]
+    storage_nbytes = only(sn, "StorageImpl size in bytes", out)
     # Autograd: the AutogradMeta pointer is null without autograd state, set with it.
     plain = [torch.empty(2), torch.empty(3)]
     rg = [torch.empty(2, requires_grad=True), torch.ones(3, requires_grad=True) * 2]
@@ -216,6 +221,7 @@ def main():
                    "numel": numel, "data_type": data_type, "device_opt": device, "key_set": key_set,
                    "storage": storage, "autograd_meta": autograd_meta},
         "storage_data": storage_data,
+        "storage_nbytes": storage_nbytes,
         "autograd": {"grad_fn": grad_fn, "requires_grad": requires_grad, "is_view": is_view},
         "node_object_cdata": node_cdata,
         "thp_variable_cdata": thp,

@@ -21,6 +21,8 @@ MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 MAX_VALUES = 8
 _MAX_EXTENT = 1 << 62  # sizes, strides and offsets beyond this cannot index real memory
 TENSOR_TYPE = "at::Tensor"
+# Several elements a byte: their storages are smaller than numel bytes (no inside-the-storage check).
+_PACKED = ("quint4x2", "quint2x4")
 _U64, _I64, _U16 = struct.Struct("<Q"), struct.Struct("<q"), struct.Struct("<H")
 
 
@@ -116,6 +118,15 @@ def read_tensor(read_memory, layout: TorchLayout, address: int, symbolize=None) 
     return read_impl(mem, layout, impl, symbolize)
 
 
+def read_tensor_impl(read_memory, layout: TorchLayout, impl: int, symbolize=None):
+    """The tensor whose ``TensorImpl`` is at ``impl`` (``t._cdata`` in Python; an ``intrusive_ptr``'s target)."""
+    try:
+        check_pointer(impl, "the TensorImpl pointer")
+    except BadValue as exc:
+        return Unreadable(str(exc), TENSOR_TYPE, impl)
+    return read_impl(Memory(read_memory), layout, impl, symbolize)
+
+
 def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> TensorValue | UndefinedTensor | Unreadable:
     """The tensor whose ``TensorImpl`` is at ``impl``."""
     missing = [n for n in ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt",
@@ -176,6 +187,8 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     if storage:
         base = mem.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
         data = base + offset * dtype.itemsize if base else 0
+        if layout_name == "strided" and numel and lay.storage_nbytes is not None and dtype.name not in _PACKED:
+            _check_inside(mem.i64(storage + lay.storage_nbytes), offset, sizes, strides, dtype.itemsize)
     meta = check_pointer(_U64.unpack_from(blk, lay.autograd_meta)[0], "the AutogradMeta pointer", null=True)
     requires_grad, grad_fn, is_view, note = _autograd(mem, lay, meta, symbolize) if meta else (False, None, False, None)
     values = None
@@ -185,6 +198,15 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     return TensorValue(impl, tuple(sizes), tuple(strides) if layout_name == "strided" else None, offset, numel,
                        dtype.name, device, layout_name, requires_grad, grad_fn is None, grad_fn, is_view, data,
                        key_set, values, note)
+
+
+def _check_inside(nbytes: int, offset: int, sizes, strides, itemsize: int) -> None:
+    """The last element a tensor can reach lies inside its storage (a SymInt size, symbolic: not checked)."""
+    if nbytes < -(1 << 62):
+        return
+    last = offset + sum((n - 1) * s for n, s in zip(sizes, strides))
+    if (last + 1) * itemsize > nbytes:
+        raise BadValue(f"its elements reach byte {(last + 1) * itemsize} of a storage of {nbytes} bytes")
 
 
 def _check_extents(values, what: str) -> None:
