@@ -24,6 +24,14 @@ def tensors():
     out["expanded"] = torch.tensor([1.0, 2.0]).expand(3, 2)
     out["meta"] = torch.empty(4, 5, device="meta")
     out["sparse"] = torch.eye(3).to_sparse()
+    out["sparse csr"] = torch.eye(4).to_sparse_csr()
+    out["sparse csc"] = torch.eye(4).to_sparse_csc()
+    out["sparse bsr"] = torch.eye(4).to_sparse_bsr((2, 2))
+    out["sparse bsc"] = torch.eye(4).to_sparse_bsc((2, 2))
+    try:
+        out["mkldnn"] = torch.ones(2, 3).to_mkldnn()
+    except RuntimeError:  # a build without MKL-DNN
+        pass
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     out["leaf requires_grad"] = x
     out["sigmoid"] = x.sigmoid()

@@ -163,3 +163,17 @@ def test_a_tensor_reaching_past_its_storage_is_unreadable():
     s.put(STORAGE + 24, struct.pack("<q", 20))
     got = read_tensor(s, sized, SLOT)
     assert isinstance(got, Unreadable) and "reach byte 24 of a storage of 20 bytes" in got.why
+
+
+def test_a_layout_that_cannot_be_established_says_why(tmp_path):
+    from tracer.values.layout import LayoutUnknown, establish, from_probe
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(LayoutUnknown, match=r"the layout probe failed with .*python \(exit 1\): ModuleNotFoundError"):
+        establish(str(fake), [], tmp_path)
+    partial = from_probe({"tensor": {"numel": 152}, "problems": ["key_set_: ambiguous at [168, 176]"]}, None)
+    assert partial.key_set is None and partial.numel == 152
+    assert "key_set_: ambiguous at [168, 176]" in partial.problems
+    assert any("no torch/include headers" in p for p in partial.problems)

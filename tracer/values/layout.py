@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-FORMAT = 3  # a new field in TorchLayout: a new format, so cached layouts are made again
+FORMAT = 4  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
@@ -79,6 +79,8 @@ class TorchLayout:
     dtypes: tuple[Dtype, ...] = ()
     # Key sets of tensors whose layout is not strided, less a dense CPU tensor's: layout name -> bits.
     layout_bits: tuple[tuple[str, int], ...] = ()
+    compressed_layout: int | None = None  # SparseCsrTensorImpl's layout_ byte (csr, csc, bsr, bsc)
+    compressed_layouts: tuple[tuple[int, str], ...] = ()  # its values -> torch's names
     # enums from the headers: value -> torch's name
     device_types: tuple[tuple[int, str], ...] = ()
     layouts: tuple[tuple[int, str], ...] = ()
@@ -103,7 +105,7 @@ class TorchLayout:
 
     @cached_property
     def _enum_tables(self) -> dict[str, dict[int, str]]:
-        return {t: dict(getattr(self, t)) for t in ("device_types", "layouts", "memory_formats")}
+        return {t: dict(getattr(self, t)) for t in ("device_types", "layouts", "memory_formats", "compressed_layouts")}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -115,7 +117,7 @@ class TorchLayout:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["dtypes"] = tuple(Dtype(**d) for d in kw.get("dtypes") or ())
-        for name in ("layout_bits", "device_types", "layouts", "memory_formats"):
+        for name in ("layout_bits", "device_types", "layouts", "memory_formats", "compressed_layouts"):
             kw[name] = tuple((a, b) for a, b in kw.get(name) or ())
         for name in ("scalar_tags", "ilistref_tags", "ivalue_tags", "problems"):
             kw[name] = tuple(kw.get(name) or ())
@@ -152,6 +154,8 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
         node_object_cdata=report.get("node_object_cdata"), thp_variable_cdata=report.get("thp_variable_cdata"),
         undefined_key_set=undefined.get("key_set") if undefined.get("device_engaged") == 0 else None,
         dtypes=dtypes, layout_bits=tuple((k, int(v)) for k, v in sorted((report.get("layout_bits") or {}).items())),
+        compressed_layout=report.get("compressed_layout"),
+        compressed_layouts=tuple(sorted((int(k), v) for k, v in (report.get("compressed_layouts") or {}).items())),
         device_types=devices, layouts=enums.get("Layout", ()), memory_formats=enums.get("MemoryFormat", ()),
         scalar_tags=enums.get("Tag", ()), scalar_value=enums.get("scalar_value"),
         ilistref_tags=enums.get("IListRefTag", ()), ivalue_tags=enums.get("IValueTag", ()), problems=tuple(problems))

@@ -216,6 +216,23 @@ def main():
             continue
         if bits:
             layout_bits[name] = bits
+    # Compressed sparse tensors share one key; their layout_ field (a byte) tells csr, csc, bsr and bsc apart.
+    compressed, compressed_offset = {}, None
+    try:
+        kinds = {"sparse_csr": lambda: torch.eye(4).to_sparse_csr(), "sparse_csc": lambda: torch.eye(4).to_sparse_csc(),
+                 "sparse_bsr": lambda: torch.eye(4).to_sparse_bsr((2, 2)),
+                 "sparse_bsc": lambda: torch.eye(4).to_sparse_bsc((2, 2))}
+        made_c = {k: (f(), f()) for k, f in kinds.items()}
+        co = []
+        for o in range(0, SCAN):
+            seen = {k: (mem(impl(x) + o, 1)[0], mem(impl(y) + o, 1)[0]) for k, (x, y) in made_c.items()}
+            if all(a == b for a, b in seen.values()) and len({a for a, _ in seen.values()}) == len(kinds):
+                co.append(o)
+        compressed_offset = only(co, "SparseCsrTensorImpl layout_", out)
+        if compressed_offset is not None:
+            compressed = {str(mem(impl(x) + compressed_offset, 1)[0]): k for k, (x, _) in made_c.items()}
+    except Exception as exc:  # noqa: BLE001 - a build without compressed sparse tensors
+        out["problems"].append("compressed sparse layouts: %s" % exc)
     out.update({
         "tensor": {"sizes_and_strides": sas, "inline_dims": inline, "storage_offset": storage_offset,
                    "numel": numel, "data_type": data_type, "device_opt": device, "key_set": key_set,
@@ -229,6 +246,8 @@ def main():
         "meta_device_type": meta_type,
         "undefined": undefined,
         "layout_bits": layout_bits,
+        "compressed_layout": compressed_offset,
+        "compressed_layouts": compressed,
     })
     sys.stdout.write("\n" + json.dumps(out) + "\n")
 

@@ -175,6 +175,11 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     numel, = _I64.unpack_from(blk, lay.numel)
     offset, = _I64.unpack_from(blk, lay.storage_offset)
     layout_name = _layout(lay, key_set)
+    if layout_name == "sparse_csr" and lay.compressed_layout is not None:  # the key is the family's
+        byte = mem.u8(impl + lay.compressed_layout)
+        layout_name = lay.enum_name("compressed_layouts", byte) or ""
+        if not layout_name:
+            raise BadValue(f"a compressed sparse tensor whose layout byte is {byte}")
     product = 1
     for s in sizes:
         product *= s
