@@ -125,3 +125,28 @@ def private_mount_prefix() -> list[str] | None:
         flags = ["--user", "--map-root-user", *flags]
     probe = subprocess.run(["unshare", *flags, "true"], capture_output=True)
     return ["unshare", *flags] if probe.returncode == 0 else None
+
+
+def fifo_line(path, proc: subprocess.Popen, timeout: float = 120.0) -> str:
+    """The first line a child writes into the fifo at ``path``, within a deadline; the child's end first
+    fails at once (a plain ``open`` of a fifo waits for a writer forever)."""
+    end = time.monotonic() + allowance(timeout)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opens at once; the writer's open then goes through
+    data = b""
+    try:
+        while b"\n" not in data:
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:  # a writer is there, with nothing written yet
+                chunk = b""
+            data += chunk
+            if chunk:
+                continue
+            if proc.poll() is not None:
+                raise ChildEnded(f"the child ended ({proc.returncode}) before writing a line into {path}")
+            if time.monotonic() > end:
+                raise AssertionError(f"nothing written into {path} in {allowance(timeout):.0f} s: {data!r}")
+            time.sleep(0.01)
+    finally:
+        os.close(fd)
+    return data.decode(errors="replace").split("\n", 1)[0] + "\n"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, gdb_pids, run_pttrace
+from tests.support import allowance, fifo_line, stop_process
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -28,8 +29,11 @@ class Target:
         os.mkfifo(self.fifo)
         self.proc = subprocess.Popen([sys.executable, str(TARGET), str(self.fifo), str(self.stop_file), *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        with open(self.fifo) as fh:  # blocks until the target has imported torch
-            assert fh.readline().startswith("ready")
+        try:  # the target says "ready" once it has imported torch
+            assert fifo_line(self.fifo, self.proc).startswith("ready")
+        except BaseException:
+            stop_process(self.proc)
+            raise
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -42,7 +46,7 @@ class Target:
         return sum(1 for line in self.lines if line.startswith("heartbeat"))
 
     def wait_for_heartbeats(self, more_than: int, timeout: float = 30) -> bool:
-        end = time.monotonic() + timeout
+        end = time.monotonic() + allowance(timeout)
         while time.monotonic() < end:
             if self.heartbeats() > more_than:
                 return True

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, run_pttrace
+from tests.support import fifo_line
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -207,8 +208,7 @@ def test_attach_finds_a_library_operator_loaded_before_it(debug_ext, tmp_path):
     target = subprocess.Popen([sys.executable, str(ROOT / "tests" / "targets" / "library_op_loop.py"),
                                str(debug_ext), str(fifo), str(stop)], stdout=subprocess.DEVNULL)
     try:
-        with open(fifo) as fh:
-            assert fh.readline().startswith("ready")
+        assert fifo_line(fifo, target).startswith("ready")
         proc = run_pttrace("attach", str(target.pid), "--batch", "--duration", "4", "--session-dir",
                            str(tmp_path / "s"), "--op", LIBRARY_OP)
         assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import HELLO, ROOT, alive
+from tests.support import fifo_line
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -119,8 +120,7 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
     target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        with open(fifo) as fh:
-            assert fh.readline().startswith("ready")
+        assert fifo_line(fifo, target).startswith("ready")
         config = TraceConfig(breakpoints=["THPVariable_tensor"], python=sys.executable, pid=target.pid,
                              session_dir=tmp_path, live=True, forward_output=False)
         source = LiveSource(config)

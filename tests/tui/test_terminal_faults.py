@@ -7,11 +7,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.conftest import alive
+from tests.support import fifo_line, wait_for
 from tests.tui.test_terminal import HELLO, PTTRACE, ROOT, terminal  # noqa: F401 (the fixture)
 from tracer.session import storage
 
@@ -92,8 +92,7 @@ def test_attach_ctrl_c_and_completion_in_a_real_terminal(terminal, tmp_path):  #
     target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        with open(fifo) as fh:
-            assert fh.readline().startswith("ready")
+        assert fifo_line(fifo, target).startswith("ready")
         term = terminal([str(PTTRACE), "attach", "--session-dir", str(tmp_path), "--break",
                          "THPVariable_tensor", str(target.pid)])
         term.wait_for("target running", "hits 2", timeout=120)
@@ -153,10 +152,7 @@ def test_layout_and_export_in_a_real_terminal(terminal, tmp_path, size):  # noqa
     term.keys("e")
     term.wait_for("exists. Overwrite it", timeout=10)
     term.keys("y")
-    for _ in range(150):  # the first export's toast may still be on screen: the file tells
-        if md.read_text().startswith("# pttrace"):
-            break
-        time.sleep(0.2)
-    assert md.read_text().startswith("# pttrace")
+    # the first export's toast may still be on screen: the file tells
+    wait_for(lambda: md.read_text().startswith("# pttrace"), 30, "the export to overwrite the file")
     term.keys("q")
     assert term.exit_status() == 0

@@ -358,8 +358,9 @@ def test_a_big_session_opens_as_a_window_of_rows_that_follows_the_cursor(tmp_pat
             hits.move_cursor(row=HitsTable.WINDOW - 10)
             for _ in range(30):
                 await pilot.press("down")
-            await pilot.pause(0.2)
-            assert hits.selected_hit.seq == HitsTable.WINDOW + 21 and hits.start > 0
+            await wait_until(pilot, lambda: hits.selected_hit.seq == HitsTable.WINDOW + 21,
+                             why=lambda: f"selected {hits.selected_hit.seq}")
+            assert hits.start > 0
             await wait_until(pilot, lambda: app.call_path.hit.seq == HitsTable.WINDOW + 21)
             # end and home reach the last and the first hit
             await pilot.press("end")
