@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import Lines
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "tests" / "targets" / "known_stack.py"
 PYENV = Path.home() / ".pyenv" / "versions"
@@ -85,7 +87,10 @@ def start_stopped(python: Path, timeout: float = 30) -> subprocess.Popen:
     """known_stack.py on ``python``, stopped by its own SIGSTOP at the bottom of its known stack."""
     proc = subprocess.Popen([str(python), str(TARGET), "stop"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    line = proc.stdout.readline()
+    try:
+        line = Lines(proc.stdout, str(python)).next(120)
+    except AssertionError as e:
+        line = str(e)
     if line.strip() != "ready":
         proc.kill()
         raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
@@ -175,7 +180,10 @@ def attach_then_stop(python: Path, target: list[str], pttrace: list[str], breakp
     proc = subprocess.Popen([str(python), *target, str(flag)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        line = proc.stdout.readline()
+        try:
+            line = Lines(proc.stdout, str(python)).next(120)
+        except AssertionError as e:
+            line = str(e)
         if line.strip() != "ready":
             raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
         ran = subprocess.run([*pttrace, "attach", "--batch", "--session-dir", str(sessions), "--break", breakpoint,

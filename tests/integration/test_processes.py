@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
+from tests.support import Lines
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -222,7 +223,8 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
         assert tracer.returncode == 0, err
         assert gdb_pids() <= before, "a gdb was left running"
         session = storage.load(next(sessions.glob("*.jsonl")))
-        child_pid = int(target.stdout.readline().split()[1])
+        lines = Lines(target.stdout, "the forking parent")
+        child_pid = int(lines.next(60).split()[1])
         assert session.info.status == "detached"
         child = session.process(child_pid)
         assert child is not None and child.ppid == target.pid and child.state == "detached", \
@@ -232,7 +234,7 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
         # pttrace never kills what it attached to: both run on, and end as they mean to.
         assert alive(target.pid) and alive(child_pid)
         stop.touch()
-        assert target.stdout.readline().split() == [b"CHILD-EXIT", b"7"]
+        assert lines.next(60).split() == [b"CHILD-EXIT", b"7"]
         assert target.wait(60) == 0
     finally:
         stop.touch()

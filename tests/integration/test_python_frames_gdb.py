@@ -25,6 +25,7 @@ import pytest
 
 from tests import pythons
 from tests.conftest import PTTRACE, run_pttrace
+from tests.support import Lines
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -129,7 +130,7 @@ def attached(request, tmp_path_factory):
         pytest.skip(f"{request.param}: not on this machine")
     target = subprocess.Popen([str(python), str(pythons.TARGET), "wait"], stdout=subprocess.PIPE, text=True)
     try:
-        assert target.stdout.readline().strip() == "ready"
+        assert Lines(target.stdout, str(python)).next(120).strip() == "ready"
         out = tmp_path_factory.mktemp("attach")
         stats = out / "reuse.json"
         proc = run_pttrace("attach", "--batch", "--session-dir", str(out), "--break", BREAK, "--max-hits", "6",

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.support import Lines
 from tracer.dispatch import op_follow, ops
 from tracer.errors import UsageError
 
@@ -382,7 +383,7 @@ def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(
     target = subprocess.Popen([PY, "-c", "import torch, sys; print('ready', flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        assert target.stdout.readline().strip() == "ready"
+        assert Lines(target.stdout, "the target").next(120).strip() == "ready"
         found = ops.torch_of_process(target.pid)
         assert found is not None
         libs, site = found
