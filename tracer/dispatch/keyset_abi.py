@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tracer.dispatch import arg_abi
 from tracer.text.cxxtext import split_top
 
 INT_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
@@ -96,21 +97,20 @@ def locate(sig: Signature) -> KeysetArg | None:
         return KeysetArg(why=f"pttrace cannot tell how {sig.returns} is returned")
     if sig.has_this is None:
         return KeysetArg(why="its name does not say whether it is a member function (no debug information)")
-    used = int(in_memory) + int(sig.has_this)  # integer registers taken so far
-    stacked = 0  # eight-byte words passed on the stack so far
-    for p in sig.params[: sig.params.index(KEYSET)]:
-        words = integer_words(p)
-        if words is None:
-            return KeysetArg(why=f"pttrace cannot tell how an argument of type {p} is passed")
-        # An argument that no longer fits in the registers goes on the stack whole; later ones still
-        # take the registers left.
-        if used + words <= len(INT_REGISTERS):
-            used += words
-        else:
-            stacked += words
-    if used < len(INT_REGISTERS):
-        return KeysetArg(register=INT_REGISTERS[used])
-    return KeysetArg(stack=8 * (stacked + 1))  # above the return address
+    for loc in arg_abi.locate_all(sig.params, sig.has_this, in_memory):
+        if loc.type == KEYSET:
+            if loc.how is None:
+                return KeysetArg(why=loc.why)
+            if loc.registers:
+                return KeysetArg(register=loc.registers[0])
+            return KeysetArg(stack=loc.stack)
+    return None  # not reached: KEYSET is one of the parameters
+
+
+def arguments(sig: Signature) -> list[arg_abi.ArgLocation]:
+    """Where every parameter of a function with this signature is at its entry (``arg_abi``)."""
+    in_memory = returns_in_memory(sig.returns) if sig.returns is not None else None
+    return arg_abi.locate_all(sig.params, sig.has_this, in_memory)
 
 
 def returns_in_memory(cpp: str) -> bool | None:

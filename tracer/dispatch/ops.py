@@ -118,6 +118,21 @@ for f in range(nb, 64):
         bits[f] = enum_bits.get(f) or "functionality bit %d" % f
 out["key_table"] = {"torch_version": torch.__version__, "backend_bits": nb, "keys": keys,
                     "bits": {str(b): n for b, n in bits.items() if n}}
+# A fresh thread's local key sets are torch's defaults (its TLS words are zero): what the stored words
+# are XORed with (c10/core/impl/LocalDispatchKeySet.h).
+import threading
+_tls = []
+def _probe():
+    try:
+        _tls.extend([torch._C._dispatch_tls_local_include_set().raw_repr(),
+                     torch._C._dispatch_tls_local_exclude_set().raw_repr()])
+    except Exception:
+        pass
+_t = threading.Thread(target=_probe)
+_t.start()
+_t.join()
+if len(_tls) == 2:
+    out["key_table"]["tls_defaults"] = _tls
 is_out = {}
 for s in torch._C._jit_get_all_schemas():
     if s.name.startswith("aten::"):
@@ -130,7 +145,7 @@ for full in torch._C._dispatch_get_all_op_names():
 out["ops"] = ops
 sys.stdout.write("\n" + json.dumps(out) + "\n")
 """
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2  # 2: the key table has tls_defaults
 
 
 @dataclass

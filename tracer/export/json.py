@@ -43,6 +43,8 @@ class _Interned:
         self._frame_ids: dict[tuple, int] = {}
         self._stack_ids: dict[tuple, int] = {}
         self._by_list: dict[int, int] = {}  # id(list of frames) -> stack index: the sites of a stack share it
+        self.values: list[str] = []  # what hits carried: [{frame, args, tls?, decision?}] per distinct site values
+        self._values_ids: dict[tuple, int] = {}
 
     def frame(self, f: Frame) -> int:
         key = _value_key(f)
@@ -69,10 +71,28 @@ class _Interned:
             self._by_list[id(frames)] = index
         return index
 
+    def carried(self, site: Site) -> int:
+        """The index of what a site's frames carried, each distinct description once."""
+        key = (id(site.values), id(site.frames))
+        index = self._values_ids.get(key)
+        if index is None:
+            items = []
+            for fv in site.values or ():
+                d = fv.to_dict(next((i for i, f in enumerate(site.frames) if f is fv.frame), None))
+                if fv.decision is not None:
+                    d["decision"] = decision_dict(fv.decision)
+                items.append(d)
+            text = _compact(items)
+            index = self._values_ids[key] = len(self.values)
+            self.values.append(text)
+        return index
+
     def site(self, site: Site) -> tuple[str, str]:
         """What a hit at ``site`` writes before its time and after it."""
         head = ',"breakpoint":%s,"thread":%s,"time":' % (_compact(site.breakpoint), _compact(site.thread.to_dict()))
         tail = ',"stack":%d' % self.stack(site.frames)
+        if site.values:
+            tail += ',"values":%d' % self.carried(site)
         if site.truncated:
             tail += ',"truncated":true'
         if site.signal:
@@ -115,6 +135,9 @@ def write(session: Session, out: TextIO, finder=None) -> None:
     _array(out, interned.frames)
     out.write(',\n  "stacks": ')
     _array(out, interned.stacks)
+    if interned.values:  # a session recorded before values were read has none: its document is as it was
+        out.write(',\n  "values": ')
+        _array(out, interned.values)
     out.write(',\n  "hits": ')
     if not len(table):
         out.write("[]")
@@ -129,6 +152,23 @@ def write(session: Session, out: TextIO, finder=None) -> None:
             batch = []
     out.write("".join(batch))
     out.write("\n  ]\n}\n" if len(table) else "\n}\n")
+
+
+def decision_dict(d) -> dict:
+    """A hop's dispatch decision (``tracer.dispatch.decision.Decision``) in the contract's shape: raw sets,
+    each with its decoded keys where the session has the target's numbering."""
+    def keyset(bits):
+        if bits is None:
+            return None
+        keys = d.names.get(bits)
+        return {"raw": bits, "keys": list(keys)} if keys is not None else {"raw": bits}
+
+    out = {"tensors": [{"argument": name, "key_set": keyset(ks)} for name, ks in d.tensors],
+           "included": keyset(d.included), "excluded": keyset(d.excluded), "computed": keyset(d.computed),
+           "how": d.how or None, "key": d.key}
+    if d.note:
+        out["note"] = d.note
+    return out
 
 
 def render(session: Session, finder=None) -> str:

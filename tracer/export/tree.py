@@ -113,8 +113,38 @@ def add_path(parent: Tree, label: Text, path: P.CallPath, cwd: str | None = None
         t = frame_text(frame, cwd, dim=dim, finder=finder)
         if diverge_at is not None and i == diverge_at and note:
             t.append(f"  ← {note}", style="bold")
-        node.add(t)
+        child = node.add(t)
+        if path.hits and diverge_at is None:
+            add_values(child, path.first, frame)
+    if path.hits and diverge_at is None:
+        add_shapes(node, path)
     return node
+
+
+def add_values(node: Tree, hit, frame: Frame) -> None:
+    """What ``frame`` carried at ``hit``: a line an argument, then the dispatcher's decision there."""
+    from tracer.export import values as V
+
+    fv = V.frame_values(hit, frame)
+    if fv is None:
+        return
+    for i, arg in enumerate(fv.args):
+        style = "grey50" if arg.get("unreadable") and "tensor" not in arg else ""
+        node.add(Text(V.arg_text(arg, i), style=style))
+    for line in V.decision_lines(fv):
+        node.add(Text(line, style="cyan"))
+
+
+def add_shapes(node: Tree, path: P.CallPath) -> None:
+    """A path whose hits carried different argument shapes lists them (the values of its first hit are
+    under its innermost frame)."""
+    from tracer.export import values as V
+
+    found = V.shapes(path._distinct)
+    if len(found) > 1:
+        sub = node.add(Text(f"{len(found)} distinct argument shapes", style="bold"))
+        for text in found:
+            sub.add(Text(text))
 
 
 def keys_text(keys) -> str:
@@ -173,4 +203,4 @@ def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
                     t.append(f"  handled {', '.join(hop.handled())}", style="yellow")
                 if hop.added():
                     t.append(f"  added {', '.join(hop.added())}", style="yellow")
-                v_node.add(t)
+                add_values(v_node.add(t), hop.hit, f)

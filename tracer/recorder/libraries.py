@@ -24,7 +24,7 @@ from tracer.settings import Settings
 log = logging.getLogger("pttrace.recorder")
 # Libraries gdb reads at once even when others wait for a stack (see LibraryPolicy.lazy): nearly every
 # stack passes through them, and gdb's thread support reads libc anyway.
-READ_AT_ONCE = ("libpython", "libc.so", "ld-linux", "ld64.so")
+READ_AT_ONCE = ("libpython", "libc.so", "ld-linux", "ld64.so", "libc10.so")  # libc10: the TLS key sets
 
 
 def gdb_regex_literal(path: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from tracer.session.model import Frame, Hit, Launch, Thread
+from tracer.session.model import Frame, FrameValues, Hit, Launch, Thread
 
 
 @dataclass(slots=True)
@@ -27,10 +27,11 @@ class Site:
     truncated: bool = False
     signal: str | None = None
     launched_by: Launch | None = None
+    values: tuple[FrameValues, ...] | None = None  # what its frames carried (shared by its hits)
 
     def hit(self, seq: int, time: float) -> Hit:
         return Hit(seq, self.breakpoint, self.thread, time, self.frames, self.truncated, self.signal,
-                   self.launched_by)
+                   self.launched_by, self.values)
 
 
 def _launch_key(launch: Launch | None) -> tuple | None:
@@ -54,14 +55,16 @@ class HitTable(Sequence):
 
     # --- building ------------------------------------------------------------------------------
     def site(self, breakpoint: str | None, thread: Thread, frames: list[Frame], truncated: bool = False,
-             signal: str | None = None, launched_by: Launch | None = None) -> int:
-        """The index of this site, added if new. Threads and frame lists are told apart by identity
-        (the loader shares one object between the hits that have the same), the rest by value."""
-        key = (breakpoint, id(thread), id(frames), truncated, signal, _launch_key(launched_by))
+             signal: str | None = None, launched_by: Launch | None = None,
+             values: tuple[FrameValues, ...] | None = None) -> int:
+        """The index of this site, added if new. Threads, frame lists and values are told apart by
+        identity (the loader shares one object between the hits that have the same), the rest by value."""
+        key = (breakpoint, id(thread), id(frames), truncated, signal, _launch_key(launched_by),
+               id(values) if values else None)
         index = self._site_index.get(key)
         if index is None:
             index = self._site_index[key] = len(self.sites)
-            self.sites.append(Site(breakpoint, thread, frames, truncated, signal, launched_by))
+            self.sites.append(Site(breakpoint, thread, frames, truncated, signal, launched_by, values or None))
         return index
 
     def add(self, seq: int, time: float, site: int) -> None:
@@ -71,7 +74,8 @@ class HitTable(Sequence):
 
     def append(self, hit: Hit) -> int:
         """Add a hit; returns its site's index."""
-        site = self.site(hit.breakpoint, hit.thread, hit.frames, hit.truncated, hit.signal, hit.launched_by)
+        site = self.site(hit.breakpoint, hit.thread, hit.frames, hit.truncated, hit.signal, hit.launched_by,
+                         hit.values)
         self.add(hit.seq, hit.time, site)
         return site
 

@@ -327,6 +327,51 @@ class Launch:
                    data.get("why"))
 
 
+_ARG_TYPES = {"type": STR, "name": STR, "where": STR, "unreadable": STR, "keyset": INT, "none": BOOL,
+              "address": INT, "length": INT}
+
+
+@dataclass(eq=False)
+class FrameValues:
+    """What one frame of a hit carried, read where it was (the frame a breakpoint stopped in at its entry;
+    a debug build's outer frames from DWARF): its arguments, one dict each in the session's shape
+    (``records``: ``args``), and the thread's local dispatch key sets there (``tls``, as stored)."""
+
+    frame: Frame  # the very frame of the hit's list (frames are shared: identity, not index)
+    args: tuple[dict, ...] = ()
+    tls: tuple[int, int] | None = None
+    tls_note: str | None = None  # why the TLS key sets were not read at a dispatcher hop
+    decision: Any = None  # tracer.dispatch.decision.Decision, worked out where the session is loaded
+
+    def to_dict(self, index: int | None) -> dict[str, Any]:
+        d: dict[str, Any] = {"frame": index, "args": list(self.args)}
+        if self.tls is not None:
+            d["tls"] = list(self.tls)
+        if self.tls_note is not None:
+            d["tls_note"] = self.tls_note
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Any, frames: list[Frame], what: str = "the values") -> "FrameValues":
+        check(what, data, {"frame": INT, "tls_note": STR}, ("frame",))
+        index = data["frame"]
+        if not 0 <= index < len(frames):
+            raise RecordError(f"{what} name no frame of the hit ({index})")
+        args = tuple(check(f"argument {i} of {what}", a, _ARG_TYPES)
+                     for i, a in enumerate(objects(f"the arguments of {what}", data.get("args"))))
+        tls = data.get("tls")
+        if tls is not None and (type(tls) is not list or len(tls) != 2 or not all(type(x) is int for x in tls)):
+            raise RecordError(f"{what}: tls is not [included, excluded]")
+        return cls(frames[index], args, tuple(tls) if tls is not None else None, data.get("tls_note"))
+
+
+def values_of(data: Any, frames: list[Frame]) -> tuple[FrameValues, ...] | None:
+    """A hit's ``values`` (a list of ``FrameValues`` dicts, as recorded) against its frames."""
+    if not data:
+        return None
+    return tuple(FrameValues.from_dict(v, frames, f"values {i}") for i, v in enumerate(objects("values", data)))
+
+
 @dataclass(slots=True)  # a million hits of a hot breakpoint: ~80 bytes each, not ~400
 class Hit:
     seq: int
@@ -337,6 +382,7 @@ class Hit:
     truncated: bool = False
     signal: str | None = None  # set when the stop is a crash rather than a breakpoint
     launched_by: "Launch | None" = None  # a parallel worker's hit: who launched its region
+    values: "tuple[FrameValues, ...] | None" = None  # what frames carried (arguments, TLS key sets)
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -352,12 +398,14 @@ class Hit:
             d["signal"] = self.signal
         if self.launched_by is not None:
             d["launched_by"] = self.launched_by.to_dict()
+        if self.values:
+            d["values"] = [v.to_dict(_index_of(self.frames, v.frame)) for v in self.values]
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Hit":
         check("the hit", data, _HIT_TYPES, ("seq",))
-        return cls(
+        hit = cls(
             seq=data["seq"],
             breakpoint=data.get("breakpoint"),
             thread=Thread.from_dict(data.get("thread")),
@@ -367,10 +415,19 @@ class Hit:
             signal=data.get("signal"),
             launched_by=Launch.from_dict(data["launched_by"]) if data.get("launched_by") else None,
         )
+        hit.values = values_of(data.get("values"), hit.frames)
+        return hit
 
     @property
     def innermost(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
+
+
+def _index_of(frames: list[Frame], frame: Frame) -> int | None:
+    for i, f in enumerate(frames):
+        if f is frame:
+            return i
+    return None
 
 
 @dataclass
@@ -524,10 +581,17 @@ def _hits_of_stacks(data: dict[str, Any]) -> list[Hit]:
             launch = Launch(Thread.from_dict(launch["thread"]) if launch.get("thread") else None,
                             stack("its launcher", launch["stack"]) if launch.get("stack") is not None else [],
                             launch.get("why"))
+        frames_of = stack(f"hit {h['seq']}", h.get("stack"))
+        carried = h.get("values")
+        if type(carried) is int:  # contract 2: an index into the document's interned "values"
+            table = objects("values", data.get("values"))
+            if not 0 <= carried < len(table):
+                raise RecordError(f"hit {h['seq']} names no values ({carried})")
+            carried = table[carried]
         hits.append(Hit(seq=h["seq"], breakpoint=h.get("breakpoint"), thread=Thread.from_dict(h.get("thread")),
-                        time=float(h.get("time") or 0.0), frames=stack(f"hit {h['seq']}", h.get("stack")),
+                        time=float(h.get("time") or 0.0), frames=frames_of,
                         truncated=bool(h.get("truncated", False)), signal=h.get("signal"),
-                        launched_by=launch or None))
+                        launched_by=launch or None, values=values_of(carried, frames_of)))
     return hits
 
 

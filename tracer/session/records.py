@@ -14,8 +14,15 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
 ``frame``          ``{id, frame: {kind, function, short, library, address, file, line, layer, ...}}``:
                    each distinct frame once (schema 2)
 ``stack``          ``{id, frames: [frame ids, outermost first], truncated?}``: each distinct call path once
-``site``           ``{id, breakpoint, thread: {id, name, lwp, python_name?}, stack}``: each distinct
-                   (breakpoint, thread, stack) once
+``site``           ``{id, breakpoint, thread: {id, name, lwp, python_name?}, stack, args?}``: each distinct
+                   (breakpoint, thread, stack, args) once
+``args``           ``{id, frames: [{frame, args: [...], tls?}]}``: what frames of a hit carried, each distinct
+                   description once (schema 2, additive): ``frame`` its index in the hit's stack
+                   (outermost first, as recorded), ``args`` one object a parameter (``{type, name?, where,
+                   value? | keyset? | tensor? | tensors? | none? | address? | unreadable?, ...}``:
+                   tracer/gdb/agent/argvalues.py), ``tls`` the thread's local dispatch key sets as stored
+                   (``[included, excluded]``, each XORed with torch's defaults: storage decodes them). A
+                   site refers to it (``site.args``): hits that carried the same values share a site
 ``hit``            schema 2: ``{seq, time, site, signal?, launched_by?}``, after the definitions it
                    refers to (the same ``write()``: a hit is never on disk before them). Schema 1:
                    ``{seq, breakpoint, thread, time, frames: [...], truncated?, signal?, launched_by?}``;
@@ -60,6 +67,7 @@ FRAME = "frame"
 STACK = "stack"
 SITE = "site"
 PROCESS = "process"
+ARGS = "args"
 
 
 class BadRecord(ValueError):
@@ -131,7 +139,8 @@ class Interner:
     def __init__(self) -> None:
         self._frames: dict[str, int] = {}  # frame JSON -> id
         self._stacks: dict[tuple, int] = {}  # (frame ids, truncated) -> id
-        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, pid, stack id) -> id
+        self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, pid, stack id, args id) -> id
+        self._args: dict[str, int] = {}  # args JSON -> id
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
 
     def rollback(self) -> None:
@@ -164,19 +173,37 @@ class Interner:
             out.append(_dumps(stack_rec))
         return sid
 
+    def _values(self, values: list | None, out: list[str]) -> int | None:
+        """The id of this ``args`` description, its record added to ``out`` if new."""
+        if not values:
+            return None
+        text = _dumps(values)
+        aid = self._args.get(text)
+        if aid is None:
+            aid = self._args[text] = len(self._args) + 1
+            self._new.append((self._args, text))
+            out.append('{"type":"args","id":%d,"frames":%s}' % (aid, text))
+        return aid
+
     def encode_hit(self, seq: int, breakpoint: str | None, thread: dict[str, Any], time: float, frames: list,
-                   truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> bytes:
-        """The hit's line, after the records of what it is the first to refer to."""
+                   truncated: bool = False, signal: str | None = None, launched_by: dict | None = None,
+                   values: list | None = None) -> bytes:
+        """The hit's line, after the records of what it is the first to refer to. ``values``: what
+        frames carried (``args`` above), interned with the site."""
         out: list[str] = []
         self._new = []
         sid = self._stack(frames, truncated, out)
+        aid = self._values(values, out)
         key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"),
-               thread.get("pid"), sid)
+               thread.get("pid"), sid, aid)
         site_id = self._sites.get(key)
         if site_id is None:
             site_id = self._sites[key] = len(self._sites) + 1
             self._new.append((self._sites, key))
-            out.append(_dumps({"type": SITE, "id": site_id, "breakpoint": breakpoint, "thread": thread, "stack": sid}))
+            site = {"type": SITE, "id": site_id, "breakpoint": breakpoint, "thread": thread, "stack": sid}
+            if aid is not None:
+                site["args"] = aid
+            out.append(_dumps(site))
         rec = '{"type":"hit","seq":%d,"time":%r,"site":%d' % (seq, time, site_id)
         if signal:
             rec += ',"signal":' + _dumps(signal)
@@ -274,6 +301,8 @@ class Reader:
         self.frames: dict[int, Any] = {}
         self.stacks: dict[int, tuple[list, bool]] = {}  # id -> (frames outermost first, truncated)
         self.sites: dict[int, tuple[Any, Any, int]] = {}  # id -> (breakpoint, thread, stack id)
+        self.args: dict[int, list] = {}  # args id -> [{frame, args, tls?}]
+        self.site_args: dict[int, int] = {}  # site id -> its args id
 
     def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         """The record, complete; None for a frame or site definition (kept for the hits that follow).
@@ -291,6 +320,9 @@ class Reader:
             out = {"type": HIT, "seq": rec["seq"], "breakpoint": breakpoint, "thread": thread,
                    "time": rec.get("time"), "frames": frames, "truncated": truncated,
                    "signal": rec.get("signal"), "stack": stack_id, "site": site_id}
+            aid = self.site_args.get(site_id)
+            if aid is not None:
+                out["values"], out["values_id"] = self.args[aid], aid
             launch = rec.get("launched_by")
             if launch is not None:
                 launch = dict(launch)
@@ -316,6 +348,18 @@ class Reader:
             if stack_id not in self.stacks:
                 raise BadRecord(f"a site of an undefined stack {stack_id}")
             self.sites[int(rec["id"])] = (rec.get("breakpoint"), rec.get("thread"), stack_id)
+            aid = rec.get("args")
+            if aid is not None:
+                if aid not in self.args:
+                    raise BadRecord(f"a site of undefined args {aid}")
+                self.site_args[int(rec["id"])] = aid
+            return None
+        if kind == ARGS:
+            frames = rec.get("frames")
+            if type(frames) is not list or not all(type(f) is dict and type(f.get("frame")) is int
+                                                   and type(f.get("args", [])) is list for f in frames):
+                raise BadRecord("an args record whose frames are not [{frame, args}]")
+            self.args[int(rec["id"])] = frames
             return None
         return rec
 

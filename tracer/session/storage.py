@@ -23,7 +23,7 @@ from tracer.errors import SessionError
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
 from tracer.session.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
-                          SessionInfo, Thread, check, fill_path, objects)
+                          SessionInfo, Thread, check, fill_path, objects, values_of)
 
 SUFFIX = ".jsonl"
 
@@ -98,6 +98,7 @@ class HitReader:
     def __init__(self) -> None:
         self.records = records.Reader(Frame.from_dict)
         self._threads: dict[int, Thread] = {}  # site id -> its thread
+        self._values: dict[tuple[int, int], Any] = {}  # (args id, stack id) -> its FrameValues, shared
 
     def feed(self, rec: dict[str, Any]) -> Hit | dict[str, Any] | None:
         """A ``Hit`` for a hit record, else what ``records.Reader.feed`` returns."""
@@ -121,8 +122,15 @@ class HitReader:
             check("the hit's launcher", launch, {"why": STR})
             launch = Launch(Thread.from_dict(launch["thread"]) if launch.get("thread") else None,
                             launch.get("frames") or [], launch.get("why"))
+        values = None
+        if out.get("values") is not None:
+            key = (out["values_id"], out["stack"])
+            values = self._values.get(key)
+            if values is None:
+                values = self._values[key] = values_of(out["values"], out["frames"])
         return Hit(seq=seq, breakpoint=out["breakpoint"], thread=thread, time=float(time or 0.0),
-                   frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch)
+                   frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch,
+                   values=values)
 
 
 # A hit line as the agent's Interner writes it for a hit with no signal and no launcher: read without
@@ -246,6 +254,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                 elif kind == "hit":
                     site = table.append(rec)
                     if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
+                        # a site's values are the site's own: its plain hits share them
                         plain_sites[raw["site"]] = site
                 elif kind == "warning":
                     warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
@@ -306,6 +315,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         _name_from_index(table)
     if key_table is not None:
         _decode_keysets(table, key_table)
+    _decide(table, key_table)
     session.hits = table
     session.processes = list(processes.values())
     if _depth < 4 and not more:
@@ -388,7 +398,11 @@ def _key_table(rec: dict[str, Any]) -> dict[str, Any]:
     bits = rec.get("bits") or {}
     if type(bits) is not dict or not all(type(v) is str for v in bits.values()):
         raise RecordError("its bits are not {bit: name}")
-    return {"keys": keys, "bits": bits}
+    out = {"keys": keys, "bits": bits}
+    defaults = rec.get("tls_defaults")
+    if type(defaults) is list and len(defaults) == 2 and all(type(x) is int for x in defaults):
+        out["tls_defaults"] = defaults
+    return out
 
 
 def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
@@ -449,6 +463,38 @@ def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
                 if keys is None:
                     keys = cache[f.keyset] = tuple(decode_keyset(f.keyset, table))
                 f.keys = keys
+
+
+def _decide(table: HitTable, key_table: dict[str, Any] | None) -> None:
+    """Each distinct ``FrameValues``' key sets decoded (arguments, tensors) and its dispatch decision."""
+    from tracer.dispatch.decision import decide
+
+    cache: dict[int, tuple[str, ...]] = {}
+
+    def names(bits: int) -> tuple[str, ...]:
+        keys = cache.get(bits)
+        if keys is None:
+            keys = cache[bits] = tuple(decode_keyset(bits, key_table or {}))
+        return keys
+
+    seen: set[int] = set()
+    for site in table.sites:
+        for fv in site.values or ():
+            if id(fv) in seen:
+                continue
+            seen.add(id(fv))
+            if key_table is not None:
+                for arg in fv.args:
+                    if type(arg.get("keyset")) is int:
+                        arg["keys"] = list(names(arg["keyset"]))
+                    for t in [arg.get("tensor")] + list(arg.get("tensors") or []):
+                        if type(t) is dict and type(t.get("key_set")) is int:
+                            t["keys"] = list(names(t["key_set"]))
+            fv.decision = d = decide(fv.frame.function, fv.args, fv.tls, key_table)
+            if d is not None and key_table is not None:
+                for bits in [d.included, d.excluded, d.computed, *(ks for _, ks in d.tensors)]:
+                    if bits is not None:
+                        d.names[bits] = names(bits)
 
 
 def default_dir() -> Path:

@@ -6,7 +6,8 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.session import records
 from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
-from tracer.gdb.agent import native, stash
+from tracer.dispatch import keyset_abi
+from tracer.gdb.agent import arguments, native, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
@@ -17,6 +18,7 @@ from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
+from tracer.gdb.agent.tls import LOCAL
 
 
 class Registry:
@@ -99,12 +101,15 @@ class TraceBreakpoint(gdb.Breakpoint):
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
         keyset, why = entry_keyset(newest, name, innermost.get("library"), _read_memory)
+        values = entry_values(newest, name, innermost.get("library"))
         STATE.pending_unstash = False
         if self.pt_unstash and stash.STASH.by_thread:
             STATE.pending_unstash = not record_stashed(self.pt_spec, newest)
         STATE.need_libs = []
-        if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest, keyset_note=why):
+        if not record_hit(self.pt_spec, allow_defer=True, keyset=keyset, newest=newest, keyset_note=why,
+                          values=values):
             STATE.pending_keyset = (keyset, why)  # the stop's registers, for the hit recorded later
+            STATE.pending_values = values
             STATE.stop_requested = STATE.wants_stop()
             return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         if pid not in PROCESSES.described:
@@ -118,6 +123,22 @@ def _inferior() -> int:
         return gdb.selected_inferior().num
     except (AttributeError, *READ_ERRORS):
         return 0
+
+
+def entry_values(frame, name: str | None, library: str | None) -> dict | None:
+    """What the stopped function carried at its entry: its arguments, and at a dispatcher hop (an
+    operator's entry, a function handed a key set) the thread's local key sets. None: no parameters."""
+    args = arguments.read_entry(frame, name, library, _read_memory)
+    if args is None:
+        return None
+    out: dict = {"args": args}
+    if name and (name.startswith("at::_ops::") or keyset_abi.KEYSET in name):
+        tls, why = LOCAL.read()
+        if tls is not None:
+            out["tls"] = list(tls)
+        else:
+            out["tls_note"] = why
+    return out
 
 
 def _read_memory(address: int, length: int):

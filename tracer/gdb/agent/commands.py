@@ -169,9 +169,10 @@ def _rerecord(arg: str) -> None:
         STATE.pending_unstash = not breakpoints.record_stashed(spec, newest)
     # Asked again (more libraries without symbols, or a worker's launcher to read): this state waits.
     if not record_hit(spec, allow_defer=not STATE.pending_launcher, keyset=keyset, keyset_note=why,
-                      launched_by=launched_by, newest=newest, defer_missing=True):
+                      launched_by=launched_by, newest=newest, defer_missing=True, values=STATE.pending_values):
         return
     STATE.pending_spec, STATE.pending_keyset, STATE.pending_skip, STATE.pending_launcher = None, (None, None), 0, False
+    STATE.pending_values = None
     STATE.stop_requested = STATE.wants_stop()
 
 

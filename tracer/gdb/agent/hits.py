@@ -78,10 +78,11 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None, keyset_note: str | None = None,
-               launched_by: dict | None = None, defer_missing: bool = False) -> bool:
+               launched_by: dict | None = None, defer_missing: bool = False, values: dict | None = None) -> bool:
     """Record the current stack; returns False if deferred: until missing symbols are loaded, or, for a
     parallel worker's hit, until its launching thread can be read (outside the breakpoint's stop).
-    ``defer_missing``: only the first (a hit recorded again, after the libraries it asked for)."""
+    ``defer_missing``: only the first (a hit recorded again, after the libraries it asked for).
+    ``values``: what the innermost frame carried (``arguments.read_entry``, the TLS key sets)."""
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     mark_compiled(frames)
@@ -101,6 +102,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             return False
     STATE.hits += 1
     STATE.asked_libs.clear()
-    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by)
+    carried = [dict(values, frame=len(frames) - 1)] if values and frames else None
+    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by, carried)
     STATS.write()
     return True

@@ -28,10 +28,12 @@ class SessionOut:
             os.write(self.fd, records.encode(record))
 
     def write_hit(self, seq: int, breakpoint: str | None, thread: dict, time: float, frames: list,
-                  truncated: bool = False, signal: str | None = None, launched_by: dict | None = None) -> None:
+                  truncated: bool = False, signal: str | None = None, launched_by: dict | None = None,
+                  values: list | None = None) -> None:
         if self.fd < 0:
             return
-        data = self._interner.encode_hit(seq, breakpoint, thread, time, frames, truncated, signal, launched_by)
+        data = self._interner.encode_hit(seq, breakpoint, thread, time, frames, truncated, signal, launched_by,
+                                         values)
         try:
             os.write(self.fd, data)
         except OSError:

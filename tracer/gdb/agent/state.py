@@ -22,6 +22,7 @@ class State:
         self.pending_unstash = False  # the deferred hit's stashed template hops are recorded with it
         self.pending_spec: str | None = None  # the breakpoint whose hit waits to be recorded again after loading them
         self.pending_keyset: tuple = (None, None)  # its key set (or why not), read at the stop
+        self.pending_values: dict | None = None  # what its frame carried, read at the stop (arguments.py)
         self.pending_skip = 0  # frames above the one it is recorded from (--follow's trigger: 1)
         self.pending_launcher = False  # it is a parallel worker's: its launching thread is read first
         self.pending_bp: Any = None  # a hit in a child whose symbols were not set up yet: stopped again after

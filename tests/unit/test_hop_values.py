@@ -1,0 +1,150 @@
+"""What a hop carried: arguments turned into values from bytes and memory (gdb-free), interned in the
+session file, read back by the loader and the JSON contract, and the dispatcher's decision worked out."""
+from __future__ import annotations
+
+import io
+import json
+import struct
+
+import pytest
+
+from tracer.dispatch import decision as D
+from tracer.export import json as json_export
+from tracer.export import values as V
+from tracer.gdb.agent import argvalues as AV
+from tracer.session import records, storage
+
+
+class FakeMemory:
+    def __init__(self, blocks: dict[int, bytes]):
+        self.blocks = blocks
+
+    def __call__(self, address: int, length: int) -> bytes:
+        for start, data in self.blocks.items():
+            if start <= address and address + length <= start + len(data):
+                return data[address - start: address - start + length]
+        raise RuntimeError(f"Cannot access memory at address {address:#x}")
+
+
+def words(*values: int) -> bytes:
+    return b"".join(struct.pack("<q", v) for v in values)
+
+
+def test_scalars_from_register_bytes():
+    mem = AV.Memory(FakeMemory({}))
+    assert AV.describe("long", words(-3), None, mem) == {"value": -3}
+    assert AV.describe("bool", (1).to_bytes(8, "little"), None, mem) == {"value": True}
+    assert AV.describe("double", struct.pack("<d", 0.5), None, mem) == {"value": 0.5}
+    assert AV.describe("c10::DispatchKeySet", words(0x10001), None, mem) == {"keyset": 0x10001}
+    # std::optional<c10::ScalarType>: the enum's byte, then the flag
+    assert AV.describe("std::optional<c10::ScalarType>", bytes([6, 1]) + bytes(6), None, mem) == {"scalar_type": 6}
+    assert AV.describe("std::optional<c10::ScalarType>", bytes([0x55, 0]) + bytes(6), None, mem) == {"none": True}
+    # std::optional<double>: xmm0's word, then the flag's
+    assert AV.describe("std::optional<double>", struct.pack("<d", 2.0) + words(1), None, mem) == {"value": 2.0}
+    with pytest.raises(AV.Unreadable, match="a bool holding 7"):
+        AV.describe("bool", bytes([7]) + bytes(7), None, mem)
+
+
+def test_lists_and_strings_from_memory():
+    mem = AV.Memory(FakeMemory({0x1000: words(2, 3, 4), 0x2000: b"mean"}))
+    assert AV.describe("c10::ArrayRef<long>", words(0x1000, 3), None, mem) == {"value": [2, 3, 4]}
+    assert AV.describe("c10::ArrayRef<c10::SymInt>", words(0x1000, 2), None, mem) == {"value": [2, 3]}
+    view = "std::basic_string_view<char, std::char_traits<char> >"
+    assert AV.describe(view, words(4, 0x2000), None, mem) == {"value": "mean"}
+    # a reference to an ArrayRef: its two words read at its address first
+    assert AV.describe("c10::ArrayRef<long>", None, 0x1000, AV.Memory(FakeMemory({0x1000: words(0x1000, 1)}))) == \
+        {"value": [0x1000]}
+    # c10::OptionalArrayRef on the stack: (pointer, length, flag)
+    stack = AV.Memory(FakeMemory({0x3000: words(0x1000, 2, 1), 0x1000: words(2, 3)}))
+    assert AV.describe("c10::OptionalArrayRef<long>", None, 0x3000, stack) == {"value": [2, 3]}
+    with pytest.raises(AV.Unreadable, match="cannot be read"):
+        AV.describe("c10::ArrayRef<long>", words(0x9000, 2), None, mem)
+    with pytest.raises(AV.Unreadable, match="length"):
+        AV.describe("c10::ArrayRef<long>", words(0x1000, 1 << 40), None, mem)
+
+
+def test_unknown_types_are_their_address():
+    mem = AV.Memory(FakeMemory({}))
+    assert AV.describe("at::TensorIteratorBase", None, 0x7000, mem) == {"address": 0x7000}
+
+
+TABLE = {"keys": [["CPU", 0x10001], ["AutogradCPU", 0x1000000001], ["ADInplaceOrView", 0x800000000],
+                  ["BackendSelect", 0x2000]], "bits": {}, "tls_defaults": [0x800002000, 0x0]}
+
+
+def test_the_decision_at_an_entry_and_a_redispatch():
+    tensor = {"sizes": [2, 3], "dtype": "float32", "key_set": 0x1800010001}
+    args = [{"name": "self", "type": "at::Tensor const&", "tensor": tensor}]
+    d = D.decide("at::_ops::sigmoid::call(at::Tensor const&)", args, (0, 0), TABLE)
+    assert d.tensors == [("self", 0x1800010001)] and d.included == 0x800002000 and d.excluded == 0
+    assert d.computed == 0x1800012001 and d.how == "computed" and d.key == "AutogradCPU"
+    # below autograd: the thread excludes the autograd keys; a redispatch is handed its set
+    handed = [{"type": "c10::DispatchKeySet", "keyset": 0x10001}] + args
+    d = D.decide("at::_ops::sigmoid::redispatch(c10::DispatchKeySet, at::Tensor const&)", handed, (0, 0x1000000000), TABLE)
+    assert d.computed == 0x10001 and d.how == "handed" and d.key == "CPU" and d.excluded == 0x1000000000
+    assert D.decide("at::native::relu(at::Tensor const&)", args, None, TABLE) is None
+    # no defaults in the table: the words are shown as stored, nothing is computed
+    d = D.decide("at::_ops::sigmoid::call(at::Tensor const&)", args, (0, 0), {"keys": TABLE["keys"]})
+    assert d.computed is None and "default" in d.note
+
+
+def _session_with_values(tmp_path):
+    out = io.BytesIO()
+    interner = records.Interner()
+    header = {"type": "header", "schema": records.SCHEMA, "session": {"id": "t", "mode": "run", "argv": ["x"]}}
+    out.write(records.encode(header))
+    out.write(records.encode({"type": "dispatch_keys", **TABLE}))
+    frames = [{"kind": "python", "function": "<module>", "file": "x.py", "line": 3},
+              {"kind": "native", "function": "at::_ops::sigmoid::call(at::Tensor const&)", "short": "at::_ops::sigmoid::call",
+               "layer": "dispatcher"}]
+    thread = {"id": 1, "name": "python3", "lwp": 5}
+
+    def carried(sizes):
+        return [{"frame": 1, "args": [{"name": "self", "type": "at::Tensor const&", "where": "*rsi",
+                                       "tensor": {"sizes": sizes, "strides": [sizes[-1], 1], "dtype": "float32",
+                                                  "device": "cpu", "requires_grad": False,
+                                                  "key_set": 0x1800010001}}], "tls": [0, 0]}]
+    for seq, sizes in enumerate([[2, 3], [2, 3], [4, 5], [2, 3]], 1):
+        out.write(interner.encode_hit(seq, "op:sigmoid", thread, 1.0 + seq, frames, values=carried(sizes)))
+    out.write(records.encode({"type": "end", "status": "completed", "exit_code": 0}))
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(out.getvalue())
+    return path
+
+
+def test_values_are_interned_and_read_back(tmp_path):
+    path = _session_with_values(tmp_path)
+    text = path.read_text()
+    assert text.count('"type":"args"') == 2 and text.count('"type":"site"') == 2  # each shape written once
+    assert text.count('"type":"hit"') == 4 and all(len(line) < 80 for line in text.splitlines()
+                                                   if line.startswith('{"type":"hit"'))
+    session = storage.load(path)
+    hits = list(session.hits)
+    assert [h.values[0].args[0]["tensor"]["sizes"] for h in hits] == [[2, 3], [2, 3], [4, 5], [2, 3]]
+    fv = hits[0].values[0]
+    assert fv.frame is hits[0].frames[1]
+    assert fv.decision.key == "AutogradCPU" and fv.args[0]["tensor"]["keys"] == ["CPU", "AutogradCPU", "ADInplaceOrView"]
+    assert V.arg_text(fv.args[0], 0).startswith("self: float32[2, 3] strides (3, 1) cpu keys CPU, AutogradCPU")
+    assert any("dispatches" in line or "highest key AutogradCPU" in line for line in V.decision_lines(fv))
+    assert V.shapes(hits) == ["self: float32[2, 3]", "self: float32[4, 5]"]
+    # the JSON contract: interned values, each hit naming its own and the frame they were read at
+    doc = json.loads(json_export.render(session))
+    assert len(doc["values"]) == 2 and [h["values"] for h in doc["hits"]] == [0, 0, 1, 0]
+    tensor = doc["values"][1][0]["args"][0]["tensor"]
+    assert {"sizes", "strides", "dtype", "device", "requires_grad"} <= set(tensor) and doc["values"][1][0]["frame"] == 1
+    assert doc["values"][0][0]["decision"]["key"] == "AutogradCPU"
+    from tracer.session.model import Session
+
+    back = Session.from_dict(doc)
+    assert back.hits[2].values[0].args[0]["tensor"]["sizes"] == [4, 5] and back.hits[2].values[0].frame is back.hits[2].frames[1]
+
+
+def test_bad_values_are_skipped_with_a_reason(tmp_path):
+    path = _session_with_values(tmp_path)
+    lines = path.read_text().splitlines()
+    lines = [line.replace('"frames":[{"frame":1', '"frames":[{"frame":"one"') if '"type":"args"' in line else line
+             for line in lines]
+    path.write_text("\n".join(lines) + "\n")
+    report = storage.LoadReport()
+    storage.load(path, report)
+    assert any("args" in why for _, why in report.bad_lines)

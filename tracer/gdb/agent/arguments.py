@@ -1,0 +1,157 @@
+"""The arguments of the function a hit stopped in, read at its first instruction from where its signature
+puts them (``tracer.dispatch.arg_abi``), and turned into values by type (``argvalues.py``).
+
+No gdb import: it reads through the frame and memory reader it is given, so it is tested outside gdb.
+Where each argument is depends only on the function, so a function's plan is worked out once (its
+demangled name, the operator header that names its parameters and gives its return type, its library's
+native_functions.yaml); a hit then costs a register read per argument and the memory reads of its values.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from tracer.dispatch import arg_abi, keyset_abi, op_headers
+from tracer.gdb.agent import argvalues
+from tracer.gdb.agent.keyset import _debug_signature, _op_returns, _type_name
+
+_U64 = 0xFFFFFFFFFFFFFFFF
+_OPS = re.compile(r"^at::_ops::(\w+)::(call|redispatch)\(")
+# Kernels named after their operator: the generated autograd/tracing kernels and the backends' wrappers.
+_KERNEL = re.compile(r"^(?:torch::autograd::VariableType|torch::ADInplaceOrView|torch::TraceType|"
+                     r"at::functionalization)::(?:\(anonymous namespace\)::)?(\w+)\(|"
+                     r"^at::(?:\(anonymous namespace\)::)?wrapper_[A-Za-z0-9]+_(\w+)\(")
+MAX_ARGS = 32  # a function with more parameters than this has its first MAX_ARGS read
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A function's parameters: where each is at its entry, and its name where a header gives it."""
+
+    locations: tuple[arg_abi.ArgLocation, ...]
+    names: tuple[str | None, ...]
+    op: str | None = None  # ``at::_ops::<op>::call``/``redispatch``: the operator's struct name
+    why: str | None = None  # no plan: why (the name has no parameter list)
+
+
+_plans: dict[tuple[str, str | None], Plan] = {}
+
+
+def plan(frame, name: str, library: str | None) -> Plan:
+    """The plan of function ``name`` in ``library``, worked out at its first hit."""
+    key = (name, library)
+    found = _plans.get(key)
+    if found is None:
+        found = _plans[key] = _make_plan(frame, name, library)
+    return found
+
+
+def _make_plan(frame, name: str, library: str | None) -> Plan:
+    sig = keyset_abi.signature_from_name(name, _op_returns(library))
+    if sig is None:
+        return Plan((), (), why="its name has no parameter list")
+    names: tuple[str | None, ...] = (None,) * len(sig.params)
+    m = _OPS.match(name)
+    op = m.group(1) if m else None
+    declared = None
+    if m:
+        declared = op_headers.signature(op_headers.include_dir(library), m.group(1), m.group(2))
+    else:
+        k = _KERNEL.match(name)
+        if k:
+            token = k.group(1) or k.group(2)
+            tokens = list(dict.fromkeys([token, token.replace("_out", "", 1), token.lstrip("_")]))
+            declared = op_headers.matching(op_headers.include_dir(library), tokens, sig.params)
+    if declared is not None:
+        has_this = False if m or sig.has_this is None else sig.has_this
+        sig = keyset_abi.Signature(sig.params, has_this, sig.returns or op_headers.demangled(declared.returns))
+        if len(declared.names) == len(sig.params):
+            names = declared.names
+    locations = keyset_abi.arguments(sig)
+    if any(loc.how is None for loc in locations):
+        debug = _debug_signature(frame)  # a debug build: DWARF knows `this` and the return type
+        if debug is not None and len(debug.params) == len(sig.params):
+            locations = keyset_abi.arguments(debug)
+    return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op)
+
+
+def read_entry(frame, name: str | None, library: str | None, read_memory) -> list[dict] | None:
+    """The arguments at the function's first instruction: one dict each (``argvalues`` describes the
+    shape); None when the function's name gives no parameters. Only valid for the frame a breakpoint
+    stopped in, before its prologue moves them."""
+    if frame is None or not name:
+        return None
+    p = plan(frame, name, library)
+    if p.why is not None:
+        return None
+    mem = argvalues.Memory(read_memory)
+    out = []
+    for loc, arg_name in zip(p.locations, p.names):
+        arg: dict = {"type": loc.type, "where": loc.where}
+        if arg_name:
+            arg["name"] = arg_name
+        if loc.how is None:
+            arg["unreadable"] = loc.why
+        else:
+            try:
+                data, address = _raw(frame, loc, mem)
+                arg.update(argvalues.describe(loc.object_type, data, address, mem))
+            except argvalues.Unreadable as exc:
+                arg["unreadable"] = str(exc)
+            except (RuntimeError, ValueError, OSError, OverflowError) as exc:  # gdb.error is a RuntimeError
+                arg["unreadable"] = f"gdb could not read it: {exc}"
+        out.append(arg)
+    return out
+
+
+def _word(frame, register: str) -> int:
+    if register.startswith("xmm"):
+        return int(frame.read_register(register)["v2_int64"][0]) & _U64
+    return int(frame.read_register(register)) & _U64
+
+
+def _raw(frame, loc: arg_abi.ArgLocation, mem: "argvalues.Memory") -> tuple[bytes | None, int | None]:
+    """(the object's bytes, None) when it travels by value; (None, its address) otherwise."""
+    if loc.registers:
+        words = [_word(frame, r) for r in loc.registers]
+    else:
+        rsp = _word(frame, "rsp")
+        if loc.how == "stack":
+            return None, rsp + (loc.stack or 0)
+        count = 1 if loc.how == "address" else max(1, (loc.size + 7) // 8)
+        words = list(struct.unpack(f"<{count}Q", mem.read(rsp + (loc.stack or 0), 8 * count)))
+    if loc.how == "address":
+        return None, words[0]
+    return b"".join(w.to_bytes(8, "little") for w in words), None
+
+
+def read_debug(frame) -> list[dict] | None:
+    """An outer frame's arguments where its library has DWARF (a debug build), as gdb's ``bt`` shows them:
+    by name and type through the frame's symbols; ``unreadable`` where DWARF says it was optimised out.
+    None without debug information for the frame's pc."""
+    try:
+        block = frame.block()
+    except RuntimeError:
+        return None
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None:
+        return None
+    out = []
+    for symbol in block:
+        if not symbol.is_argument:
+            continue
+        arg = {"name": symbol.name, "type": _type_name(symbol.type), "where": "DWARF"}
+        try:
+            value = frame.read_var(symbol)
+            if getattr(value, "is_optimized_out", False):
+                arg["unreadable"] = "not available (optimised out)"
+            else:
+                arg.update(argvalues.describe_gdb_value(value, arg["type"]))
+        except (RuntimeError, ValueError) as exc:
+            arg["unreadable"] = f"not available ({exc})"
+        out.append(arg)
+        if len(out) >= MAX_ARGS:
+            break
+    return out
