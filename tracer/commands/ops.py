@@ -85,6 +85,9 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
     # interpreter: find its torch from what it has mapped, and import that torch for the facts.
     attached = _torch_of_pid(pid) if pid else None
     pythonpath = attached[1] if attached else None
+    # Where this torch build keeps a tensor's fields (tracer.values: a probe, cached by build): asked while
+    # gdb starts, handed to the agent before the first hit.
+    fields["values_layout_later"] = _in_background(_values_layout, python, attached)
     if not specs:
         # Only for decoding recorded key sets, when a session is read: asked while gdb starts.
         fields["dispatch_keys_later"] = _in_background(_key_table_quietly, python, attached)
@@ -137,6 +140,21 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
                   "overloads are taken as given and key sets will not be decoded", file=sys.stderr)
         print(f"pttrace: resolved in {took:.1f} s", file=sys.stderr)
     return fields
+
+
+def _values_layout(python: str, attached: tuple | None) -> dict:
+    """{layout: its JSON, vtables: {library: {offset: vtable name}}} for the agent; raises LayoutUnknown."""
+    from tracer import settings, symbols
+    from tracer.values import layout as values_layout
+    from tracer.values.vtables import node_vtables
+
+    libraries = attached[0] if attached else symbols.torch_libraries(python)
+    found = values_layout.establish(python, libraries, settings.cache_dir(), attached[1] if attached else None)
+    try:
+        tables = node_vtables(libraries)
+    except Exception:  # names of grad_fn nodes are extra: without them a tensor is still read
+        tables = {}
+    return {"layout": found.to_json(), "vtables": {lib: {str(k): v for k, v in t.items()} for lib, t in tables.items()}}
 
 
 def _in_background(fn, *args):

@@ -97,15 +97,16 @@ def arg_text(arg: dict, index: int) -> str:
     return f"{name}: {value_text(arg)}"
 
 
-def decision_lines(fv: FrameValues) -> list[str]:
-    """The dispatcher's decision at the hop, a line each part, or nothing when it does not dispatch."""
+def decision_lines(fv: FrameValues, tensors: bool = False) -> list[str]:
+    """The dispatcher's decision at the hop, a line each part, or nothing when it does not dispatch.
+    ``tensors``: each tensor argument's key set too (the argument lines show them already)."""
     d = fv.decision
     out = []
     if d is None:
         if fv.tls_note:
             out.append(f"thread's key sets not read: {fv.tls_note}")
         return out
-    for name, ks in d.tensors:
+    for name, ks in d.tensors if tensors else ():
         out.append(f"tensor {name}: {d.text(ks)}")
     if d.included is not None:
         out.append(f"thread includes {d.text(d.included)}; excludes {d.text(d.excluded)}")

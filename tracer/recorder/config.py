@@ -77,6 +77,10 @@ class TraceConfig:
     """Or the same table still being computed (a concurrent.futures.Future: asking the target's torch
     takes ~1.3 s the first time): written into the session when it comes, before the end at the latest."""
 
+    values_layout_later: Any = None
+    """Where the target torch keeps a tensor's fields (a Future of ``commands.ops._values_layout``'s dict:
+    the layout's JSON and the autograd Nodes' vtables), handed to the agent to read argument values."""
+
     notes: tuple[str, ...] = ()
     """What the command found before gdb starts that the session must say (--op: what it does not follow)."""
 

@@ -87,6 +87,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
                                              launch.our_stdin() if cfg.forward_input else None)
         mi.command(f"-inferior-tty-set {mi_quote(rec.terminal.name)}")
     rec.agent.load()
+    values = _values_layout(rec, cfg)
     agent_config = agent_dir / "agent.json"
     agent_config.write_text(json.dumps({
         "session": str(rec.session_path.resolve()),
@@ -101,6 +102,7 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
         "stack_reuse_stats": settings.stack_reuse_stats,
         "log": str(settings.log_file.resolve()) if settings.log_file else None,
         "follow_children": cfg.follow_children,
+        "values": values,
     }))
     if cfg.pid is not None:
         attach(rec, cfg.pid)
@@ -141,3 +143,17 @@ def abort(rec: Recorder) -> None:
         except OSError as exc:
             log.debug("cannot remove %s: %s", rec.session_path, exc)
         rec.writer = None
+
+
+def _values_layout(rec, cfg) -> dict:
+    """The layout the agent reads argument values with (``cfg.values_layout_later``), or why there is none:
+    a warning in the session then, every view shows it."""
+    fut = cfg.values_layout_later
+    if fut is None:
+        return {"why": "no torch layout was established for this run"}
+    try:
+        return fut.result(timeout=120)
+    except Exception as exc:  # LayoutUnknown (its reason), or the probe's own failure
+        why = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+        rec.writer.warning(f"tensor and Scalar arguments are not read: {why}")
+        return {"why": why}

@@ -23,7 +23,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property
@@ -344,23 +343,3 @@ def _write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # a cache we cannot write is only slower next time
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tracer.values.layout [PYTHON]``: print the established layout (a debugging aid)."""
-    args = sys.argv[1:] if argv is None else argv
-    python = args[0] if args else sys.executable
-    from tracer import settings
-    from tracer.symbols import torch_libraries
-
-    try:
-        layout = establish(python, torch_libraries(python), settings.cache_dir())
-    except LayoutUnknown as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    print(json.dumps(asdict(layout), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

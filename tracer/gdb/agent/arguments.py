@@ -96,7 +96,10 @@ def read_entry(frame, name: str | None, library: str | None, read_memory) -> lis
         else:
             try:
                 data, address = _raw(frame, loc, mem)
-                arg.update(argvalues.describe(loc.object_type, data, address, mem))
+                if argvalues.needs_layout(loc.object_type):
+                    arg.update(argvalues.from_values(loc.type, _as_passed(data, address), read_memory))
+                else:
+                    arg.update(argvalues.describe(loc.object_type, data, address, mem))
             except argvalues.Unreadable as exc:
                 arg["unreadable"] = str(exc)
             except (RuntimeError, ValueError, OSError, OverflowError) as exc:  # gdb.error is a RuntimeError
@@ -124,6 +127,14 @@ def _raw(frame, loc: arg_abi.ArgLocation, mem: "argvalues.Memory") -> tuple[byte
     if loc.how == "address":
         return None, words[0]
     return b"".join(w.to_bytes(8, "little") for w in words), None
+
+
+def _as_passed(data: bytes | None, address: int | None):
+    """The value as ``tracer.values.describe`` takes it: an address, a register's word, or two words."""
+    if data is None:
+        return address
+    words = struct.unpack(f"<{len(data) // 8}Q", data[: len(data) // 8 * 8])
+    return words[0] if len(words) == 1 else tuple(words)
 
 
 def read_debug(frame) -> list[dict] | None:

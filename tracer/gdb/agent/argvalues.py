@@ -219,6 +219,64 @@ def _symint(value: int) -> dict:
     return {"value": value} if value >= _SYMINT_HEAP else {"value": "symbolic"}
 
 
+# Types whose reading needs the torch build's layout (tracer.values): tensors, Scalars, torch's enums.
+_LAYOUT_TYPES = re.compile(r"^(?:at::Tensor|at::TensorBase|c10::Scalar|at::Scalar|c10::IListRef<at::Tensor>|"
+                           r"at::ITensorListRef|at::TensorList|c10::ArrayRef<at::Tensor>|_object\*|PyObject\*|"
+                           r"THPVariable\*|(?:c10|at)::(?:ScalarType|Layout|MemoryFormat|Device)|"
+                           r"std::optional<(?:at::Tensor|(?:c10|at)::(?:ScalarType|Layout|MemoryFormat|Device|Scalar))>)$")
+
+
+def needs_layout(cpp: str) -> bool:
+    return bool(_LAYOUT_TYPES.match(normal(cpp)))
+
+
+def from_values(cpp: str, passed, read_memory) -> dict:
+    """A parameter read by ``tracer.values`` (``agent_value``: its layout installed by pttrace-setup), in
+    this module's shape; without that package, its type and address."""
+    reader = _values_reader()
+    if reader is None:
+        return {"address": passed} if isinstance(passed, int) else {"unreadable": "tracer.values is not installed"}
+    return converted(reader(cpp, passed, read_memory))
+
+
+def converted(d: dict) -> dict:
+    """``tracer.values``' dict (``{kind, ...}``) as an argument's value here."""
+    kind = d.get("kind")
+    if kind in ("tensor", "undefined"):
+        return {"tensor": d if kind == "tensor" else {"undefined": True}}
+    if kind == "tensors":
+        out = {"tensors": [x if x.get("kind") != "undefined" else {"undefined": True} for x in d.get("tensors") or []]}
+        if d.get("length", 0) > len(out["tensors"]):
+            out["length"] = d["length"]
+        return out
+    if kind == "none":
+        return {"none": True}
+    if kind in ("value", "scalar"):
+        return {"value": d.get("value")} if kind == "value" else {"value": d.get("value"), "scalar": d.get("type")}
+    if kind == "opaque":
+        return {"address": d.get("address")}
+    if kind == "unreadable":
+        out = {"unreadable": d.get("why") or "not read"}
+        if isinstance(d.get("address"), int):
+            out["address"] = d["address"]
+        return out
+    return {"unreadable": f"tracer.values gave a {kind!r}"}
+
+
+def _values_reader():
+    if not _VALUES:
+        try:
+            from tracer.values import agent_value
+
+            _VALUES.append(agent_value)
+        except ImportError:
+            _VALUES.append(None)
+    return _VALUES[0]
+
+
+_VALUES: list = []
+
+
 def tensor(address: int | None, mem: Memory) -> dict:
     """An ``at::Tensor`` at ``address`` (its one word: the ``TensorImpl*``), read by ``tracer.values``
     when it is there; else its impl's address."""
@@ -235,9 +293,9 @@ _READER: list = []
 def _tensor_reader():
     if not _READER:
         try:
-            from tracer.values import agent_tensor  # type: ignore[import-not-found]
+            from tracer.values import agent_tensor
 
-            _READER.append(agent_tensor)
+            _READER.append(lambda at, mem: converted(agent_tensor(at, mem._read))["tensor"])
         except ImportError:
             _READER.append(None)
     return _READER[0]

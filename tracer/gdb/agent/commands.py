@@ -43,6 +43,29 @@ from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
 
 
+def install_values(values: dict) -> None:
+    """tracer.values' layout of the target torch (or why there is none), and the autograd Nodes' vtables
+    by library, whose load bases are found as the libraries map (grad_fn's class name)."""
+    from tracer.values import agent as values_agent
+
+    tables = {lib: {int(k): v for k, v in t.items()} for lib, t in (values.get("vtables") or {}).items()}
+    bases: dict[str, int] = {}  # (tracer.values.vtables.Symbolizer's job, without its symbol-index import)
+
+    def symbolize(address: int):
+        for lib, table in tables.items():
+            if lib not in bases:
+                base = native.mapped_base(lib)
+                if base is None:
+                    continue
+                bases[lib] = base
+            name = table.get(address - bases[lib])
+            if name is not None:
+                return name
+        return None
+
+    values_agent.install(values.get("layout"), symbolize if tables else None, values.get("why"))
+
+
 def _setup(arg: str) -> None:
     with open(arg.strip(), "r", encoding="utf-8") as fh:
         cfg = json.load(fh)
@@ -58,6 +81,7 @@ def _setup(arg: str) -> None:
     STATS.path = cfg.get("stack_reuse_stats") or None
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     FOLLOW.configure(cfg.get("follow"))
+    install_values(cfg.get("values") or {})
     PROCESSES.follow = bool(cfg.get("follow_children"))
     if PROCESSES.follow:
         for function in EXEC_FUNCTIONS:
