@@ -197,6 +197,12 @@ def _run_reuse(tmp_path: Path, name: str, no_reuse: bool, *extra: str) -> tuple[
         hit.pop("time")
         hit["thread"].pop("lwp")  # another process: other LWPs
         hit["thread"].pop("pid", None)  # and another pid
+        for carried in hit.get("values") or []:  # and other addresses: the tensors' are the process's own
+            for arg in carried["args"]:
+                for t in [arg.get("tensor")] + list(arg.get("tensors") or []):
+                    if isinstance(t, dict):
+                        t.pop("data_ptr", None)
+                        t.pop("impl", None)
     return hits, json.loads(stats.read_text())
 
 
