@@ -39,7 +39,8 @@ CALLS = {
     "at::_ops::full::call": [["c10::ArrayRef<c10::SymInt>", ["rsi", "rdx"]], [S, "rcx"],
                              ["std::optional<c10::ScalarType>", "r8"], ["std::optional<c10::Layout>", "r9"],
                              ["std::optional<c10::Device>", "slot+8"], ["std::optional<bool>", "slot+16"]],
-    "torch::autograd::THPVariable_sigmoid(_object*, _object*)": [["_object*", "rdi"]],
+    "torch::autograd::THPVariable_sigmoid(_object*, _object*)": [["_object*", "rdi"], ["_object*", "rsi"]],
+    "torch::autograd::THPVariable_sigmoid(_object*, _object*, _object*)": [["_object*", "rsi"]],
 }
 
 
@@ -162,3 +163,7 @@ def test_the_tensor_at_the_python_binding(hits):
     facts, lines = hits
     (args,) = _calls(lines, "torch::autograd::THPVariable_sigmoid(_object*, _object*)")
     assert _is(args[0], facts["a"])
+    assert args[1]["why"] == "the THPVariable pointer is a null pointer"  # a method without arguments: no tuple
+    (args,) = _calls(lines, "torch::autograd::THPVariable_sigmoid(_object*, _object*, _object*)")
+    assert args[0] == {"kind": "unreadable", "why": "a tuple object, not a tensor", "type": "THPVariable*",
+                       "address": args[0]["address"]}  # torch.sigmoid(a): its arguments' tuple

@@ -25,6 +25,7 @@ def main():
     torch.sum(a, dim=[1], keepdim=True, dtype=torch.float64)
     torch.full((2, 3), 1.5, dtype=torch.float64)
     a.sigmoid()
+    torch.sigmoid(a)
     print("done", flush=True)
 
 

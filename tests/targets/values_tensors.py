@@ -34,6 +34,12 @@ def tensors():
         pass
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     out["leaf requires_grad"] = x
+    out["parameter"] = torch.nn.Parameter(torch.ones(2))
+
+    class Mine(torch.Tensor):
+        pass
+
+    out["subclass"] = torch.zeros(2).as_subclass(Mine)
     out["sigmoid"] = x.sigmoid()
     out["mul"] = x * 2
     out["view of requires_grad"] = x.view(3, 1)

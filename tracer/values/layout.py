@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-FORMAT = 4  # a new field in TorchLayout: a new format, so cached layouts are made again
+FORMAT = 5  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
@@ -74,6 +74,9 @@ class TorchLayout:
     is_view: int | None = None  # bool
     node_object_cdata: int | None = None  # THPCppFunction (a grad_fn object): its Node pointer
     thp_variable_cdata: int | None = None  # THPVariable: its TensorImpl pointer
+    py_tp_name: int | None = None  # PyTypeObject: tp_name (a C string), tp_base (the base type)
+    py_tp_base: int | None = None
+    py_tensor_base: str | None = None  # the C type every tensor class derives from: torch._C.TensorBase
     undefined_key_set: int | None = None  # UndefinedTensorImpl's key set (it has no device)
     dtypes: tuple[Dtype, ...] = ()
     # Key sets of tensors whose layout is not strided, less a dense CPU tensor's: layout name -> bits.
@@ -151,6 +154,8 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
         storage_nbytes=report.get("storage_nbytes"),
         grad_fn=ag.get("grad_fn"), requires_grad=ag.get("requires_grad"), is_view=ag.get("is_view"),
         node_object_cdata=report.get("node_object_cdata"), thp_variable_cdata=report.get("thp_variable_cdata"),
+        py_tp_name=(report.get("py_type") or {}).get("tp_name"), py_tp_base=(report.get("py_type") or {}).get("tp_base"),
+        py_tensor_base=(report.get("py_type") or {}).get("tensor_base"),
         undefined_key_set=undefined.get("key_set") if undefined.get("device_engaged") == 0 else None,
         dtypes=dtypes, layout_bits=tuple((k, int(v)) for k, v in sorted((report.get("layout_bits") or {}).items())),
         compressed_layout=report.get("compressed_layout"),

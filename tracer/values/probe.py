@@ -27,6 +27,18 @@ def words(addr, n=SCAN):
     return [w & U64 for w in struct.unpack("<%dq" % (n // 8), mem(addr, n))]
 
 
+def readable(address):
+    """Whether 64 bytes at ``address`` lie in one readable mapping of this process (a probe that
+    dereferenced a non-pointer would crash)."""
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            span, perms = line.split()[:2]
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            if lo <= address and address + 64 <= hi:
+                return perms.startswith("r")
+    return False
+
+
 def only(found, what, out):
     """The one offset in ``found``; else note why in out["problems"] and give None."""
     found = sorted(set(found))
@@ -191,6 +203,25 @@ def main():
     # THPVariable: the TensorImpl pointer after the PyObject header.
     tv = [o for o in range(16, 64, 8) if all(words(id(t), 64)[o // 8] == impl(t) for t in (a, b, base))]
     thp = only(tv, "THPVariable's tensor", out)
+    # A tensor's Python type: where PyTypeObject keeps tp_name and tp_base, and the C type's name every
+    # tensor class derives from (torch._C.TensorBase), so a PyObject* can be told to be a tensor or not.
+    class Sub(torch.Tensor):
+        pass
+
+    sub = torch.empty(2).as_subclass(Sub)
+    base_type = type(a).__mro__[-2]  # the C type below object
+    tp_base = only([o for o in range(24, 512, 8) if words(id(Sub), 512)[o // 8] == id(torch.Tensor)
+                    and words(id(torch.Tensor), 512)[o // 8] == id(base_type)], "PyTypeObject tp_base", out)
+    tp_name = None
+    for o in range(8, 64, 8):
+        ptr = words(id(base_type), 64)[o // 8]
+        if readable(ptr) and ctypes.string_at(ptr, 64).split(b"\0")[0] == \
+                (base_type.__module__ + "." + base_type.__name__).encode():
+            tp_name = o
+            break
+    if tp_name is None:
+        out["problems"].append("PyTypeObject tp_name: not found")
+    del sub
     # The undefined tensor: a singleton with an empty key set and no device.
     undefined = None
     try:
@@ -242,6 +273,8 @@ def main():
         "autograd": {"grad_fn": grad_fn, "requires_grad": requires_grad, "is_view": is_view},
         "node_object_cdata": node_cdata,
         "thp_variable_cdata": thp,
+        "py_type": {"tp_name": tp_name, "tp_base": tp_base,
+                    "tensor_base": base_type.__module__ + "." + base_type.__name__},
         "dtypes": table,
         "meta_device_type": meta_type,
         "undefined": undefined,

@@ -281,6 +281,36 @@ def _join(a: str | None, b: str | None) -> str | None:
     return "; ".join(x for x in (a, b) if x) or None
 
 
+def _check_tensor_type(mem: Memory, layout: TorchLayout, obj: int) -> None:
+    """The object's type is torch's tensor type or derives from it (torch.Tensor, nn.Parameter, a subclass);
+    else BadValue naming the object's type (the ``args`` tuple of a binding, say)."""
+    if None in (layout.py_tp_name, layout.py_tp_base) or not layout.py_tensor_base:
+        return  # not established: the tensor's own checks still apply
+    cls = mem.pointer(obj + 8, "the object's type")
+    first = None
+    for _ in range(32):  # a class hierarchy deeper than this is not a tensor's
+        name = _c_string(mem, mem.pointer(cls + layout.py_tp_name, "tp_name", align=1))
+        first = first or name
+        if name == layout.py_tensor_base:
+            return
+        cls = mem.pointer(cls + layout.py_tp_base, "tp_base", null=True)
+        if not cls:
+            break
+    raise BadValue(f"a {first} object, not a tensor")
+
+
+def _c_string(mem: Memory, address: int, limit: int = 128) -> str:
+    """A NUL-terminated name, read a page-safe chunk at a time."""
+    out = b""
+    while len(out) < limit:
+        chunk = min(32, 4096 - (address + len(out)) % 4096)
+        part = mem.bytes(address + len(out), chunk)
+        if b"\0" in part:
+            return (out + part.split(b"\0")[0]).decode("utf-8", "replace")
+        out += part
+    raise BadValue(f"a type name longer than {limit} bytes at {address:#x}")
+
+
 def check_impl(value: int, what: str = "the TensorImpl pointer") -> int:
     """``value`` if it can be a TensorImpl's address (for a THPVariable's or an IValue's payload)."""
     return check_pointer(value, what)
@@ -293,6 +323,7 @@ def read_thp_variable(read_memory, layout: TorchLayout, address: int, symbolize=
         return Unreadable("the layout of this torch does not place THPVariable's tensor", "THPVariable*", address)
     try:
         check_pointer(address, "the THPVariable pointer")
+        _check_tensor_type(Memory(read_memory), layout, address)
     except BadValue as exc:
         return Unreadable(str(exc), "THPVariable*", address)
     return read_tensor(read_memory, layout, address + layout.thp_variable_cdata, symbolize)
