@@ -400,7 +400,47 @@ class MarkdownRenderer:
             return lines
         for i, frame in enumerate(path.frames, 1):
             lines += self.frame_details(i, frame)
+            lines += self.kernel_details(i, P.generated_kernel(path.frames, i - 1, self.cwd))
         return lines
+
+    def kernel_details(self, i: int, kernel) -> list[str]:
+        """Frame ``i`` runs an inductor kernel: which, its ops and FX nodes, the user's lines they came
+        from next to the generated code that calls it (``tracer.scripted.inductor``)."""
+        if kernel is None:
+            return []
+        out = [f"**Frame {i} is inductor-generated code.** {text(kernel.summary())}", ""]
+        if kernel.nodes:
+            out += [row(["FX node", "ATen op", "from"]), "|---|---|---|"]
+            for n in kernel.nodes:
+                where = f"{P.display_path(n.file, self.cwd)}:{n.line} {n.function}" if n.file else ""
+                out.append(row([code(n.name, in_table=True), code(n.op or "?", in_table=True),
+                                (code(where, in_table=True) + (f" {code(n.code, in_table=True)}" if n.code else ""))
+                                if where else "not recorded"]))
+            out.append("")
+        for n in kernel.user_lines:
+            excerpt = self.reader.found_excerpt(n.file, n.line, self.context)
+            if excerpt is not None:
+                out += [f"The user's line, {code(P.display_path(n.file, self.cwd) + ':' + str(n.line))}:", ""]
+                out += self._numbered(excerpt, n.line, n.file)
+        if kernel.module and kernel.module_line:
+            excerpt = self.reader.found_excerpt(kernel.module, kernel.module_line, self.context)
+            if excerpt is not None:
+                out += [f"The generated module calls it at {code(kernel.module + ':' + str(kernel.module_line))}:", ""]
+                out += self._numbered(excerpt, kernel.module_line, kernel.module)
+        if kernel.cpp and kernel.cpp_line:
+            excerpt = self.reader.found_excerpt(kernel.cpp, kernel.cpp_line, self.context)
+            if excerpt is not None:
+                out += [f"Its generated C++, {code(kernel.cpp + ':' + str(kernel.cpp_line))}:", ""]
+                out += self._numbered(excerpt, kernel.cpp_line, kernel.cpp)
+        if kernel.missing:
+            out += [f"Not known: {text(kernel.missing)}.", ""]
+        return out
+
+    @staticmethod
+    def _numbered(excerpt: list, mark: int, file: str) -> list[str]:
+        width = len(str(excerpt[-1][0]))
+        body = "\n".join(f"{'>' if n == mark else ' '} {n:>{width}}  {t}" for n, t in excerpt)
+        return fenced(body, language(file)) + [""]
 
     def getting_source(self, paths: list[P.CallPath]) -> list[str]:
         """How to get the C++ behind the frames that only point at a header, a yaml entry or nothing."""

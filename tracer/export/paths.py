@@ -39,6 +39,22 @@ def frame_note(frame: Frame) -> str | None:
     return None
 
 
+def generated_kernel(frames: list[Frame], i: int, cwd: str | None = None):
+    """What inductor's files say of the kernel a native frame in its generated code runs
+    (``tracer.scripted.inductor.GeneratedKernel``), None for other frames and for the outer frames of a
+    kernel's library (the kernel is told once, at its innermost frame)."""
+    from tracer.scripted import inductor
+
+    f = frames[i]
+    if f.kind != "native" or not inductor.is_generated(f.library):
+        return None
+    if i + 1 < len(frames) and frames[i + 1].kind == "native" and frames[i + 1].library == f.library:
+        return None
+    module = next((g.file for g in reversed(frames[:i])
+                   if g.kind == "python" and g.file and inductor.CACHE_DIR.search(g.file)), None)
+    return inductor.describe(f.library, module, cwd)
+
+
 def short_of(frame: Frame) -> str:
     """The name to show in a table row or a tree node; never empty."""
     if frame.kind == "python":

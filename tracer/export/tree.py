@@ -113,6 +113,9 @@ def add_path(parent: Tree, label: Text, path: P.CallPath, cwd: str | None = None
         t = frame_text(frame, cwd, dim=dim, finder=finder)
         if diverge_at is not None and i == diverge_at and note:
             t.append(f"  ← {note}", style="bold")
+        kernel = P.generated_kernel(path.frames, i, cwd)
+        if kernel is not None:
+            t.append_text(kernel_text(kernel, cwd, dim))
         child = node.add(t)
         if path.hits and diverge_at is None:
             add_values(child, path.first, frame)
@@ -145,6 +148,25 @@ def add_shapes(node: Tree, path: P.CallPath) -> None:
         sub = node.add(Text(f"{len(found)} distinct argument shapes", style="bold"))
         for text in found:
             sub.add(Text(text))
+
+
+def kernel_text(kernel, cwd: str | None, dim: bool = False) -> Text:
+    """Lines under a frame of inductor-generated code: the kernel, its ops and FX nodes, the user's lines
+    they came from, where its source is, and what is missing (``tracer.scripted.inductor``)."""
+    t = Text()
+    style = "grey50" if dim else "bold steel_blue"
+    t.append(f"\n  ↳ {kernel.summary()}", style=style)
+    for node in kernel.user_lines:
+        t.append(f"\n  ↳ from {P.display_path(node.file, cwd)}:{node.line} {node.function}", style=style)
+        if node.code:
+            t.append(f"  {node.code}", style="italic" if not dim else "grey50")
+    if kernel.cpp:
+        t.append(f"\n  ↳ generated {P.display_path(kernel.cpp, cwd)}:{kernel.cpp_line or '?'}", style="grey62")
+    if kernel.module:
+        t.append(f"\n  ↳ called from {P.display_path(kernel.module, cwd)}:{kernel.module_line or '?'}", style="grey62")
+    if kernel.missing:
+        t.append(f"\n  ↳ {kernel.missing}", style="yellow" if not dim else "grey50")
+    return t
 
 
 def keys_text(keys) -> str:

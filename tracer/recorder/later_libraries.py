@@ -14,6 +14,7 @@ from typing import Callable
 
 from tracer.errors import PttraceError
 from tracer.recorder import resolve
+from tracer.recorder.compiled_ops import CompiledOps
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -22,8 +23,9 @@ class LaterLibraries:
     """``specs``: the names set by address at start-up; ``searched``: the libraries already searched."""
 
     def __init__(self, specs: list[str], searched: list[str], warn: Callable[[str], None],
-                 library_ops: tuple[str, ...] = ()):
+                 library_ops: tuple[str, ...] = (), compiled: CompiledOps | None = None):
         self.specs = list(dict.fromkeys(specs))
+        self.compiled = compiled  # --op NAME: inductor kernels that implement NAME (compiled_ops.py)
         self.library_ops = list(library_ops)  # --op ns::name: its TORCH_LIBRARY kernels, wherever registered
         self.found_ops: set[str] = set()
         self._searched = {os.path.realpath(p) for p in searched}
@@ -32,7 +34,7 @@ class LaterLibraries:
 
     @property
     def active(self) -> bool:
-        return bool(self.specs or self.library_ops)
+        return bool(self.specs or self.library_ops or (self.compiled is not None and self.compiled.ops))
 
     def loaded(self, path: str) -> None:
         if self.active and os.path.realpath(path) not in self._searched:
@@ -49,6 +51,8 @@ class LaterLibraries:
                 continue
             self._searched.add(real)
             items += self._library_ops(path)
+            if self.compiled is not None:
+                items += self.compiled.breakpoints_in(path)
             for spec in self.specs:
                 try:
                     items += resolve.breakpoints_in(spec, path)

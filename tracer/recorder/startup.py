@@ -16,6 +16,7 @@ from tracer.recorder import launch, resolve, shutdown
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.events import TargetOutput
 from tracer.recorder.follow import Follower
+from tracer.recorder.compiled_ops import CompiledOps, op_names
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS
@@ -71,8 +72,9 @@ def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
     rec.follower = Follower(cfg.follow, address_breakpoints, rec.warn) if cfg.follow else None
     rec.policy = LibraryPolicy(mi, rec.agent, settings, rec.torch_libs, rec.warn)
     rec.policy.plan(resolution.by_gdb, address_breakpoints)
+    compiled = CompiledOps(op_names(cfg.address_breakpoints), rec.warn, cfg.cwd)
     rec.later = LaterLibraries([b["label"] for b in resolution.by_address], rec.torch_libs, rec.warn,
-                               cfg.library_ops)
+                               cfg.library_ops, compiled)
     rec.later.found_ops.update(b["label"].removeprefix("op:") for b in cfg.address_breakpoints)
     if rec.later.active and not rec.policy.deferring:
         # A name set by address is looked for again in every library loaded later: at a stop.

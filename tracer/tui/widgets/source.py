@@ -168,11 +168,15 @@ class SourcePane(Static, can_focus=True):
             mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
             if mapped and SF.may_show(frame, mapped):
                 located = SF.Located(Path(mapped), moved_from=frame.file)
+        kernel = _kernel_notes(frame, self.cwd)
         if located.path is not None and frame.line:
             body = self._excerpt(frame, located)
             if body is not None:
-                self._show(body)
+                self._show(Group(kernel, body) if kernel is not None else body)
                 return
+        if kernel is not None:
+            self._show(kernel)
+            return
         if frame.kind != "python" and not frame.file and frame.function:
             refs = self.finder().known(frame.function, frame.library)
             if refs is None:
@@ -318,3 +322,26 @@ class SourcePane(Static, can_focus=True):
             t.append("on GitHub ", style="grey62")
             t.append(url + "\n", style="underline")
         return t
+
+
+def _kernel_notes(frame: Frame, cwd: str | None) -> Text | None:
+    """Above the generated C++ of an inductor kernel's frame: which kernel, its ops and FX nodes, and
+    the user's lines they came from, with their text (``tracer.scripted.inductor``)."""
+    from tracer.scripted import inductor
+
+    if frame.kind != "native" or not inductor.is_generated(frame.library):
+        return None
+    kernel = inductor.describe(frame.library, None, cwd)
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(kernel.summary() + "\n", style="bold #7fa7d9")
+    for node in kernel.user_lines:
+        t.append(f"from {P.display_path(node.file, cwd)}:{node.line} {node.function}  ", style="bold")
+        t.append((node.code or "") + "\n", style="italic")
+    if kernel.module:
+        t.append(f"called from {P.display_path(kernel.module, cwd)}:{kernel.module_line or '?'}\n", style="grey62")
+    if kernel.cpp and not frame.file:
+        t.append(f"defined at {P.display_path(kernel.cpp, cwd)}:{kernel.cpp_line or '?'} (no line tables "
+                 "for this frame)\n", style="grey62")
+    if kernel.missing:
+        t.append(kernel.missing + "\n", style="yellow")
+    return t
