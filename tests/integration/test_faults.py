@@ -383,7 +383,7 @@ def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path,
         pytest.skip("cannot make a private mount namespace here (unshare refused)")
     full = tmp_path / "full"
     full.mkdir()
-    loader = ("import glob, sys; from tracer import storage; "
+    loader = ("import glob, sys; from tracer.session import storage; "
               "s = storage.load(glob.glob(sys.argv[1] + '/*.jsonl')[0]); "
               "print('LOADED', s.info.status, len(s.hits), [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1)))")
     script = ('mount -t tmpfs -o size=256k tmpfs "$1" || exit 99; '
