@@ -36,7 +36,15 @@ def frame_note(frame: Frame) -> str | None:
     ran a compiled graph in place of."""
     if frame.compiled:
         return f"compiled: {frame.compiled}"
+    if frame.kind == "native" and is_interpreter_loop(frame.function):
+        return "TorchScript: its function, line and graph node are not read"
     return None
+
+
+def is_interpreter_loop(function: str | None) -> bool:
+    """TorchScript's interpreter loop (``InterpreterStateImpl::runTemplate``/``runImpl``), where the
+    scripted function's frames would be interleaved."""
+    return bool(function) and "torch::jit::InterpreterStateImpl::run" in function
 
 
 def generated_kernel(frames: list[Frame], i: int, cwd: str | None = None):

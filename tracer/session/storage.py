@@ -321,7 +321,20 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     if _depth < 4 and not more:
         _merge_children(session, table, path, _depth)
     session.info.warnings = fold_warnings(session.info.warnings)
+    if not head and _through_torchscript(table):
+        session.info.warnings.append(TORCHSCRIPT_NOT_READ)
     return session
+
+
+TORCHSCRIPT_NOT_READ = (
+    "hits passed through TorchScript's interpreter: pttrace does not read which scripted function, source "
+    "line and graph node it was running (its frames are shown as the interpreter's native frames); the "
+    "program itself can print them (fn.graph, fn.code)")
+
+
+def _through_torchscript(table: HitTable) -> bool:
+    return any(f.kind == "native" and f.function and "torch::jit::InterpreterStateImpl::run" in f.function
+               for frames in table.frame_lists() for f in frames)
 
 
 def _merge_children(session: Session, table: HitTable, path: Path, depth: int) -> None:
