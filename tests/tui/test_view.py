@@ -422,3 +422,41 @@ def test_a_big_session_shows_its_first_hits_before_the_rest_of_its_file_is_read(
             await pilot.press("q")
 
     run_pilot(scenario(), timeout=120)
+
+
+def test_an_inductor_kernels_frame_says_its_kernel_above_the_source(fixture_session, tmp_path):
+    """A frame in a library inductor generated: the kernel its output module names, the ops its name lists,
+    and why the FX nodes and lines are not known (files laid out as inductor 2.13 writes them)."""
+    cache = tmp_path / "torchinductor_test"
+    (cache / "yo").mkdir(parents=True)
+    (cache / "nq").mkdir()
+    kernel_src = '#include <torch/csrc/inductor/cpp_prefix.h>\nextern "C"  void  kernel(const float* in_ptr0)\n{\n}'
+    (cache / "yo" / "cabc.main.cpp").write_text(kernel_src + "\n// Python bindings to call kernel():\n")
+    (cache / "nq" / "cmod.py").write_text(
+        "cpp_fused_sigmoid_0 = async_compile.cpp_pybinding(['const float*'], r'''\n" + kernel_src + "\n''')\n\n"
+        "class Runner:\n    def call(self, args):\n        cpp_fused_sigmoid_0(arg0_1)\n")
+    session = copy.deepcopy(fixture_session)
+    hit = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    frame = hit.frames[-1]
+    frame.function = frame.short = "kernel"
+    frame.library, frame.layer = str(cache / "yo" / "cabc.main.so"), "generated"
+    session.hits = [hit]
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            path = app.call_path
+            path.focus()
+            path.move_cursor(row=path.row_count - 1)
+            source = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: source.frame is frame)
+            text = pane_text(source)
+            assert "inductor kernel cpp_fused_sigmoid_0: aten.sigmoid (from its name)" in text
+            module = (cache / "nq" / "cmod.py").read_text().splitlines()
+            call = next(n for n, line in enumerate(module, 1) if line.strip() == "cpp_fused_sigmoid_0(arg0_1)")
+            assert f"called from {cache / 'nq' / 'cmod.py'}:{call}" in text
+            assert "TORCH_COMPILE_DEBUG=1" in text
+            await pilot.press("q")
+
+    run_pilot(scenario())
