@@ -27,6 +27,8 @@ class Target:
             return ["-m", self.value, *self.args]
         if self.kind == "code":
             return ["-c", self.value, *self.args]
+        if self.value.startswith("-"):  # a script named -x.py: after python's `--` it is a file, not an option
+            return ["--", self.value, *self.args]
         return [self.value, *self.args]
 
 

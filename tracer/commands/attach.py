@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from tracer.errors import PermissionDenied, TargetError, UsageError
@@ -139,9 +140,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.pid!r} is not a process id.") from None
     if pid <= 0:
         raise UsageError(f"{args.pid!r} is not a process id.")
-    if args.duration is not None and args.duration <= 0:
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise UsageError("--duration must be a positive number of seconds.")
     settings = settings_from(args)
     exe = check_target(pid, force=args.force)
-    python = target_python(pid) or (exe if exe and os.path.exists(exe) else args.python)
+    # Without Python of its own (--force on another program) the target's torch is looked for with --python.
+    own = exe if exe and os.path.exists(exe) and _looks_like_python(pid, exe) else None
+    python = target_python(pid) or own or args.python
     return trace(trace_config(args, settings, python, pid=pid, timeout=args.duration), args)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from pathlib import Path
@@ -68,6 +69,8 @@ def settings_from(args: argparse.Namespace):
 
 # Options of `run` that take a value: what split_argv must step over to find -m / -c (filled by add_parser).
 _VALUE_OPTIONS: set[str] = set()
+# Every option of `run`: one of them after -m MODULE / -c CODE is the target's, which a user may not expect.
+_OPTIONS: set[str] = set()
 
 
 def add_parser(sub) -> None:
@@ -90,6 +93,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
     # argparse keeps its actions private; this is the one place that reads them.
     _VALUE_OPTIONS.update(opt for action in p._actions for opt in action.option_strings if action.nargs != 0)
+    _OPTIONS.update(opt for action in p._actions for opt in action.option_strings)
 
 
 def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -105,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-hits must be 0 (no limit) or more.")
     if args.max_depth < 1:
         raise UsageError("--max-depth must be at least 1.")
-    if args.timeout is not None and args.timeout <= 0:
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError("--timeout must be a positive number of seconds.")
     from tracer.commands._target import check_module, target_from
 
@@ -114,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
                          "with - go after `--`).")
     target = target_from(list(args.target) + list(getattr(args, "passthrough", [])), args.module, args.code,
                          args.python)
+    mine = [a for a in target.args if a.split("=", 1)[0] in _OPTIONS]
+    if target.kind != "script" and mine and not args.breakpoints and not getattr(args, "ops", None):
+        flag = "-m MODULE" if target.kind == "module" else "-c CODE"
+        raise UsageError(f"{mine[0]} after {flag} is the target's argument, as everything after {flag} is (as "
+                         f"with python {flag}): put pttrace's options before {flag.split()[0]}.")
     if target.kind == "module":
         check_module(args.python, target.value)
     config = trace_config(args, settings_from(args), args.python, timeout=args.timeout,

@@ -97,11 +97,43 @@ def executable(python: str) -> str:
     return py
 
 
+# ``--break FILE:LINE`` (gdb's linespec): a C++ name has no ``:`` right before its last digits.
+_FILE_LINE = re.compile(r"^(?P<file>[^:]+(?<!:)):(?P<line>[-+]?\d+)$")
+
+
+def check_file_line(spec: str, cwd: str | None) -> None:
+    """A ``FILE:LINE`` breakpoint that cannot exist, refused before anything starts: a line below 1, a
+    path that names no file, a line past the end of a file that is there. A bare file name that is not
+    here may be one the DWARF of a library names (gdb looks it up there), so it is left to gdb."""
+    m = _FILE_LINE.match(spec.strip())
+    if not m:
+        return
+    name, line = m.group("file"), int(m.group("line"))
+    if line < 1:
+        raise UsageError(f"--break {spec}: line numbers start at 1.")
+    path = Path(cwd or ".") / name
+    if not path.exists():
+        if os.sep in name:
+            raise UsageError(f"--break {spec}: there is no file {name}.")
+        return
+    if not path.is_file():
+        raise UsageError(f"--break {spec}: {name} is not a file.")
+    try:
+        with open(path, "rb") as fh:
+            lines = sum(1 for _ in fh)
+    except OSError as exc:
+        raise UsageError(f"--break {spec}: {name} cannot be read ({exc.strerror}).") from None
+    if line > lines:
+        raise UsageError(f"--break {spec}: {name} has {lines} line(s).")
+
+
 def validate(config) -> str:
     """Everything that can be refused before gdb starts: the interpreter as an executable path (its
     facts, describe_python, may still refuse it)."""
     if not config.breakpoints and not config.address_breakpoints and not config.library_ops:
         raise UsageError("give at least one breakpoint with --break SYMBOL.")
+    for spec in config.breakpoints:
+        check_file_line(spec, config.cwd)
     if config.pid is None and config.module is None and config.code is None:
         if not config.script:
             raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule`.")
