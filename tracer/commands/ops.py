@@ -118,6 +118,10 @@ def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet:
         if not follow:
             notes.extend(res.composite_notes())
     fields["address_breakpoints"] = tuple(address_breakpoints)
+    # The operators' dispatch tables as the target's torch reports them: which keys fall through, which
+    # kernel a key selects (the decision at each hop, README "Reading sessions"); written at the end.
+    fields["dispatch_tables_later"] = _in_background(
+        _op_tables, python, {r.struct: r.aten for res in results for r in res.ops}, pythonpath)
     if follow:
         fields["follow"] = dict(op_follow.follow_config(results, libraries), python=python, libraries=list(libraries),
                                 pythonpath=pythonpath)
@@ -155,6 +159,16 @@ def _values_layout(python: str, attached: tuple | None) -> dict:
     except Exception:  # names of grad_fn nodes are extra: without them a tensor is still read
         tables = {}
     return {"layout": found.to_json(), "vtables": {lib: {str(k): v for k, v in t.items()} for lib, t in tables.items()}}
+
+
+def _op_tables(python: str, structs: dict[str, str], pythonpath: str | None) -> dict:
+    """{struct: {op, rows: [{key, fallthrough, registered_at, kind}]}} from ``_dispatch_dump_table``."""
+    from tracer.dispatch import ops
+
+    names = {struct: "aten::" + aten for struct, aten in structs.items()}
+    tables = ops.finish_dispatch_tables(ops.start_dispatch_tables(python, list(names.values()), pythonpath=pythonpath))
+    return {struct: {"op": name, "rows": tables[name]["rows"]} for struct, name in names.items()
+            if "rows" in tables.get(name, {})}
 
 
 def _in_background(fn, *args):

@@ -813,12 +813,13 @@ sys.stdout.write("\n" + json.dumps(out) + "\n")
 _TABLE_LINE = re.compile(r"^(\w+): (fallthrough )?registered at (.+?)(?: \[([^\]]+)\])?$")
 
 
-def start_dispatch_tables(python: str, ops: list[str], load: list[str] = ()) -> subprocess.Popen:
+def start_dispatch_tables(python: str, ops: list[str], load: list[str] = (),
+                          pythonpath: str | None = None) -> subprocess.Popen:
     """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background),
     after loading the operator libraries ``load``."""
     return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *(f"--load={x}" for x in load), *ops],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_child_env())
+                            text=True, env=_child_env(pythonpath))
 
 
 def finish_dispatch_tables(proc: subprocess.Popen, timeout: float = 120) -> dict[str, dict]:

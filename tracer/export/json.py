@@ -165,7 +165,7 @@ def decision_dict(d) -> dict:
 
     out = {"tensors": [{"argument": name, "key_set": keyset(ks)} for name, ks in d.tensors],
            "included": keyset(d.included), "excluded": keyset(d.excluded), "computed": keyset(d.computed),
-           "how": d.how or None, "key": d.key}
+           "how": d.how or None, "key": d.key, "passed_over": list(d.passed_over), "op": d.op, "kernel": d.kernel}
     if d.note:
         out["note"] = d.note
     return out

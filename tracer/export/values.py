@@ -116,7 +116,12 @@ def decision_lines(fv: FrameValues, tensors: bool = False) -> list[str]:
         out.append(f"thread's key sets not read: {fv.tls_note}")
     if d.computed is not None:
         verb = "computed (tensors | included) - excluded" if d.how == "computed" else "handed to this hop"
-        out.append(f"dispatch set {verb}: {d.text(d.computed)}" + (f"; highest key {d.key}" if d.key else ""))
+        out.append(f"dispatch set {verb}: {d.text(d.computed)}")
+        if d.key:
+            over = f" (passing over the fallthrough {', '.join(d.passed_over)})" if d.passed_over else ""
+            label = "dispatches on" if d.op else "highest key"
+            out.append(f"{label} {d.key}{over}" + (f": {d.op}'s {d.kernel} (the table the target's torch reports)"
+                                                    if d.kernel else ""))
     if d.note:
         out.append(d.note)
     return out

@@ -81,6 +81,10 @@ class TraceConfig:
     """Where the target torch keeps a tensor's fields (a Future of ``commands.ops._values_layout``'s dict:
     the layout's JSON and the autograd Nodes' vtables), handed to the agent to read argument values."""
 
+    dispatch_tables_later: Any = None
+    """``--op``: its operators' dispatch tables as the target's torch reports them (a Future of
+    ``{struct: {op, rows}}``), written into the session before its end for the decision at each hop."""
+
     notes: tuple[str, ...] = ()
     """What the command found before gdb starts that the session must say (--op: what it does not follow)."""
 

@@ -106,6 +106,7 @@ def close(rec: Recorder) -> str:
     rec.children.close(kill=rec.config.pid is None)  # a run's children go with it; an attach's run on
     if rec.writer:
         rec.keys.settle()
+        shutdown.write_op_tables(rec.writer, rec.config.dispatch_tables_later)
         # Names for the frames recorded by library and offset that no fill record has yet.
         rec.tailer.scan(emit=rec.config.live)
         try:

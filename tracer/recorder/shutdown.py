@@ -82,6 +82,23 @@ class KeyTable:
             self._done = True  # nothing after the end record
 
 
+def write_op_tables(writer: storage.SessionWriter, later) -> None:
+    """The ``--op`` operators' dispatch tables (``commands.ops._op_tables``), once they came (60 s at most)."""
+    if later is None:
+        return
+    try:
+        try:
+            tables = later.result(timeout=60)
+        except Exception as exc:  # a timeout, or the target's torch could not say
+            writer.warning(f"the operators' dispatch tables could not be read from the target's torch ({exc}): the "
+                           "decision at each hop does not say which key falls through or which kernel it selects")
+            return
+        if tables:
+            writer.write({"type": "dispatch_tables", "tables": tables})
+    except PttraceError as exc:  # the end record reports an unwritable file
+        log.debug("dispatch tables not written: %s", exc.message)
+
+
 def write_suggestions(session_path: Path, writer: storage.SessionWriter, torch_libs: list[str]) -> None:
     """For breakpoints that never resolved: say so in the session, with close names."""
     from tracer.symbols import suggest

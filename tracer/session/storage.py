@@ -22,7 +22,7 @@ from tracer.session import records
 from tracer.errors import SessionError
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
-from tracer.session.model import (INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
+from tracer.session.model import (BOOL, INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
                           SessionInfo, Thread, check, fill_path, objects, values_of)
 
 SUFFIX = ".jsonl"
@@ -205,6 +205,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     ended_bps: list[Breakpoint] = []
     key_table: dict[str, Any] | None = None
     fills: dict[tuple, dict[str, Any]] = {}
+    op_tables: dict[str, Any] = {}  # struct -> {op, rows}: the --op operators' dispatch tables
     processes: dict[int, Process] = {}
     reader = HitReader()
     plain, add = _PLAIN_HIT.fullmatch, table.add
@@ -265,6 +266,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                     processes.setdefault(pid, Process(pid)).merge(rec)
                 elif kind == "fill":
                     fills.update(_fill_entries(rec))
+                elif kind == "dispatch_tables":
+                    op_tables.update(_op_tables(rec))
                 elif kind == "end":
                     ended = check("the end record", rec, _END_TYPES)
                     ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
@@ -315,7 +318,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
         _name_from_index(table)
     if key_table is not None:
         _decode_keysets(table, key_table)
-    _decide(table, key_table)
+    _decide(table, key_table, op_tables)
     session.hits = table
     session.processes = list(processes.values())
     if _depth < 4 and not more:
@@ -478,7 +481,21 @@ def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
                 f.keys = keys
 
 
-def _decide(table: HitTable, key_table: dict[str, Any] | None) -> None:
+def _op_tables(rec: dict[str, Any]) -> dict[str, Any]:
+    tables = rec.get("tables")
+    if type(tables) is not dict:
+        raise RecordError("its tables are not {struct: {op, rows}}")
+    out = {}
+    for struct, item in tables.items():
+        check(f"the dispatch table of {struct}", item, {"op": STR}, ("op",))
+        rows = [check(f"a row of the dispatch table of {struct}", r, {"key": STR, "registered_at": STR, "kind": STR,
+                                                                       "fallthrough": BOOL}, ("key",))
+                for r in objects(f"the rows of {struct}", item.get("rows"))]
+        out[struct] = {"op": item["op"], "rows": rows}
+    return out
+
+
+def _decide(table: HitTable, key_table: dict[str, Any] | None, op_tables: dict[str, Any] | None = None) -> None:
     """Each distinct ``FrameValues``' key sets decoded (arguments, tensors) and its dispatch decision."""
     from tracer.dispatch.decision import decide
 
@@ -503,7 +520,7 @@ def _decide(table: HitTable, key_table: dict[str, Any] | None) -> None:
                     for t in [arg.get("tensor")] + list(arg.get("tensors") or []):
                         if type(t) is dict and type(t.get("key_set")) is int:
                             t["keys"] = list(names(t["key_set"]))
-            fv.decision = d = decide(fv.frame.function, fv.args, fv.tls, key_table)
+            fv.decision = d = decide(fv.frame.function, fv.args, fv.tls, key_table, op_tables)
             if d is not None and key_table is not None:
                 for bits in [d.included, d.excluded, d.computed, *(ks for _, ks in d.tensors)]:
                     if bits is not None:
