@@ -163,14 +163,9 @@ def test_the_reader_of_imports_sees_every_kind_of_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-# The one circle left: the recorder's collaborators that take the whole Recorder (issue 32 removes it next).
-_RECORDER_HUB = ["recorder.children", "recorder.control", "recorder.ending", "recorder.exec_hold",
-                 "recorder.reactions", "recorder.recorder", "recorder.startup"]
-
-
 def test_no_module_imports_itself_back_through_others():
     graph = {name: inside for name, (inside, _outside) in imports().items()}
-    assert [c for c in _cycles(graph) if c != _RECORDER_HUB] == []
+    assert _cycles(graph) == []
 
 
 def test_the_rooms_import_one_way():

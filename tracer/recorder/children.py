@@ -17,22 +17,42 @@ import logging
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
-from tracer.session import records
 from tracer.errors import PttraceError
 from tracer.recorder import guard
-from tracer.recorder.events import from_child
+from tracer.recorder.config import TraceConfig
+from tracer.recorder.events import Listener, RecorderEvent, from_child
 from tracer.recorder.keeper import Keeper
-
-if TYPE_CHECKING:
-    from tracer.recorder.exec_hold import Execd
-    from tracer.recorder.recorder import Recorder
+from tracer.session import records, storage
 
 log = logging.getLogger("pttrace.recorder")
 
 CHILDREN_SUFFIX = ".children"
+
+
+@dataclass(frozen=True)
+class Execd:
+    """A process held at the first instruction of the program it executed (SIGSTOP, detached)."""
+
+    pid: int
+    argv: list[str]
+    program: str | None
+
+
+class ChildRecorder(Protocol):
+    """What a child's recorder is asked (``Recorder`` is one; tests may hand another)."""
+
+    def start(self) -> Path: ...
+
+    def run(self) -> str: ...
+
+    def request_stop(self, reason: str = "interrupted") -> None: ...
+
+
+MakeRecorder = Callable[[TraceConfig, Listener], ChildRecorder]
 
 
 def _python_like(argv: list[str], python: str) -> bool:
@@ -50,10 +70,16 @@ def _python_like(argv: list[str], python: str) -> bool:
 class ExecChildren:
     """The recorders of a recording's children that executed Python (one thread each)."""
 
-    def __init__(self, rec: "Recorder", make_recorder: Callable | None = None):
-        self._rec = rec
+    def __init__(self, config: TraceConfig, python: str, session_path: Path, writer: storage.SessionWriter,
+                 make_recorder: MakeRecorder, emit: Callable[[RecorderEvent], None], warn: Callable[[str], None]):
+        self._config = config
+        self._python = python
+        self._session_path = session_path
+        self._writer = writer
         self._make = make_recorder
-        self._subs: dict[int, "Recorder"] = {}
+        self._emit = emit
+        self._warn = warn
+        self._subs: dict[int, ChildRecorder] = {}
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._closing = False
@@ -78,12 +104,12 @@ class ExecChildren:
 
     def wants(self, argv: list[str]) -> bool:
         """A program this recording traces with a recorder of its own: Python."""
-        return _python_like(argv, self._rec.python)
+        return _python_like(argv, self._python)
 
-    def hand_over(self, execd: "Execd") -> None:
+    def hand_over(self, execd: Execd) -> None:
         """A child held (stopped, detached) at the first instruction of the Python it executed: traced from
         there by a recorder of its own, in a thread; let go untraced if that cannot be."""
-        if self._closing or self._rec.session_path is None:
+        if self._closing:
             self.resume(execd.pid)
             self.not_followed(execd.pid, f" ({' '.join(execd.argv[:3])})")
             return
@@ -96,32 +122,30 @@ class ExecChildren:
         return not any(t.is_alive() for t in self._threads)
 
     def not_followed(self, pid: int | None, what: str = "") -> None:
-        self._rec.warn(f"process {pid}, a child that executes another program{what}, was not followed: its hits "
+        self._warn(f"process {pid}, a child that executes another program{what}, was not followed: its hits "
                        "are not recorded")
 
-    def _follow(self, execd: "Execd") -> None:
+    def _follow(self, execd: Execd) -> None:
         pid, argv = execd.pid, execd.argv
         try:
             self._trace(pid, argv)
         except PttraceError as exc:
             self.resume(pid)
-            self._rec.warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {exc.message}")
+            self._warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {exc.message}")
         except Exception as exc:  # the edge of a thread of our own: the main recording goes on, said
             self.resume(pid)
             log.exception("tracing child %s", pid)
-            self._rec.warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {type(exc).__name__}: {exc}")
+            self._warn(f"process {pid} ({' '.join(argv[:4])}) could not be traced: {type(exc).__name__}: {exc}")
 
     def _trace(self, pid: int, argv: list[str]) -> None:
-        from tracer.recorder.recorder import Recorder
-
-        rec = self._rec
-        sub_dir = Path(str(rec.session_path)[: -len(".jsonl")] + CHILDREN_SUFFIX)
+        sub_dir = Path(str(self._session_path)[: -len(".jsonl")] + CHILDREN_SUFFIX)
         sub_dir.mkdir(exist_ok=True)
         # live: its hits go to the main recording's listener (a TUI shows them as they happen)
-        cfg = dataclasses.replace(rec.config, pid=pid, script=None, module=None, code=None, script_args=(),
-                                  python=rec.python, session_dir=sub_dir, live=rec.config.live, forward_output=False,
-                                  forward_input=False, timeout=None, notes=(), max_hits=0, mode="record")
-        sub = (self._make or Recorder)(cfg, lambda ev: self._forward(pid, ev))
+        cfg = dataclasses.replace(self._config, pid=pid, script=None, module=None, code=None, script_args=(),
+                                  python=self._python, session_dir=sub_dir, live=self._config.live,
+                                  forward_output=False, forward_input=False, timeout=None, notes=(), max_hits=0,
+                                  mode="record")
+        sub = self._make(cfg, lambda ev: self._forward(pid, ev))
         with self._lock:
             if self._closing:
                 self.resume(pid)
@@ -131,18 +155,17 @@ class ExecChildren:
             path = sub.start()
         finally:
             self.resume(pid)
-        rel = os.path.relpath(path, Path(rec.session_path).parent)
-        if rec.writer is not None:
-            try:
-                rec.writer.write(records.process(pid, argv=argv, session=rel))
-            except PttraceError as exc:
-                log.debug("process record: %s", exc)
+        rel = os.path.relpath(path, self._session_path.parent)
+        try:
+            self._writer.write(records.process(pid, argv=argv, session=rel))
+        except PttraceError as exc:
+            log.debug("process record: %s", exc)
         sub.run()
 
     def _forward(self, pid: int, event) -> None:
         forwarded = from_child(pid, event)
         if forwarded is not None:
-            self._rec.emit(forwarded)
+            self._emit(forwarded)
 
     def close(self, kill: bool) -> None:
         """The main recording ends: every child recorder ends too (detaching); a run's children are

@@ -6,52 +6,69 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from tracer.errors import UsageError
+from tracer.gdb.mi import MiConnection
+from tracer.recorder.agent_link import AgentLink
+from tracer.recorder.inferiors import Inferior
+from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.prompt import Answer, GdbPrompt, Place, classify, needs_symbols
 from tracer.session.model import Frame, Hit, RecordError, Thread, objects
 
-if TYPE_CHECKING:
-    from tracer.recorder.recorder import Recorder
-
 
 class Controller:
-    def __init__(self, recorder: "Recorder"):
-        self._rec = recorder
+    """Owns what the user steers: the mode (record or stop) and the interrupt it asked for, which the
+    reactions read (``mode``, ``interrupting``, ``interrupt_arrived``)."""
+
+    def __init__(self, mi: MiConnection, agent: AgentLink, policy: LibraryPolicy, main: Inferior, mode: str,
+                 follow_children: bool, fill: Callable[[list[Frame]], None], warn: Callable[[str], None]):
+        self._mi = mi
+        self._agent = agent
+        self._policy = policy
+        self._main = main
+        self._follow_children = follow_children
+        self._fill = fill
+        self._warn = warn
+        self.mode = mode
+        self.interrupting = False  # interrupt(): the SIGINT stop that follows is ours, not the target's
 
     @property
     def target_state(self) -> str:
-        return self._rec.target_state
+        return self._main.state
 
     def set_mode(self, mode: str) -> None:
-        self._rec.agent.set_mode(mode)
-        self._rec.mode = mode
+        self._agent.set_mode(mode)
+        self.mode = mode
+
+    def interrupt_arrived(self) -> None:
+        """The stop of our interrupt came."""
+        self.interrupting = False
 
     def _every_process(self, run: bool) -> None:
         """Whether resuming lets every followed process run (continue) or only the stopped one (step,
         next, finish: as in gdb without schedule-multiple; else another process's hit would end the
         step, in the wrong process)."""
-        if self._rec.config.follow_children:
-            self._rec.mi.command(f"-gdb-set schedule-multiple {'on' if run else 'off'}", check=False)
+        if self._follow_children:
+            self._mi.command(f"-gdb-set schedule-multiple {'on' if run else 'off'}", check=False)
 
     def resume(self) -> None:
-        self._rec.main.state = "running"
+        self._main.state = "running"
         self._every_process(True)
-        self._rec.mi.command("-exec-continue", check=False)
+        self._mi.command("-exec-continue", check=False)
 
     # Each returns what gdb said as it went ("Single stepping until exit from function X, which has
     # no line number information.", "Run till exit from #0 ..."): its console text before ^running.
     def _run_alone(self, command: str) -> str:
         self._every_process(False)
-        return "".join(self._rec.mi.command(command, check=False).console).strip()
+        return "".join(self._mi.command(command, check=False).console).strip()
 
     def step(self) -> str:
-        self._rec.policy.for_stepping()
+        self._policy.for_stepping()
         return self._run_alone("-exec-step")
 
     def next(self) -> str:
-        self._rec.policy.for_stepping()
+        self._policy.for_stepping()
         return self._run_alone("-exec-next")
 
     def finish(self) -> str:
@@ -66,15 +83,15 @@ class Controller:
         before = None
         if kind == "resuming":
             def before():
-                self._rec.policy.for_stepping()
+                self._policy.for_stepping()
                 self._every_process(False)
         elif kind == "continuing":
             def before():
-                self._rec.main.state = "running"
+                self._main.state = "running"
                 self._every_process(True)
-        prompt = GdbPrompt(self._rec.mi)
+        prompt = GdbPrompt(self._mi)
         answer = prompt.run(line, place, before=before)
-        policy = self._rec.policy
+        policy = self._policy
         gaps = sorted(os.path.basename(p) for p in policy.cfi_libs)
         if kind == "plain" and gaps and needs_symbols(answer.error):
             # gdb has torch's big libraries as unwind tables only (start-up and memory): a function it
@@ -86,42 +103,42 @@ class Controller:
         return answer, kind
 
     def gdb_complete(self, text: str) -> list[str]:
-        return GdbPrompt(self._rec.mi).complete(text)
+        return GdbPrompt(self._mi).complete(text)
 
     def interrupt(self) -> None:
-        self._rec.interrupting = True  # the SIGINT stop that follows is ours, not the target's
-        self._rec.mi.command("-exec-interrupt", check=False)
+        self.interrupting = True
+        self._mi.command("-exec-interrupt", check=False)
 
-    def add_breakpoint(self, spec: str, fatal: bool = False) -> None:
-        """``fatal``: a refusal is the user's mistake at start-up (one sentence, exit 2), not a warning."""
+    def add_breakpoint(self, spec: str, at_start: bool = False) -> None:
+        """``at_start``: one of the command's own breakpoints, whose libraries the symbol policy planned for,
+        and whose refusal is the user's mistake (one sentence, exit 2), not a warning."""
         if not spec.strip() or any(ch in spec for ch in "\r\n\0"):
             raise UsageError(f"{spec!r} is not a breakpoint location.")
-        rec = self._rec
-        if rec.started:
-            rec.policy.for_breakpoint(spec)  # gdb resolves this one by name: it needs the library's symbols
-        refused = rec.agent.add_breakpoint(spec)
+        if not at_start:
+            self._policy.for_breakpoint(spec)  # gdb resolves this one by name: it needs the library's symbols
+        refused = self._agent.add_breakpoint(spec)
         if refused:
-            if fatal:
+            if at_start:
                 raise UsageError(f"gdb rejects the breakpoint {spec!r}: {refused}.")
-            rec.warn(f"breakpoint {spec!r} was refused by gdb: {refused}")
-        rec.agent.dump_breakpoints()
+            self._warn(f"breakpoint {spec!r} was refused by gdb: {refused}")
+        self._agent.dump_breakpoints()
 
     def delete_breakpoint(self, spec: str) -> None:
-        self._rec.agent.delete_breakpoint(spec)
-        self._rec.agent.dump_breakpoints()
+        self._agent.delete_breakpoint(spec)
+        self._agent.dump_breakpoints()
 
     def enable_breakpoint(self, spec: str, on: bool) -> None:
         """Turn a breakpoint off (kept, never stopped at) or on again; the dump tells the readers."""
-        refused = self._rec.agent.enable_breakpoint(spec, on)
+        refused = self._agent.enable_breakpoint(spec, on)
         if refused:
             raise UsageError(f"{refused}.")
-        self._rec.agent.dump_breakpoints()
+        self._agent.dump_breakpoints()
 
     def snapshot(self) -> Hit | None:
         """The call path of the stopped thread, as a Hit with seq 0 (None while the target runs)."""
-        if self._rec.main.state == "stopped":
-            self._rec.policy.load_waiting()  # stopped anywhere (an interrupt): unwound with every library
-        data = self._rec.agent.snapshot()
+        if self._main.state == "stopped":
+            self._policy.load_waiting()  # stopped anywhere (an interrupt): unwound with every library
+        data = self._agent.snapshot()
         if data is None:
             return None
         try:
@@ -130,5 +147,5 @@ class Controller:
                       frames=frames, truncated=bool(data.get("truncated")))
         except RecordError:
             return None
-        self._rec.tailer.fill(hit.frames)
+        self._fill(hit.frames)
         return hit

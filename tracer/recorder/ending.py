@@ -5,120 +5,151 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from typing import TYPE_CHECKING
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 from tracer.errors import GdbDied, PttraceError
-from tracer.gdb.mi import GdbCommandError
+from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.recorder import guard, shutdown
-from tracer.recorder.agent_link import AgentError
-from tracer.recorder.events import RecorderFinished
-
-if TYPE_CHECKING:
-    from tracer.recorder.recorder import Recorder
+from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder.children import ExecChildren
+from tracer.recorder.events import RecorderEvent, RecorderFinished
+from tracer.recorder.later_libraries import LaterLibraries
+from tracer.recorder.launch import TargetTerminal
+from tracer.recorder.outcome import Outcome
+from tracer.recorder.processes import ProcessTable
+from tracer.recorder.tailer import SessionTailer
+from tracer.session import storage
 
 log = logging.getLogger("pttrace.recorder")
 
 
-def finish_target(rec: Recorder, interrupt: bool) -> None:
-    """End the target's part: kill a launched target, detach from an attached one."""
-    mi = rec.mi
-    if mi is None or not mi.alive:
-        return
-    if guard.process_state(mi.proc.pid) == "T":
-        # Stopped (SIGSTOP, a debugger): it could neither detach nor kill the target. Let it go on.
-        rec.warn("gdb was stopped by a signal; pttrace continued it to end the run cleanly")
-        os.kill(mi.proc.pid, signal.SIGCONT)
-    try:
-        if interrupt and any(i.state == "running" for i in rec.processes.live()):
-            mi.command("-exec-interrupt", timeout=10, check=False)
-            rec.reactions.wait_stopped(5.0)
-        rec.agent.dump_breakpoints(timeout=20)
-        # Every child still followed first: killed (a run's, as `kill inferiors` does) or detached.
-        rec.processes.end_all(mi, attached=rec.config.pid is not None)
-        if not rec.main.live:
-            pass  # it ended before the recording did
-        elif rec.config.pid is None:
-            rec.processes.select(mi, rec.main)
-            mi.console("kill", timeout=20, check=False)
-            rec.processes.exited(rec.main.group, signal="SIGKILL")
-        else:
-            rec.processes.select(mi, rec.main)
-            res = mi.command("-target-detach", timeout=20, check=False)
-            if res.error:
-                raise GdbCommandError(res.error)
-            rec.processes.detached(rec.main, "end of the recording")
-            rec.status = "detached"
-    except (GdbDied, GdbCommandError, AgentError) as exc:
-        log.debug("ending the target: %s", exc)
-        rec.gdb_lost = True  # whatever gdb left in the target is ours to remove (close)
-    rec.main.state = "exited" if rec.config.pid is None else "detached"
+@dataclass
+class SessionFiles:
+    """The session file of a recording and what writes to it (startup.open_session makes them)."""
+
+    path: Path
+    writer: storage.SessionWriter
+    keys: shutdown.KeyTable
+    tailer: SessionTailer
 
 
-def _leave_attached_target(rec: Recorder) -> None:
-    """gdb is gone: the attached target, and every child of it gdb followed, must run on without any
-    breakpoint instruction of gdb's (a fork child has its own copy of each page gdb wrote to)."""
-    status, messages = guard.leave_attached(rec.main.pid, rec.gdb_lost)
-    for message in messages:
-        rec.warn(message)
-    if status is not None and (status != "detached" or rec.gdb_lost or rec.status == "running"):
-        rec.status = status
-    if not rec.gdb_lost:
-        return  # gdb detached from every child itself
-    for inferior in [i for i in rec.processes.live() if i is not rec.main]:
-        child_status, messages = guard.leave_attached(inferior.pid, True)
+class Ending:
+    """Ends a recording's target and closes its session; decides ``outcome`` where the end says more."""
+
+    def __init__(self, mi: MiConnection, agent: AgentLink, processes: ProcessTable, outcome: Outcome,
+                 attached: bool, warn: Callable[[str], None]):
+        self._mi = mi
+        self._agent = agent
+        self._processes = processes
+        self._main = processes.main
+        self._outcome = outcome
+        self._attached = attached
+        self._warn = warn
+
+    def finish_target(self, wait_stopped: Callable[[float], bool] | None = None) -> None:
+        """End the target's part: kill a launched target, detach from an attached one. ``wait_stopped``: the
+        processes still running are interrupted first, and this waits (seconds) for their stop."""
+        mi, processes, main = self._mi, self._processes, self._main
+        if not mi.alive:
+            return
+        if guard.process_state(mi.proc.pid) == "T":
+            # Stopped (SIGSTOP, a debugger): it could neither detach nor kill the target. Let it go on.
+            self._warn("gdb was stopped by a signal; pttrace continued it to end the run cleanly")
+            os.kill(mi.proc.pid, signal.SIGCONT)
+        try:
+            if wait_stopped is not None and any(i.state == "running" for i in processes.live()):
+                mi.command("-exec-interrupt", timeout=10, check=False)
+                wait_stopped(5.0)
+            self._agent.dump_breakpoints(timeout=20)
+            # Every child still followed first: killed (a run's, as `kill inferiors` does) or detached.
+            processes.end_all(mi, attached=self._attached)
+            if not main.live:
+                pass  # it ended before the recording did
+            elif not self._attached:
+                processes.select(mi, main)
+                mi.console("kill", timeout=20, check=False)
+                processes.exited(main.group, signal="SIGKILL")
+            else:
+                processes.select(mi, main)
+                res = mi.command("-target-detach", timeout=20, check=False)
+                if res.error:
+                    raise GdbCommandError(res.error)
+                processes.detached(main, "end of the recording")
+                self._outcome.status = "detached"
+        except (GdbDied, GdbCommandError, AgentError) as exc:
+            log.debug("ending the target: %s", exc)
+            self._outcome.gdb_lost = True  # whatever gdb left in the target is ours to remove (close)
+        main.state = "detached" if self._attached else "exited"
+
+    def _leave_attached_target(self) -> None:
+        """gdb is gone: the attached target, and every child of it gdb followed, must run on without any
+        breakpoint instruction of gdb's (a fork child has its own copy of each page gdb wrote to)."""
+        outcome, main = self._outcome, self._main
+        status, messages = guard.leave_attached(main.pid, outcome.gdb_lost)
         for message in messages:
-            rec.warn(message)
-        if child_status == "detached":
-            rec.processes.detached(inferior, "gdb was lost")
-        else:
-            rec.processes.exited(inferior.group)
+            self._warn(message)
+        if status is not None and (status != "detached" or outcome.gdb_lost or outcome.status == "running"):
+            outcome.status = status
+        if not outcome.gdb_lost:
+            return  # gdb detached from every child itself
+        for inferior in [i for i in self._processes.live() if i is not main]:
+            child_status, messages = guard.leave_attached(inferior.pid, True)
+            for message in messages:
+                self._warn(message)
+            if child_status == "detached":
+                self._processes.detached(inferior, "gdb was lost")
+            else:
+                self._processes.exited(inferior.group)
 
-
-def close(rec: Recorder) -> str:
-    """gdb closed, no process of ours left, the session ended; returns the final status."""
-    mi = rec.mi
-    # After a detach gdb has forgotten the target's libraries: a dump now would file every
-    # location under the executable. The one finish_target wrote before detaching stands.
-    if mi is not None and mi.alive and rec.main.state != "detached":
-        try:
-            rec.agent.dump_breakpoints(timeout=20)
-        except (GdbDied, AgentError) as exc:
-            log.debug("last breakpoint dump: %s", exc)
-    if mi is not None:
+    def close(self, files: SessionFiles, later: LaterLibraries, children: ExecChildren,
+              terminal: TargetTerminal | None, torch_libs: list[str], op_tables: object, live: bool,
+              finished: threading.Event, emit: Callable[[RecorderEvent], None]) -> str:
+        """gdb closed, no process of ours left, the session ended; returns the final status. ``op_tables``:
+        --op's dispatch tables (``TraceConfig.dispatch_tables_later``); ``live``: the frames named at the end
+        are sent as events too; ``finished`` is set before the last event."""
+        mi, main, outcome = self._mi, self._main, self._outcome
+        # After a detach gdb has forgotten the target's libraries: a dump now would file every
+        # location under the executable. The one finish_target wrote before detaching stands.
+        if mi.alive and main.state != "detached":
+            try:
+                self._agent.dump_breakpoints(timeout=20)
+            except (GdbDied, AgentError) as exc:
+                log.debug("last breakpoint dump: %s", exc)
         mi.close()
-    if rec.config.pid is None:
-        # gdb went away without taking the launched target (or a child it followed) with it.
-        pids = [rec.main.pid] if rec.main.pid and rec.main.state != "detached" else []
-        for pid in pids + rec.processes.leftovers():
-            if guard.alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError as exc:
-                    log.debug("cannot kill %s: %s", pid, exc)
-    if rec.config.pid is not None and rec.main.state != "exited":
-        _leave_attached_target(rec)
-    rec.status = shutdown.final_status(rec.status, rec.end_reason, attached=rec.config.pid is not None)
-    if rec.status == "gdb-died" and mi is not None and mi.stderr_tail:
-        rec.warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
-    for spec in rec.later.unfound_ops():
-        rec.warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
-                 "blocks read: none of them names it); nothing of it was broken on")
-    rec.children.close(kill=rec.config.pid is None)  # a run's children go with it; an attach's run on
-    if rec.writer:
-        rec.keys.settle()
-        shutdown.write_op_tables(rec.writer, rec.config.dispatch_tables_later)
+        if not self._attached:
+            # gdb went away without taking the launched target (or a child it followed) with it.
+            pids = [main.pid] if main.pid and main.state != "detached" else []
+            for pid in pids + self._processes.leftovers():
+                if guard.alive(pid):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError as exc:
+                        log.debug("cannot kill %s: %s", pid, exc)
+        if self._attached and main.state != "exited":
+            self._leave_attached_target()
+        outcome.status = shutdown.final_status(outcome.status, outcome.end_reason, attached=self._attached)
+        if outcome.status == "gdb-died" and mi.stderr_tail:
+            self._warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
+        for spec in later.unfound_ops():
+            self._warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
+                       "blocks read: none of them names it); nothing of it was broken on")
+        children.close(kill=not self._attached)  # a run's children go with it; an attach's run on
+        files.keys.settle()
+        shutdown.write_op_tables(files.writer, op_tables)
         # Names for the frames recorded by library and offset that no fill record has yet.
-        rec.tailer.scan(emit=rec.config.live)
+        files.tailer.scan(emit=live)
         try:
-            shutdown.write_suggestions(rec.session_path, rec.writer, rec.torch_libs)
-            rec.writer.end(rec.status, rec.exit_code, reason=rec.end_reason)
+            shutdown.write_suggestions(files.path, files.writer, torch_libs)
+            files.writer.end(outcome.status, main.exit_code, reason=outcome.end_reason)
         except PttraceError as exc:
-            rec.write_error = rec.write_error or exc.message
-        rec.writer.close()
-    if rec.terminal is not None:
-        rec.terminal.close()
-    rec.mark_finished()
-    if rec.tailer is not None:
-        rec.tailer.stop()
-    rec.emit(RecorderFinished(rec.status))
-    return rec.status
+            outcome.write_failed(exc.message)
+        files.writer.close()
+        if terminal is not None:
+            terminal.close()
+        finished.set()
+        files.tailer.stop()
+        emit(RecorderFinished(outcome.status))
+        return outcome.status

@@ -22,17 +22,15 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol
 
 from tracer.errors import GdbDied
-from tracer.gdb.mi import GdbCommandError
-from tracer.recorder.agent_link import AgentError
+from tracer.gdb.mi import GdbCommandError, MiConnection
+from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder.children import Execd, ExecChildren
+from tracer.recorder.inferiors import Inferior
 from tracer.recorder.launch import cmdline
-
-if TYPE_CHECKING:
-    from tracer.recorder.inferiors import Inferior
-    from tracer.recorder.recorder import Recorder
+from tracer.recorder.processes import ProcessTable
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -41,21 +39,31 @@ SYSCALL = b"\x0f\x05"  # x86-64's syscall instruction
 MAX_STEPS = 64  # instructions from execve's first to its syscall (glibc's: 2 or 3)
 
 
-@dataclass(frozen=True)
-class Execd:
-    """A process held at the first instruction of the program it executed (SIGSTOP, detached)."""
+class Events(Protocol):
+    """Where gdb's other events go while a process is held (the recording's reactions)."""
 
-    pid: int
-    argv: list[str]
-    program: str | None
+    def console(self, text: object) -> None: ...
+
+    def notify(self, message: str | None, payload: dict) -> bool: ...
+
+    def continue_live(self) -> bool: ...
+
+    def exec_stopped(self) -> None:
+        """gdb's exec stop came: its "executing new program" news was this one's."""
 
 
 class ExecHold:
     """One process taken through its exec while every other one waits."""
 
-    def __init__(self, rec: "Recorder"):
-        self._rec = rec
-        self._mi = rec.mi
+    def __init__(self, mi: MiConnection, agent: AgentLink, processes: ProcessTable, children: ExecChildren,
+                 events: Events, follow_children: bool, warn: Callable[[str], None]):
+        self._mi = mi
+        self._agent = agent
+        self._processes = processes
+        self._children = children
+        self._events = events
+        self._follow_children = follow_children
+        self._warn = warn
         self._child: str | None = None  # the held process's thread group, once gdb has it
         self._execd: str | None = None  # its group once detached after its exec: gdb forgets it at the end
 
@@ -89,49 +97,48 @@ class ExecHold:
         """An exec gdb announced and then dropped (it failed on pttrace's breakpoints in the new program,
         see Reactions.log): every process is stopped, the one that executed is let go (held and handed over
         when it runs Python) like one at the end of a hold, the stop that came meanwhile is acted on."""
-        rec = self._rec
         self._mi.command("-exec-interrupt", check=False)
         stop = self._next_stop(STOP_WAIT) or {}
-        self._child = next((i.group for i in rec.processes.live() if i.pid == pid), None)
+        self._child = next((i.group for i in self._processes.live() if i.pid == pid), None)
         if self._child is not None:
             self._held({"new-exec": program}, raw=True)
             self._end()
         reason, signal = stop.get("reason"), stop.get("signal-name")
         if reason == "exec" or (reason in (None, "signal-received") and signal in (None, "SIGINT", "0")):
-            rec.reactions.continue_live()  # our interrupt, gdb's stop at its failure, or the exec's own stop
+            self._events.continue_live()  # our interrupt, gdb's stop at its failure, or the exec's own stop
         else:
-            rec.reactions.notify("stopped", stop)
+            self._events.notify("stopped", stop)
 
     def _group_of_thread(self, thread_id: object) -> str | None:
         res = self._mi.command(f"-thread-info {thread_id}", check=False) if thread_id else None
         threads = (res.payload or {}).get("threads") if res is not None else None
         target = str(threads[0].get("target-id") or "") if threads else ""
         pids = [int(x) for x in re.findall(r"\d+", target)]
-        for inferior in self._rec.processes.live():
+        for inferior in self._processes.live():
             if inferior.pid in pids:
                 return inferior.group
         return None
 
     # --- the hold -------------------------------------------------------------------------------
     def _begin(self) -> None:
-        self._rec.agent.quiet(True)
+        self._agent.quiet(True)
         self._mi.command("-gdb-set scheduler-locking on")
 
     def _end(self) -> None:
         """Breakpoints on again, every process followed runs as before (the caller continues them)."""
-        rec = self._rec
+        mi = self._mi
         try:
-            rec.agent.quiet(False)
-            rec.agent.exec_seen()
-            rec.mi.command("-gdb-set follow-fork-mode parent", check=False)
-            live = rec.processes.live()
+            self._agent.quiet(False)
+            self._agent.exec_seen()
+            mi.command("-gdb-set follow-fork-mode parent", check=False)
+            live = self._processes.live()
             if live:  # scheduler-locking is refused while a process that is gone is selected
-                rec.processes.select(rec.mi, live[0])
+                self._processes.select(mi, live[0])
                 if self._execd:  # else gdb would keep the new program's symbols of every exec'd child
-                    rec.mi.command(f"-remove-inferior {self._execd}", check=False)
-            rec.mi.command("-gdb-set scheduler-locking off", check=False)
+                    mi.command(f"-remove-inferior {self._execd}", check=False)
+            mi.command("-gdb-set scheduler-locking off", check=False)
         except (GdbCommandError, AgentError) as exc:  # the breakpoints stay as they are: said, the run goes on
-            rec.warn(f"gdb did not end the hold of a process at its exec as asked ({exc.message}); "
+            self._warn(f"gdb did not end the hold of a process at its exec as asked ({exc.message}); "
                      "breakpoints may stay off")
 
     def _run_to_exec(self, stop: dict | None, vfork: bool) -> None:
@@ -144,11 +151,11 @@ class ExecHold:
                 if reason == "exec":
                     self._held(stop)
                     return
-                status = self._rec.agent.status()
+                status = self._agent.status()
                 if not status.exec_request:
                     self._give_up(f"it stopped before its exec ({reason or 'no reason'})")
                     return
-                self._rec.agent.exec_seen()
+                self._agent.exec_seen()
             outcome = self._step_through_execve()
             if isinstance(outcome, dict):
                 self._held(outcome)
@@ -179,7 +186,7 @@ class ExecHold:
 
     def _held(self, stop: dict, raw: bool = False) -> None:
         """``raw``: an exec libc's execve did not see (a raw system call), caught at gdb's exec event."""
-        rec = self._rec
+        children = self._children
         inferior = self._inferior()
         if inferior is None or inferior.pid is None:
             log.debug("exec stop of no known process: %r", stop)
@@ -187,42 +194,41 @@ class ExecHold:
         pid = inferior.pid
         argv = cmdline(pid)
         program = stop.get("new-exec")
-        python = rec.config.follow_children and rec.children.wants(argv)
+        python = self._follow_children and children.wants(argv)
         # Stopped again the moment gdb lets it go: a SIGSTOP sent while it is stopped waits for it.
-        python = python and rec.children.hold(pid)
-        res = rec.mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+        python = python and children.hold(pid)
+        res = self._mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
         if res.error:
             log.debug("detaching %s: %s", inferior.group, res.error)
             if python:
-                rec.children.resume(pid)
-            rec.processes.detached(inferior, f"exec of {program}", argv)
-            rec.children.not_followed(pid, f" ({' '.join(argv[:3])}: gdb could not let it go: {res.error})")
+                children.resume(pid)
+            self._processes.detached(inferior, f"exec of {program}", argv)
+            children.not_followed(pid, f" ({' '.join(argv[:3])}: gdb could not let it go: {res.error})")
             return
         self._execd = inferior.group
         how = (f"process {pid} executed {program or 'a program'} by a raw system call, not libc's execve, "
                "and was caught at the new program's first instruction")
         if python:
-            rec.processes.handed_over(inferior, argv)
-            rec.children.hand_over(Execd(pid, argv, program))
+            self._processes.handed_over(inferior, argv)
+            children.hand_over(Execd(pid, argv, program))
             if raw:
-                rec.warn(f"{how}: it is traced by a recorder of its own")
+                self._warn(f"{how}: it is traced by a recorder of its own")
         else:
-            rec.processes.detached(inferior, f"exec of {program}", argv)
-            rec.warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced"
+            self._processes.detached(inferior, f"exec of {program}", argv)
+            self._warn(f"process {pid} executes {' '.join(argv[:3]) or program}, not Python: it is not traced"
                      + (f" ({how})" if raw else ""))
 
     def _give_up(self, why: str) -> None:
         """The held process is let go where it is (it runs untraced): said in the session."""
-        rec = self._rec
         inferior = self._inferior()
         if inferior is None or not inferior.live:
             return
-        rec.mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
-        rec.processes.detached(inferior, why)
-        rec.children.not_followed(inferior.pid, f" ({why})")
+        self._mi.command(f"-target-detach --thread-group {inferior.group}", timeout=20, check=False)
+        self._processes.detached(inferior, why)
+        self._children.not_followed(inferior.pid, f" ({why})")
 
-    def _inferior(self) -> "Inferior | None":
-        return self._rec.processes.inferiors.get(self._child) if self._child else None
+    def _inferior(self) -> Inferior | None:
+        return self._processes.inferiors.get(self._child) if self._child else None
 
     # --- gdb's events while it holds ------------------------------------------------------------
     def _go(self, command: str) -> dict:
@@ -237,7 +243,6 @@ class ExecHold:
         return stop
 
     def _next_stop(self, timeout: float) -> dict | None:
-        rec = self._rec
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             ev = self._mi.next_event(timeout=0.1)
@@ -246,7 +251,7 @@ class ExecHold:
             if ev.kind == "gdb-exited":
                 raise GdbDied("gdb exited while a process went through its exec.")
             if ev.kind == "console":
-                rec.reactions.console(ev.payload)
+                self._events.console(ev.payload)
             if ev.kind != "notify":
                 continue
             payload = ev.payload or {}
@@ -254,9 +259,9 @@ class ExecHold:
                 self._child = payload.get("id")
             if ev.message == "stopped":
                 if payload.get("reason") == "exec":
-                    rec.reactions.exec_news = None  # gdb's "executing new program" was this one's
-                for inferior in rec.processes.live():
+                    self._events.exec_stopped()
+                for inferior in self._processes.live():
                     inferior.state = "stopped"
                 return payload
-            rec.reactions.notify(ev.message, payload)
+            self._events.notify(ev.message, payload)
         return None

@@ -7,16 +7,23 @@ import logging
 import os
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from tracer.recorder import ending, guard
-from tracer.recorder.agent_link import AgentError
-from tracer.recorder.events import GdbBreakpointChanged, TargetStateChanged, TargetStopped
+from tracer.gdb.mi import MiConnection
+from tracer.recorder import guard
+from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder.children import ExecChildren
+from tracer.recorder.config import TraceConfig
+from tracer.recorder.control import Controller
+from tracer.recorder.ending import Ending
+from tracer.recorder.events import GdbBreakpointChanged, RecorderEvent, TargetStateChanged, TargetStopped
 from tracer.recorder.exec_hold import ExecHold
+from tracer.recorder.follow import Follower
+from tracer.recorder.later_libraries import LaterLibraries
+from tracer.recorder.libraries import LibraryPolicy
+from tracer.recorder.outcome import Outcome
+from tracer.recorder.processes import ProcessTable
 from tracer.recorder.stops import Stop, StopKind, read_stop
-
-if TYPE_CHECKING:
-    from tracer.recorder.recorder import Recorder
 
 log = logging.getLogger("pttrace.recorder")
 # gdb 13 with the default detach-on-fork: "[Detaching after fork from child process 1234]".
@@ -26,9 +33,36 @@ _NEW_PROGRAM = re.compile(r"process (\d+) is executing new program: (.+)")
 
 
 class Reactions:
-    def __init__(self, recorder: Recorder):
-        self._rec = recorder
+    """Acts on gdb's events: sends gdb the commands they call for (through the agent, the symbol policy, the
+    process table), ends the target through ``ending``, and says how the recording ended in ``outcome``."""
+
+    def __init__(self, mi: MiConnection, agent: AgentLink, policy: LibraryPolicy, later: LaterLibraries,
+                 follower: Follower | None, processes: ProcessTable, children: ExecChildren, controller: Controller,
+                 ending: Ending, outcome: Outcome, config: TraceConfig, ending_asked: Callable[[], bool],
+                 emit: Callable[[RecorderEvent], None], warn: Callable[[str], None]):
+        self._mi = mi
+        self._agent = agent
+        self._policy = policy
+        self._later = later
+        self._follower = follower
+        self._processes = processes
+        self._children = children
+        self._controller = controller
+        self._ending = ending
+        self._outcome = outcome
+        self._follow_children = config.follow_children
+        self._max_hits = config.max_hits
+        self._ending_asked = ending_asked
+        self._emit = emit
+        self._warn = warn
         self.exec_news: tuple[int, str] | None = None  # an exec gdb announced whose stop has not come yet
+
+    def _hold(self) -> ExecHold:
+        return ExecHold(self._mi, self._agent, self._processes, self._children, self, self._follow_children,
+                        self._warn)
+
+    def exec_stopped(self) -> None:
+        self.exec_news = None
 
     def console(self, text: object) -> None:
         """gdb's own messages while the target runs: a child process it let go is a warning."""
@@ -36,10 +70,10 @@ class Reactions:
         if news:
             self.exec_news = (int(news.group(1)), news.group(2).strip())
         m = _DETACHED_CHILD.search(text) if isinstance(text, str) else None
-        if m and self._rec.config.follow_children:
-            self._rec.children.not_followed(int(m.group(2)))
+        if m and self._follow_children:
+            self._children.not_followed(int(m.group(2)))
         elif m:
-            self._rec.warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
+            self._warn(f"child process {m.group(2)} (a {m.group(1)} of the target) was not followed: its "
                            "hits are not recorded (pttrace follows one process; DataLoader workers, "
                            "multiprocessing and subprocesses run untraced)")
 
@@ -50,95 +84,92 @@ class Reactions:
         if self.exec_news and isinstance(text, str) and text.startswith("Cannot insert breakpoint"):
             pid, program = self.exec_news
             self.exec_news = None
-            ExecHold(self._rec).lost_exec(pid, program)
+            self._hold().lost_exec(pid, program)
 
     def gdb_gone(self, rc: int | None) -> None:
         """gdb ended under us: killed by a signal (somebody cut the run short) or died on its own."""
-        rec = self._rec
-        rec.gdb_lost = True
+        self._outcome.gdb_lost = True
         if isinstance(rc, int) and rc < 0:
-            rec.status = "interrupted"
-            rec.end_reason = f"gdb was killed by signal {-rc}"
-            rec.warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
+            self._outcome.end("interrupted", f"gdb was killed by signal {-rc}")
+            self._warn(f"gdb was killed by signal {-rc}; hits recorded before that are kept")
         else:
-            rec.status = "gdb-died"
-            rec.end_reason = "gdb-died"
+            self._outcome.end("gdb-died", "gdb-died")
 
     def notify(self, message: str | None, payload: dict) -> bool:
         """React to one MI notification; True when the recording is over."""
-        rec = self._rec
+        processes = self._processes
         if message == "thread-group-started":
             try:
-                rec.processes.started(payload.get("id") or "i1", int(payload.get("pid")))
+                processes.started(payload.get("id") or "i1", int(payload.get("pid")))
             except (TypeError, ValueError):
                 log.debug("thread-group-started without a pid: %r", payload)
             return False
         if message == "thread-group-exited":
             code = payload.get("exit-code")
             try:
-                rec.processes.exited(payload.get("id") or "i1", int(code, 8) if code else None)
+                processes.exited(payload.get("id") or "i1", int(code, 8) if code else None)
             except ValueError:
-                rec.processes.exited(payload.get("id") or "i1")
+                processes.exited(payload.get("id") or "i1")
             return False
         if message == "stopped":
-            for inferior in rec.inferiors.values():
+            for inferior in processes.inferiors.values():
                 if inferior.state not in ("exited", "detached"):
                     inferior.state = "stopped"  # all-stop mode: every inferior stops
-            stop = read_stop(payload, ending=rec.stop_requested is not None, interrupting=rec.interrupting)
+            stop = read_stop(payload, ending=self._ending_asked(), interrupting=self._controller.interrupting)
             log.debug("stop: %s", stop)
             return self.stop(stop)
         if message == "running":
-            for inferior in rec.processes.live():  # schedule-multiple: every process runs
+            for inferior in processes.live():  # schedule-multiple: every process runs
                 inferior.state = "running"
-            rec.emit(TargetStateChanged("running"))  # after a continue, step or finish from the controller
+            self._emit(TargetStateChanged("running"))  # after a continue, step or finish from the controller
             return False
         if message == "library-loaded":
             path = payload.get("target-name") or payload.get("id")
             if path and payload.get("symbols-loaded") != "1":
-                rec.policy.library_loaded(path)
+                self._policy.library_loaded(path)
             if path:
-                rec.later.loaded(path)
+                self._later.loaded(path)
             return False
         if message in ("breakpoint-modified", "breakpoint-created"):
-            rec.emit(GdbBreakpointChanged(payload))
+            self._emit(GdbBreakpointChanged(payload))
         return False
 
     def stopped(self, stop: Stop) -> None:
-        self._rec.emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame))
+        self._emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame))
 
     def stop(self, stop: Stop) -> bool:
         """Act on one stop; True when the recording is over."""
-        rec = self._rec
+        mi = self._mi
         kind = stop.kind
         if kind in (StopKind.EXITED, StopKind.KILLED):
             return self.exit(stop)
         if kind is StopKind.INTERRUPTED:
-            rec.interrupting = False
+            self._controller.interrupt_arrived()
             self.stopped(stop)
         elif kind is StopKind.CRASHED:
             if stop.thread_id:
-                rec.mi.command(f"-thread-select {stop.thread_id}", check=False)
-            rec.policy.load_waiting()  # gdb unwinds the crash's stack with every library's symbols
-            rec.agent.record_stop(stop.signal)
-            rec.status, rec.end_reason = "target-crashed", f"crashed with {stop.signal}"
+                mi.command(f"-thread-select {stop.thread_id}", check=False)
+            self._policy.load_waiting()  # gdb unwinds the crash's stack with every library's symbols
+            self._agent.record_stop(stop.signal)
+            self._outcome.end("target-crashed", f"crashed with {stop.signal}")
             self.stopped(stop)
-            ending.finish_target(rec, interrupt=False)
+            self._ending.finish_target()
             return True
         elif kind is StopKind.SIGNAL:
-            rec.mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
+            mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
         elif kind is StopKind.LIBRARIES:
-            rec.policy.decide_new()
+            self._policy.decide_new()
             self.break_in_later_libraries()
-            rec.mi.command("-exec-continue", check=False)
+            mi.command("-exec-continue", check=False)
         elif kind is StopKind.BREAKPOINT:
             return self.breakpoint(stop)
         elif kind is StopKind.VFORKED:
-            ExecHold(rec).from_vfork()
+            self._hold().from_vfork()
             self.continue_live()
         elif kind is StopKind.EXECD:
             program = self.exec_news[1] if self.exec_news else None
             self.exec_news = None
-            ExecHold(rec).at_exec({"thread-id": stop.thread_id, "new-exec": program})
+            self._hold().at_exec({"thread-id": stop.thread_id, "new-exec": program})
             self.continue_live()
         elif kind is StopKind.STEPPED:
             self.stopped(stop)
@@ -146,84 +177,82 @@ class Reactions:
 
     def exit(self, stop: Stop) -> bool:
         """A process ended. The recording ends with the last one; until then the others run on."""
-        rec = self._rec
+        processes = self._processes
         # gdb's =thread-group-exited came first and said which one (and its exit code); the stop adds the
         # signal of a process killed by one.
-        inferior = rec.processes.get(stop.group) if stop.group else rec.processes.last_exited
+        inferior = processes.get(stop.group) if stop.group else processes.last_exited
         if inferior is not None:
             if stop.kind is StopKind.EXITED:
-                rec.processes.exited(inferior.group, stop.exit_code)
+                processes.exited(inferior.group, stop.exit_code)
             else:
-                rec.processes.exited(inferior.group, signal=stop.signal)
+                processes.exited(inferior.group, signal=stop.signal)
         if self.continue_live():
             return False
-        if rec.main.signal:
-            rec.status, rec.end_reason = "target-crashed", f"killed by {rec.main.signal}"
+        if processes.main.signal:
+            self._outcome.end("target-crashed", f"killed by {processes.main.signal}")
         else:
-            rec.status, rec.end_reason = "completed", "exited"
+            self._outcome.end("completed", "exited")
         return True
 
     def vanished(self) -> bool:
         """True (and the recording ended) when every process gdb follows is gone although gdb never said
         so: gdb 13 can lose the end of a many-threaded process killed by SIGKILL while it stops its
         threads, and would then wait for ever."""
-        rec = self._rec
-        live = [i for i in rec.processes.live() if i.pid is not None]
+        live = [i for i in self._processes.live() if i.pid is not None]
         if not live or any(guard.process_state(i.pid) not in (None, "Z", "X") for i in live):
             return False
         for inferior in live:
-            rec.processes.exited(inferior.group)
+            self._processes.exited(inferior.group)
         pids = ", ".join(str(i.pid) for i in live)
-        rec.warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
-                 "ended there and every hit before it is kept")
-        rec.status, rec.end_reason = "target-crashed", "gone without a word from gdb"
+        self._warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
+                   "ended there and every hit before it is kept")
+        self._outcome.end("target-crashed", "gone without a word from gdb")
         return True
 
     def handed_over_all(self) -> bool:
         """True (and the recording ended) when the target itself executed Python, was handed over to a
         recorder of its own (children.py), and every such recorder has ended: nothing is left to wait for."""
-        rec = self._rec
-        if rec.main.state != "detached" or rec.processes.live() or not rec.children.idle():
+        processes = self._processes
+        if processes.main.state != "detached" or processes.live() or not self._children.idle():
             return False
-        if rec.status == "running":
-            rec.status, rec.end_reason = "completed", "exited"
+        if self._outcome.status == "running":
+            self._outcome.end("completed", "exited")
         return True
 
     def continue_live(self) -> bool:
         """Let the processes still followed go on (one of them selected: gdb continues the selected one's
         inferior, and with schedule-multiple every other); False when there is none."""
-        rec = self._rec
-        live = rec.processes.live()
+        live = self._processes.live()
         if not live:
             return False
-        rec.processes.select(rec.mi, live[0])
-        rec.mi.command("-exec-continue", check=False)
+        self._processes.select(self._mi, live[0])
+        self._mi.command("-exec-continue", check=False)
         return True
 
     def breakpoint(self, stop: Stop) -> bool:
         """gdb stopped at a hit the agent did not let go on: symbols it needs, the end of the
         run (max-hits, an unwritable session), or stop mode."""
-        rec = self._rec
+        agent, policy, mi = self._agent, self._policy, self._mi
         try:
-            status = rec.agent.status()
+            status = agent.status()
             if status.exec_request:
-                ExecHold(rec).from_execve(status.exec_request)
+                self._hold().from_execve(status.exec_request)
                 self.continue_live()
                 return False
             if status.need_process is not None and not status.write_error:
                 # A child's first hit: its libraries get their symbols as its parent's have them.
-                rec.processes.set_up_child(rec.mi, rec.agent, rec.policy, status.need_process)
-                rec.agent.rerecord()
-                status = rec.agent.status()
-            if status.need_ops and rec.follower is not None:
+                self._processes.set_up_child(mi, agent, policy, status.need_process)
+                agent.rerecord()
+                status = agent.status()
+            if status.need_ops and self._follower is not None:
                 # --follow met an operator for the first time: break on its functions, then go on.
-                items = rec.follower.items(status.need_ops)
+                items = self._follower.items(status.need_ops)
                 if items:
-                    rec.policy.breakpoints_added(items)
-                    rec.agent.break_address(items)
-                rec.agent.followed()
+                    policy.breakpoints_added(items)
+                    agent.break_address(items)
+                agent.followed()
                 if not (status.need_libs or status.need_launcher or status.stop or status.write_error):
-                    rec.mi.command("-exec-continue", check=False)
+                    mi.command("-exec-continue", check=False)
                     return False
             if (status.need_libs or status.need_launcher) and not status.write_error:
                 # The stack passed through libraries whose symbols we skipped: load them, record again
@@ -232,54 +261,53 @@ class Reactions:
                 # thread, then records it.
                 while (status.need_libs or status.need_launcher) and not status.write_error:
                     if status.need_libs:
-                        rec.policy.load_for_stack(status.need_libs)
-                    rec.agent.rerecord()
-                    status = rec.agent.status()
+                        policy.load_for_stack(status.need_libs)
+                    agent.rerecord()
+                    status = agent.status()
                 if not status.stop:
-                    rec.mi.command("-exec-continue", check=False)
+                    mi.command("-exec-continue", check=False)
                     return False
         except AgentError as exc:
-            rec.warn(f"the agent inside gdb did not answer ({exc.message}); the run was ended so that no "
-                     "limit is missed")
-            rec.end_reason = "agent-failed"
-            ending.finish_target(rec, interrupt=False)
+            self._warn(f"the agent inside gdb did not answer ({exc.message}); the run was ended so that no "
+                       "limit is missed")
+            self._outcome.end_reason = "agent-failed"
+            self._ending.finish_target()
             return True
         if status.write_error:
-            rec.write_error = status.write_error
-            rec.end_reason = "session file unwritable"
-            ending.finish_target(rec, interrupt=False)
+            self._outcome.write_error = status.write_error
+            self._outcome.end_reason = "session file unwritable"
+            self._ending.finish_target()
             return True
         self.stopped(stop)
-        if rec.config.max_hits and status.hits >= rec.config.max_hits:
-            rec.end_reason = "max-hits"
-            ending.finish_target(rec, interrupt=False)
+        if self._max_hits and status.hits >= self._max_hits:
+            self._outcome.end_reason = "max-hits"
+            self._ending.finish_target()
             return True
-        if rec.mode == "stop":
+        if self._controller.mode == "stop":
             return False  # the controller (TUI) decides what happens next
-        rec.mi.command("-exec-continue", check=False)
+        mi.command("-exec-continue", check=False)
         return False
 
     def break_in_later_libraries(self) -> None:
         """The names set by address, found again in the libraries loaded since the last stop."""
-        rec = self._rec
-        items = rec.later.breakpoints()
+        items = self._later.breakpoints()
         if items:
-            rec.policy.breakpoints_added(items)
+            self._policy.breakpoints_added(items)
             try:
-                rec.agent.break_address(items)
+                self._agent.break_address(items)
             except AgentError as exc:
-                rec.warn(f"{exc.message}; --break {items[0]['label']} is not broken on in "
+                self._warn(f"{exc.message}; --break {items[0]['label']} is not broken on in "
                          f"{os.path.basename(items[0]['library'])}")
 
     def wait_stopped(self, timeout: float) -> bool:
         """Wait for the target to stop, still taking note of other events (library loads)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            ev = self._rec.mi.next_event(timeout=0.1)
+            ev = self._mi.next_event(timeout=0.1)
             if ev is None:
                 continue
             if ev.kind == "notify" and ev.message == "stopped":
-                for inferior in self._rec.processes.live():
+                for inferior in self._processes.live():
                     inferior.state = "stopped"
                 return True
             if ev.kind == "gdb-exited":
@@ -290,7 +318,7 @@ class Reactions:
 
     def drain(self) -> None:
         """The notifications gdb sent meanwhile, acted on (a stop excepted)."""
-        while (ev := self._rec.mi.next_event(timeout=0.05)) is not None:
+        while (ev := self._mi.next_event(timeout=0.05)) is not None:
             if ev.kind == "notify" and ev.message != "stopped":
                 self.notify(ev.message, ev.payload or {})
 

@@ -15,67 +15,90 @@ import threading
 import time
 from pathlib import Path
 
-from tracer.session import storage
-from tracer.errors import GdbDied, PermissionDenied, PttraceError, TargetError, UsageError
+from tracer.errors import GdbDied, PermissionDenied, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection
-from tracer.session.model import Session, SessionInfo
-from tracer.recorder import ending, launch, shutdown, startup
-from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder import launch, startup
+from tracer.recorder.agent_link import AgentError
 from tracer.recorder.children import ExecChildren
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
-from tracer.recorder.events import Listener, RecorderEvent, TargetStateChanged, WarningRaised
-from tracer.recorder.follow import Follower
+from tracer.recorder.ending import Ending, SessionFiles
+from tracer.recorder.events import Listener, TargetStateChanged
 from tracer.recorder.inferiors import Inferior
-from tracer.recorder.processes import ProcessTable
-from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
+from tracer.recorder.notices import Notices
+from tracer.recorder.outcome import Outcome
+from tracer.recorder.processes import ProcessTable
 from tracer.recorder.reactions import Reactions
-from tracer.recorder.tailer import SessionTailer
+from tracer.session import storage
+from tracer.session.model import Session, SessionInfo
 
 log = logging.getLogger("pttrace.recorder")
 
 
 class Recorder:
     """One traced run or attach. Use ``start()``, then ``run()``; ``request_stop()`` from any thread;
-    ``control`` steers the target while it is stopped."""
+    ``control`` steers the target while it is stopped (None until gdb is set up).
+
+    It makes the parts and hands each what it uses, never itself: the notices (``emit``, ``warn``), the
+    outcome, the process table; once gdb is up, the session files and ``startup.GdbParts``, from which
+    the controller, the reactions, the ending and the exec'd children's recorders are built."""
 
     def __init__(self, config: TraceConfig, listener: Listener | None = None):
         self.config = config
-        self.settings = config.settings
-        self.listener = listener or (lambda ev: None)
-        self.mode = config.mode
         self.python = config.python
-        self.mi: MiConnection | None = None
-        self.agent: AgentLink | None = None
-        self.policy: LibraryPolicy | None = None
-        self.later = LaterLibraries([], [], self.warn)  # replaced once the breakpoints are resolved
-        self.follower: Follower | None = None  # --follow: the operators met inside followed ones
-        self.tailer: SessionTailer | None = None
-        self.writer: storage.SessionWriter | None = None
-        self.session_path: Path | None = None
-        self.info: SessionInfo | None = None
+        self.outcome = Outcome()
+        self._files: SessionFiles | None = None
+        self.notices = Notices(listener or (lambda ev: None), self._writer, self.outcome)
         self.main = Inferior("i1", pid=config.pid, attached=config.pid is not None)
-        self.processes = ProcessTable(self.main, lambda: self.writer, self.warn)
-        self.children = ExecChildren(self)
-        self.inferiors = self.processes.inferiors
-        self.status = "running"
-        self.end_reason: str | None = None
-        self.write_error: str | None = None
-        self.warnings: list[str] = []
-        self.started = False  # start() is done: breakpoints added from now on come from a UI
-        self.interrupting = False  # the controller's interrupt(): its SIGINT stop is ours
-        self.control = Controller(self)
-        self.reactions = Reactions(self)
+        self.processes = ProcessTable(self.main, self._writer, self.notices.warn)
+        self.mi: MiConnection | None = None
+        self.info: SessionInfo | None = None
+        self.parts: startup.GdbParts | None = None
+        self.control: Controller | None = None
+        self._reactions: Reactions | None = None
+        self._ending: Ending | None = None
+        self._children: ExecChildren | None = None
         self.stop_requested: str | None = None
-        self.gdb_lost = False  # gdb died, was killed or stopped answering: the target was not ended by it
-        self.terminal: launch.TargetTerminal | None = None
-        self.keys: shutdown.KeyTable | None = None
-        self.torch_libs: list[str] = []
         self._finished = threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
 
+    def _writer(self) -> storage.SessionWriter | None:
+        return self._files.writer if self._files is not None else None
+
     # --- what the TUI and the batch command read -------------------------------------------------
+    @property
+    def session_path(self) -> Path | None:
+        return self._files.path if self._files is not None else None
+
+    @property
+    def policy(self) -> LibraryPolicy | None:
+        return self.parts.policy if self.parts is not None else None
+
+    @property
+    def terminal(self) -> launch.TargetTerminal | None:
+        return self.parts.terminal if self.parts is not None else None
+
+    @property
+    def status(self) -> str:
+        return self.outcome.status
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.outcome.end_reason
+
+    @property
+    def gdb_lost(self) -> bool:
+        return self.outcome.gdb_lost
+
+    @property
+    def write_error(self) -> str | None:
+        return self.outcome.write_error
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.notices.warnings
+
     @property
     def target_pid(self) -> int | None:
         return self.main.pid
@@ -93,9 +116,6 @@ class Recorder:
         """The run is over: session closed, launched target killed or attached one detached."""
         return self._finished.is_set()
 
-    def mark_finished(self) -> None:
-        self._finished.set()
-
     def request_stop(self, reason: str = "interrupted") -> None:
         """Thread-safe: ask the run loop to end (Ctrl-C, the TUI's quit)."""
         self.stop_requested = reason
@@ -104,33 +124,14 @@ class Recorder:
         assert self.session_path is not None
         return storage.load(self.session_path)
 
-    def emit(self, event: RecorderEvent) -> None:
-        try:
-            self.listener(event)
-        except Exception:  # the outer edge of a listener: a UI's bug must not end the recording
-            log.exception("the listener failed on %r", event)
-
     def warn(self, message: str) -> None:
-        if message in self.warnings:
-            return
-        self.warnings.append(message)
-        log.info("warning: %s", message)
-        if self.writer:
-            try:
-                self.writer.warning(message)
-            except PttraceError as exc:
-                self.write_error = self.write_error or exc.message
-        self.emit(WarningRaised(message))
-
-    def set_state(self, inferior: Inferior, state: str) -> None:
-        inferior.state = state
-        self.emit(TargetStateChanged(state))
+        self.notices.warn(message)
 
     # --- start-up -------------------------------------------------------------------------------
     def start(self) -> Path:
         cfg = self.config
         self.python = launch.validate(cfg)
-        gdb = launch.gdb_path(self.settings)
+        gdb = launch.gdb_path(cfg.settings)
         gversion = launch.gdb_version(gdb)
         helper = launch.python_gdb_helper(self.python)
         program = [self.python, *cfg.program()] if cfg.pid is None else None
@@ -143,91 +144,118 @@ class Recorder:
         try:
             facts = launch.describe_python(self.python)
         except UsageError:
-            startup.abort(self)
+            self._abort()
             raise
         finally:
             libraries.join()  # its answer is kept (symbols.torch_libraries is cached) for set_up_gdb
-        startup.open_session(self, facts, gversion)
+        notices = self.notices
+        self.info, self._files = startup.open_session(cfg, self.python, facts, gversion, notices.emit, notices.warn)
         if not helper:
             self.warn(f"no python-gdb helper beside {self.python}; Python frames are read by pttrace's own reader")
         for note in cfg.notes:
             self.warn(note)
         try:
-            launch.set_up_gdb(self.mi, self.settings)
-            startup.set_up_gdb(self, Path(self._tmp.name))
+            launch.set_up_gdb(self.mi, cfg.settings)
+            self.parts = startup.prepare_gdb(self.mi, cfg, self.python, self._files.path, Path(self._tmp.name),
+                                             notices.emit, notices.warn)
+            self._wire(self.mi, self.parts, self._files)
+            assert self.control is not None and self._reactions is not None
+            startup.arm(self.mi, self.parts, cfg, self.control, self._reactions, self.processes)
         except (PermissionDenied, UsageError):
-            startup.abort(self)
+            self._abort()
             raise
         except (GdbCommandError, AgentError) as exc:
-            startup.abort(self)
+            self._abort()
             raise TargetError(exc.message) from None
         except GdbDied:
             tail = " ".join(self.mi.stderr_tail[-3:]) if self.mi else ""
-            startup.abort(self)
+            self._abort()
             raise GdbDied("gdb exited during start-up: " + tail) from None
-        self.started = True
-        self.tailer.start(emit=cfg.live)  # batch: fills only, while the target runs on
-        return self.session_path
+        self._files.tailer.start(emit=cfg.live)  # batch: fills only, while the target runs on
+        return self._files.path
+
+    def _wire(self, mi: MiConnection, parts: startup.GdbParts, files: SessionFiles) -> None:
+        """The parts that act while the target runs, each handed what it uses."""
+        cfg, notices = self.config, self.notices
+        self._children = ExecChildren(cfg, self.python, files.path, files.writer, type(self), notices.emit,
+                                      notices.warn)
+        self.control = Controller(mi, parts.agent, parts.policy, self.main, cfg.mode, cfg.follow_children,
+                                  files.tailer.fill, notices.warn)
+        self._ending = Ending(mi, parts.agent, self.processes, self.outcome, attached=cfg.pid is not None,
+                              warn=notices.warn)
+        self._reactions = Reactions(mi, parts.agent, parts.policy, parts.later, parts.follower, self.processes,
+                                    self._children, self.control, self._ending, self.outcome, cfg,
+                                    lambda: self.stop_requested is not None, notices.emit, notices.warn)
+
+    def _abort(self) -> None:
+        startup.abort(self.mi, self.terminal, self._files)
+        self._files = None  # no more warnings into the file removed
 
     # --- running --------------------------------------------------------------------------------
     def run(self) -> str:
         """Run the target to its end (or max-hits / timeout / request_stop()); returns the final status."""
-        assert self.mi is not None
-        mi = self.mi
+        mi, reactions, ending, outcome = self.mi, self._reactions, self._ending, self.outcome
+        assert mi is not None and reactions is not None and ending is not None, "run() before start()"
         deadline = time.monotonic() + self.config.timeout if self.config.timeout else None
         try:
             if self.stop_requested:
-                self.end_reason = self.stop_requested
-                ending.finish_target(self, interrupt=False)
+                outcome.end_reason = self.stop_requested
+                ending.finish_target()
                 return self._close()
             mi.command("-exec-run" if self.config.pid is None else "-exec-continue")
-            self.set_state(self.main, "running")
+            self.main.state = "running"
+            self.notices.emit(TargetStateChanged("running"))
             quiet_since = checked = time.monotonic()
             while True:
                 if self.stop_requested:
-                    self.end_reason = self.stop_requested
-                    ending.finish_target(self, interrupt=True)
+                    outcome.end_reason = self.stop_requested
+                    ending.finish_target(reactions.wait_stopped)
                     break
                 if deadline and time.monotonic() > deadline:
-                    self.end_reason = "timeout"
-                    ending.finish_target(self, interrupt=True)
+                    outcome.end_reason = "timeout"
+                    ending.finish_target(reactions.wait_stopped)
                     break
                 ev = mi.next_event(timeout=0.1)
-                if ev is None and self.reactions.handed_over_all():
+                if ev is None and reactions.handed_over_all():
                     break
                 if ev is None:
                     # Quiet for a while: is anything left to wait for? (gdb may have lost a process's end)
                     now = time.monotonic()
                     if now - quiet_since > 2.0 and now - checked > 1.0:
                         checked = now
-                        if self.reactions.vanished():
-                            ending.finish_target(self, interrupt=False)
+                        if reactions.vanished():
+                            ending.finish_target()
                             break
                     continue
                 quiet_since = time.monotonic()
                 if ev.kind == "gdb-exited":
-                    self.reactions.gdb_gone(ev.payload)
+                    reactions.gdb_gone(ev.payload)
                     break
                 if ev.kind == "console":
-                    self.reactions.console(ev.payload)
+                    reactions.console(ev.payload)
                 if ev.kind == "log":
-                    self.reactions.log(ev.payload)
-                if ev.kind == "notify" and self.reactions.notify(ev.message, ev.payload or {}):
+                    reactions.log(ev.payload)
+                if ev.kind == "notify" and reactions.notify(ev.message, ev.payload or {}):
                     break
         except GdbDied:
-            self.reactions.gdb_gone(mi.exit_code(wait=2.0))
+            reactions.gdb_gone(mi.exit_code(wait=2.0))
         except (GdbCommandError, AgentError) as exc:
             self.warn(f"gdb stopped answering ({exc.message}); the run was ended")
-            self.gdb_lost = True
-            self.end_reason = "gdb-unresponsive"
+            outcome.gdb_lost = True
+            outcome.end_reason = "gdb-unresponsive"
         except BaseException as exc:  # the outer edge: the session still gets its end, the target its detach
-            self.end_reason = f"pttrace failed: {type(exc).__name__}: {exc}"
-            ending.finish_target(self, interrupt=False)
+            outcome.end_reason = f"pttrace failed: {type(exc).__name__}: {exc}"
+            ending.finish_target()
             self._close()
             raise
         return self._close()
 
     def _close(self) -> str:
-        status = ending.close(self)
+        assert self._ending is not None and self._files is not None and self.parts is not None
+        assert self._children is not None
+        parts = self.parts
+        status = self._ending.close(self._files, parts.later, self._children, parts.terminal, parts.torch_libs,
+                                    self.config.dispatch_tables_later, self.config.live, self._finished,
+                                    self.notices.emit)
         self._tmp.cleanup()
         return status

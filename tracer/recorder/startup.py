@@ -6,44 +6,62 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from tracer.session import storage
-from tracer.gdb.mi import mi_quote
-from tracer.session.model import SessionInfo
+from tracer.gdb.mi import MiConnection, mi_quote
 from tracer.recorder import launch, resolve, shutdown
 from tracer.recorder.agent_link import AgentLink
-from tracer.recorder.events import TargetOutput
+from tracer.recorder.config import TraceConfig
+from tracer.recorder.control import Controller
+from tracer.recorder.ending import SessionFiles
+from tracer.recorder.events import RecorderEvent, TargetOutput
 from tracer.recorder.follow import Follower
 from tracer.recorder.compiled_ops import CompiledOps, op_names
 from tracer.recorder.later_libraries import LaterLibraries
 from tracer.recorder.libraries import LibraryPolicy
-from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS
+from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS, ProcessTable
+from tracer.recorder.reactions import Reactions
 from tracer.recorder.tailer import SessionTailer
-
-if TYPE_CHECKING:
-    from tracer.recorder.recorder import Recorder
+from tracer.session import storage
+from tracer.session.model import SessionInfo
 
 log = logging.getLogger("pttrace.recorder")
 
 
-def open_session(rec: Recorder, facts: dict, gdb_version: str) -> None:
+def open_session(cfg: TraceConfig, python: str, facts: dict, gdb_version: str,
+                 emit: Callable[[RecorderEvent], None], warn: Callable[[str], None]) -> tuple[SessionInfo, SessionFiles]:
     """The session file with its header; the key table and the tailer that write to it."""
-    cfg = rec.config
     sid = storage.new_session_id()
-    rec.session_path = Path(cfg.session_dir) / (sid + storage.SUFFIX)
-    rec.writer = storage.SessionWriter(rec.session_path)
-    argv = [rec.python, *cfg.program()] if cfg.pid is None else launch.cmdline(cfg.pid)
-    rec.info = SessionInfo(
+    path = Path(cfg.session_dir) / (sid + storage.SUFFIX)
+    writer = storage.SessionWriter(path)
+    argv = [python, *cfg.program()] if cfg.pid is None else launch.cmdline(cfg.pid)
+    info = SessionInfo(
         id=sid, mode="run" if cfg.pid is None else "attach", argv=argv, pid=cfg.pid,
         python=facts.get("python"), torch_version=facts.get("torch_version"),
         torch_git_version=facts.get("torch_git_version"), gdb_version=gdb_version,
         started=storage.now_iso(), cwd=cfg.cwd or os.getcwd(),
     )
-    rec.writer.header(rec.info)
-    rec.keys = shutdown.KeyTable(rec.writer, cfg.dispatch_keys, cfg.dispatch_keys_later)
-    rec.tailer = SessionTailer(rec.session_path, rec.writer, rec.emit, rec.warn)
+    writer.header(info)
+    keys = shutdown.KeyTable(writer, cfg.dispatch_keys, cfg.dispatch_keys_later)
+    return info, SessionFiles(path, writer, keys, SessionTailer(path, writer, emit, warn))
+
+
+@dataclass
+class GdbParts:
+    """What start-up made in gdb for the recording's other parts: the agent, the symbol policy, the names
+    looked for in later libraries, --follow's follower, the target's terminal, and the breakpoints to set."""
+
+    agent: AgentLink
+    policy: LibraryPolicy
+    later: LaterLibraries
+    follower: Follower | None
+    terminal: launch.TargetTerminal | None
+    torch_libs: list[str]
+    by_gdb: list[str]  # breakpoints gdb resolves by name
+    by_address: bool  # some were resolved from our index: the agent breaks on them by address
+    agent_config: Path
 
 
 def torch_libraries(python: str) -> list[str]:
@@ -56,98 +74,113 @@ def torch_libraries(python: str) -> list[str]:
         return []
 
 
-def set_up_gdb(rec: Recorder, agent_dir: Path) -> None:
-    """Everything gdb needs before the target runs; ``agent_dir`` holds the agent's configuration."""
-    cfg, mi, settings = rec.config, rec.mi, rec.settings
-    rec.agent = AgentLink(mi)
-    rec.torch_libs = torch_libraries(rec.python)
+def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: Path, agent_dir: Path,
+                emit: Callable[[RecorderEvent], None], warn: Callable[[str], None]) -> GdbParts:
+    """Everything gdb needs before the target is attached to or run; ``agent_dir`` holds the agent's
+    configuration. A terminal made for the target is closed again if this fails."""
+    settings = cfg.settings
+    agent = AgentLink(mi)
+    torch_libs = torch_libraries(python)
     specs = list(cfg.breakpoints)
     if settings.all_symbols or settings.break_by_name:
         resolution = resolve.Resolution(by_gdb=specs)
     else:
-        resolution = resolve.resolve_by_index(specs, rec.torch_libs)
+        resolution = resolve.resolve_by_index(specs, torch_libs)
     for message in resolution.warnings:
-        rec.warn(message)
+        warn(message)
     address_breakpoints = list(cfg.address_breakpoints) + resolution.by_address
-    rec.follower = Follower(cfg.follow, address_breakpoints, rec.warn) if cfg.follow else None
-    rec.policy = LibraryPolicy(mi, rec.agent, settings, rec.torch_libs, rec.warn)
-    rec.policy.plan(resolution.by_gdb, address_breakpoints)
-    compiled = CompiledOps(op_names(cfg.address_breakpoints), rec.warn, cfg.cwd)
-    rec.later = LaterLibraries([b["label"] for b in resolution.by_address], rec.torch_libs, rec.warn,
-                               cfg.library_ops, compiled)
-    rec.later.found_ops.update(b["label"].removeprefix("op:") for b in cfg.address_breakpoints)
-    if rec.later.active and not rec.policy.deferring:
+    follower = Follower(cfg.follow, address_breakpoints, warn) if cfg.follow else None
+    policy = LibraryPolicy(mi, agent, settings, torch_libs, warn)
+    policy.plan(resolution.by_gdb, address_breakpoints)
+    compiled = CompiledOps(op_names(cfg.address_breakpoints), warn, cfg.cwd)
+    later = LaterLibraries([b["label"] for b in resolution.by_address], torch_libs, warn, cfg.library_ops,
+                           compiled)
+    later.found_ops.update(b["label"].removeprefix("op:") for b in cfg.address_breakpoints)
+    if later.active and not policy.deferring:
         # A name set by address is looked for again in every library loaded later: at a stop.
         mi.command("-gdb-set stop-on-solib-events 1")
     if cfg.follow_children:
         for setting in FOLLOW_SETTINGS:
             mi.command(f"-gdb-set {setting}")
-    if cfg.pid is None:
-        if not launch.needs_shell([rec.python, *cfg.program()]):
-            mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
-        rec.terminal = launch.TargetTerminal(cfg.forward_output, lambda text: rec.emit(TargetOutput(text)),
+    terminal = None
+    try:
+        if cfg.pid is None:
+            if not launch.needs_shell([python, *cfg.program()]):
+                mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
+            terminal = launch.TargetTerminal(cfg.forward_output, lambda text: emit(TargetOutput(text)),
                                              launch.our_stdin() if cfg.forward_input else None)
-        mi.command(f"-inferior-tty-set {mi_quote(rec.terminal.name)}")
-    rec.agent.load()
-    values = _values_layout(rec, cfg)
-    agent_config = agent_dir / "agent.json"
-    agent_config.write_text(json.dumps({
-        "session": str(rec.session_path.resolve()),
-        "mode": rec.mode,
-        "max_hits": cfg.max_hits,
-        "max_depth": cfg.max_depth,
-        "breakpoints": [],
-        "layers": list(cfg.layers),
-        "address_breakpoints": address_breakpoints,
-        "follow": {k: cfg.follow[k] for k in ("roots", "known", "trigger", "entries")} if cfg.follow else None,
-        "stack_reuse": settings.stack_reuse,
-        "stack_reuse_stats": settings.stack_reuse_stats,
-        "log": str(settings.log_file.resolve()) if settings.log_file else None,
-        "follow_children": cfg.follow_children,
-        "values": values,
-    }))
+            mi.command(f"-inferior-tty-set {mi_quote(terminal.name)}")
+        agent.load()
+        values = _values_layout(cfg, warn)
+        agent_config = agent_dir / "agent.json"
+        agent_config.write_text(json.dumps({
+            "session": str(session_path.resolve()),
+            "mode": cfg.mode,
+            "max_hits": cfg.max_hits,
+            "max_depth": cfg.max_depth,
+            "breakpoints": [],
+            "layers": list(cfg.layers),
+            "address_breakpoints": address_breakpoints,
+            "follow": {k: cfg.follow[k] for k in ("roots", "known", "trigger", "entries")} if cfg.follow else None,
+            "stack_reuse": settings.stack_reuse,
+            "stack_reuse_stats": settings.stack_reuse_stats,
+            "log": str(settings.log_file.resolve()) if settings.log_file else None,
+            "follow_children": cfg.follow_children,
+            "values": values,
+        }))
+    except BaseException:
+        if terminal is not None:
+            terminal.close()
+        raise
+    return GdbParts(agent, policy, later, follower, terminal, torch_libs, resolution.by_gdb,
+                    bool(resolution.by_address), agent_config)
+
+
+def arm(mi: MiConnection, parts: GdbParts, cfg: TraceConfig, controller: Controller, reactions: Reactions,
+        processes: ProcessTable) -> None:
+    """The target attached to (``attach``), the agent set up, the breakpoints set."""
     if cfg.pid is not None:
-        attach(rec, cfg.pid)
-    rec.agent.setup(agent_config)
-    for spec in resolution.by_gdb:
-        rec.control.add_breakpoint(spec, fatal=True)
-    if resolution.by_address:
-        rec.agent.dump_breakpoints()
+        attach(mi, cfg.pid, processes, reactions, parts.policy)
+    parts.agent.setup(parts.agent_config)
+    for spec in parts.by_gdb:
+        controller.add_breakpoint(spec, at_start=True)
+    if parts.by_address:
+        parts.agent.dump_breakpoints()
     if cfg.follow_children:
         # After the user's breakpoints: gdb numbers catchpoints with them, and theirs come first.
         for catch in FOLLOW_CATCHES:
             mi.console(catch)
 
 
-def attach(rec: Recorder, pid: int) -> None:
-    launch.attach(rec.mi, pid)
-    if rec.main.state == "starting":
-        rec.processes.started(rec.main.group, pid)
-    rec.main.pid = pid
-    rec.main.state = "stopped"
-    rec.reactions.wait_stopped(30.0)
+def attach(mi: MiConnection, pid: int, processes: ProcessTable, reactions: Reactions, policy: LibraryPolicy) -> None:
+    launch.attach(mi, pid)
+    main = processes.main
+    if main.state == "starting":
+        processes.started(main.group, pid)
+    main.pid = pid
+    main.state = "stopped"
+    reactions.wait_stopped(30.0)
     # The libraries were loaded before we came: read the symbols we want now.
-    rec.reactions.drain()
-    rec.policy.decide_new()
-    rec.reactions.break_in_later_libraries()
+    reactions.drain()
+    policy.decide_new()
+    reactions.break_in_later_libraries()
 
 
-def abort(rec: Recorder) -> None:
+def abort(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files: SessionFiles | None) -> None:
     """Start-up failed before anything was recorded: no gdb and no empty session left behind."""
-    if rec.mi:
-        rec.mi.close()  # gdb detaches from an attached target as it exits
-    if rec.terminal:
-        rec.terminal.close()
-    if rec.writer:
-        rec.writer.close()
+    if mi:
+        mi.close()  # gdb detaches from an attached target as it exits
+    if terminal:
+        terminal.close()
+    if files:
+        files.writer.close()
         try:
-            rec.session_path.unlink()
+            files.path.unlink()
         except OSError as exc:
-            log.debug("cannot remove %s: %s", rec.session_path, exc)
-        rec.writer = None
+            log.debug("cannot remove %s: %s", files.path, exc)
 
 
-def _values_layout(rec, cfg) -> dict:
+def _values_layout(cfg: TraceConfig, warn: Callable[[str], None]) -> dict:
     """The layout the agent reads argument values with (``cfg.values_layout_later``), or why there is none:
     a warning in the session then, every view shows it."""
     fut = cfg.values_layout_later
@@ -157,5 +190,5 @@ def _values_layout(rec, cfg) -> dict:
         return fut.result(timeout=120)
     except Exception as exc:  # LayoutUnknown (its reason), or the probe's own failure
         why = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
-        rec.writer.warning(f"tensor and Scalar arguments are not read: {why}")
+        warn(f"tensor and Scalar arguments are not read: {why}")
         return {"why": why}

@@ -574,7 +574,7 @@ class LiveSource(EventSource):
     # --- control ------------------------------------------------------------------------------
     def _engine(self):
         """The recorder's controller, once gdb is up and while the run lasts."""
-        if self.engine is None or getattr(self.engine, "mi", None) is None:
+        if self.engine is None or getattr(self.engine, "control", None) is None:
             raise NotStopped("gdb is still starting.")
         if self.finished:
             raise NotLive("the run has ended: there is no target any more.")
