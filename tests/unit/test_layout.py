@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tui", "export"),
     ("recorder",),
     ("gdb",),
-    ("sources",),
+    ("sources", "scripted"),
     ("session", "dispatch", "values"),
     ("pyruntime", "symbols"),
     ("text", "errors", "settings", "logs", ""),  # "": tracer/__init__.py (the version)
