@@ -347,3 +347,153 @@ def test_export_refuses_to_write_over_a_session_file(tmp_path, capsys):
     notes.write_text("old notes\n")
     assert main(["export", SIGMOID_ID, "--session-dir", str(d), "-o", str(notes), "--force"]) == 0
     assert notes.read_text().startswith("# pttrace")
+
+
+# ---------------------------------------------------------------- session directories are untrusted too
+
+@pytest.fixture
+def no_hang():
+    """A load that blocks (a FIFO opened for reading) or loops fails the test instead of hanging it."""
+    import signal
+
+    def late(signum, frame):
+        raise TimeoutError("a session load hung")
+
+    old = signal.signal(signal.SIGALRM, late)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def exported_hits(capsys, path) -> int:
+    assert main(["export", str(path), "--format", "json"]) == 0
+    return len(json.loads(capsys.readouterr().out)["hits"])
+
+
+def with_children(recs: list[dict], *sessions: str, pid: int = 4242) -> list[dict]:
+    return recs + [{"type": "process", "pid": pid + i, "session": s} for i, s in enumerate(sessions)]
+
+
+def test_a_number_too_big_for_a_hit_table_is_a_damaged_line(tmp_path, capsys):
+    recs = records()
+    next(r for r in recs if r["type"] == "hit")["seq"] = 99999999999999999999999
+    p = write(tmp_path / "big.jsonl", recs)
+    for argv in (["show", str(p)], ["export", str(p), "--format", "json"], ["export", str(p), "--format", "folded"],
+                 ["export", str(p)], ["diff", str(p), str(SIGMOID)]):
+        assert main(argv) == 0, argv
+        assert "seq is a number out of range" in capsys.readouterr().err
+    assert exported_hits(capsys, p) == 3
+
+
+def test_process_records_naming_their_own_file_or_each_other_add_nothing(tmp_path, capsys, no_hang):
+    # GIVEN a session whose 30 process records name its own file, and another that names it back
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(a, with_children(records(), *(["a.jsonl"] * 30), "b.jsonl"))
+    write(b, with_children(records(), "a.jsonl", "b.jsonl", pid=5000))
+    # THEN each file's hits are counted once, however often it is named, on every load
+    assert exported_hits(capsys, a) == 8
+    assert exported_hits(capsys, a) == 8
+    assert exported_hits(capsys, b) == 8
+    assert main(["show", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "8 hits" in out and "already read" in out
+
+
+def _special_files(d) -> dict[str, str]:
+    """What a crafted directory may hold under session names, and how `sessions` must list each."""
+    os.mkfifo(d / "fifo.jsonl")
+    os.symlink("/dev/zero", d / "zero.jsonl")
+    os.symlink(SIGMOID, d / "link.jsonl")
+    (d / "empty.jsonl").write_bytes(b"")
+    (d / "dir.jsonl").mkdir()
+    recs = records()
+    recs[0]["schema"] = 99
+    write(d / "future.jsonl", recs)
+    return {"fifo": "unreadable", "zero": "unreadable", "link": "unreadable", "empty": "empty",
+            "dir": "unreadable", "future": "unreadable"}
+
+
+def test_fifos_devices_links_and_empty_files_named_like_sessions_are_skipped_with_a_sentence(tmp_path, capsys,
+                                                                                               no_hang):
+    expected = _special_files(tmp_path)
+    write(tmp_path / "good.jsonl", records())
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    for name, status in expected.items():
+        assert rows[name].rstrip().endswith(status), rows[name]
+    assert "schema 99" in rows["future"] and "FIFO" in rows["fifo"] and "symbolic link" in rows["zero"]
+    assert rows["good"].rstrip().endswith("completed")
+    for name in ("fifo", "zero", "dir", "future", "empty"):
+        code = main(["show", str(tmp_path / f"{name}.jsonl")])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, (name, err)
+    # `last` is never a FIFO or a link, whatever their times
+    assert main(["show", "last", "--session-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+
+
+def test_a_child_session_that_is_a_fifo_a_device_or_a_link_is_not_read(tmp_path, capsys, no_hang):
+    _special_files(tmp_path)
+    (tmp_path / "outside").mkdir()
+    write(tmp_path / "outside" / "o.jsonl", records())
+    os.symlink(tmp_path / "outside" / "o.jsonl", tmp_path / "inside.jsonl")
+    main_file = write(tmp_path / "main.jsonl", with_children(records(), "fifo.jsonl", "zero.jsonl", "link.jsonl",
+                                                             "dir.jsonl", "empty.jsonl", "future.jsonl",
+                                                             "inside.jsonl", "../outside/o.jsonl", "none.jsonl"))
+    assert exported_hits(capsys, main_file) == 4
+    assert main(["show", str(main_file)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not read") + out.count("cannot be read") >= 9, out
+
+
+def test_no_mutated_session_directory_gives_a_traceback_a_hang_or_an_inflated_count(tmp_path, capsys, no_hang):
+    """The seeded fuzz, from files to directories: children named by process records (their own file,
+    each other, missing, outside), links, FIFOs, device links and damaged children."""
+    rng = random.Random(FUZZ_SEED + 1)
+    kinds = ["self", "peer", "fifo", "dev", "link-out", "missing", "dotdot", "damaged", "good", "dir", "empty"]
+    for case in range(max(4, FUZZ_CASES // 4)):
+        d = tmp_path / f"dir{case}"
+        d.mkdir()
+        names, good, damaged = [], 0, 0
+        for i, kind in enumerate(rng.sample(kinds, rng.randint(2, len(kinds)))):
+            name = f"c{i}.jsonl"
+            if kind == "self":
+                name = "main.jsonl"
+            elif kind == "peer":
+                write(d / name, with_children(records(), "main.jsonl", name, pid=7000))
+                good += 4
+            elif kind == "fifo":
+                os.mkfifo(d / name)
+            elif kind == "dev":
+                os.symlink("/dev/zero", d / name)
+            elif kind == "link-out":
+                os.symlink(SIGMOID, d / name)
+            elif kind == "dotdot":
+                name = "../" + name
+            elif kind == "damaged":
+                (d / name).write_bytes(mutate(rng))
+                damaged += 1
+            elif kind == "good":
+                write(d / name, records())
+                good += 4
+            elif kind == "dir":
+                (d / name).mkdir()
+            elif kind == "empty":
+                (d / name).write_bytes(b"")
+            names += [name] * rng.randint(1, 3)
+        rng.shuffle(names)
+        main_file = write(d / "main.jsonl", with_children(records(), *names))
+        for argv in (["show", str(main_file)], ["export", str(main_file), "--format", "folded"],
+                     ["sessions", "--session-dir", str(d)], ["diff", str(main_file), str(SIGMOID)]):
+            try:
+                code = main(argv)
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                pytest.fail(f"seed {FUZZ_SEED + 1} case {case}: {argv[0]} raised {exc!r}; children {names}")
+            captured = capsys.readouterr()
+            assert code == 0, (case, argv, captured.err)
+            assert raw_controls(captured.out) == []
+        hits = exported_hits(capsys, main_file)
+        # every file once, however often it is named: the main's 4, each good child's 4, and what a damaged
+        # child kept (its 4, some repeated by the mutation: at most 8)
+        assert 4 + good <= hits <= 4 + good + 8 * damaged, (case, names, hits)

@@ -36,18 +36,24 @@ class Summary:
     status: str = "interrupted"
     damaged: int = 0
     readable: bool = True
+    why: str = "not a readable session file"  # when it is not readable
 
 
 def summarize(path: Path) -> Summary:
     """What a listing shows of one file; whatever the file holds, a Summary (``readable`` False if it
     is not a session), so that one bad file never hides the others."""
-    from tracer.session.model import RecordError, SessionInfo
+    from tracer.errors import SessionError
+    from tracer.session.model import SCHEMA, RecordError, SessionInfo
     from tracer.session.records import BadRecord, decode
+    from tracer.session.storage import open_session_file
 
     s = Summary(path=path, id=path.stem)
     info = None
+    if path.is_symlink():  # a shared directory is untrusted: a link may lead anywhere (a FIFO, /dev/zero)
+        s.readable, s.why = False, "a symbolic link, not a session file: skipped"
+        return s
     try:
-        with open(path, "rb") as fh:
+        with open_session_file(path) as fh:
             for raw in fh:
                 if not raw.strip():
                     continue
@@ -58,6 +64,10 @@ def summarize(path: Path) -> Summary:
                     rec = decode(raw)
                     kind = rec["type"]
                     if kind == "header" and info is None:
+                        schema = rec.get("schema")
+                        if type(schema) is int and schema > SCHEMA:
+                            s.readable, s.why = False, f"session schema {schema}, newer than this pttrace's ({SCHEMA})"
+                            return s
                         info = SessionInfo.from_dict(rec.get("session") or {})
                     elif kind == "hit":
                         s.hits += 1
@@ -72,11 +82,16 @@ def summarize(path: Path) -> Summary:
                 except (BadRecord, RecordError):
                     if raw.endswith(b"\n"):
                         s.damaged += 1  # else a record still being written
-    except OSError:
-        s.readable = False
+    except SessionError as exc:
+        s.readable, s.why = False, exc.message.replace(f"{path} is ", "").rstrip(".")
+        return s
+    except OSError as exc:
+        s.readable, s.why = False, f"cannot be read ({exc.strerror})"
         return s
     if info is None:
         s.readable = False
+        if path.stat().st_size == 0:
+            s.why, s.status = "an empty file: nothing was ever written to it (a full disk at the start?)", "empty"
         return s
     s.id = info.id if info.id != "unknown" else s.id
     s.started = info.started
@@ -131,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
     for path in files:
         s = summarize(path)
         if not s.readable:
-            table.add_row(Text(visible(path.stem)), "?", Text("(not a readable session file)", style="grey50"), "", "",
-                          Text("unreadable", style="red"))
+            table.add_row(Text(visible(path.stem)), "?", Text(visible(f"({s.why})"), style="grey50"), "", "",
+                          Text("empty" if s.status == "empty" else "unreadable", style="red"))
             continue
         status = Text(s.status, style="green" if s.status == "completed" else "yellow")
         if s.damaged:

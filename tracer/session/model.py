@@ -49,16 +49,20 @@ def _kind(value: Any) -> str:
         type(value), type(value).__name__)
 
 
+# Integers a session may hold: what the hit table's 64-bit columns take (a crafted 10**23 is refused).
+INT_RANGE = range(-(1 << 63), 1 << 63)
+
+
 def _fits(value: Any, want: str) -> bool:
     t = type(value)
     if want == STR:
         return t is str
     if want == INT:
-        return t is int
+        return t is int and value in INT_RANGE
     if want == BOOL:
         return t is bool
     if want == NUM:
-        return t is int or (t is float and math.isfinite(value))
+        return (t is int and value in INT_RANGE) or (t is float and math.isfinite(value))
     return t is list and all(type(x) is str for x in value)  # STRS
 
 
@@ -72,6 +76,8 @@ def check(what: str, data: Any, types: dict[str, str], required: tuple[str, ...]
     for key, value in data.items():
         want = types.get(key)
         if want is not None and value is not None and not _fits(value, want):
+            if type(value) is int and want in (INT, NUM):
+                raise RecordError(f"{what}: {key} is a number out of range")
             raise RecordError(f"{what}: {key} is {_kind(value)}, not {want}")
     return data
 

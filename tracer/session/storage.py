@@ -13,6 +13,7 @@ import io
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -137,22 +138,47 @@ class HitReader:
 # json (a million of them are most of a big session's lines); anything else takes the general way. The
 # time's digits are bounded, so that it is always a finite float.
 _TIME = rb"-?\d{1,20}(?:\.\d+)?(?:[eE][-+]?\d{1,2})?"
-_PLAIN_HIT = re.compile(rb'\{"type":"hit","seq":(\d+),"time":(' + _TIME + rb'),"site":(\d+)\}\n?')
-_PLAIN_HITS = re.compile(rb'^\{"type":"hit","seq":(\d+),"time":(' + _TIME + rb'),"site":(\d+)\}$', re.M)
+# (at most 18 digits: a longer number takes the general way, which refuses what a 64-bit column cannot hold)
+_PLAIN_HIT = re.compile(rb'\{"type":"hit","seq":(\d{1,18}),"time":(' + _TIME + rb'),"site":(\d{1,18})\}\n?')
+_PLAIN_HITS = re.compile(rb'^\{"type":"hit","seq":(\d{1,18}),"time":(' + _TIME + rb'),"site":(\d{1,18})\}$', re.M)
 _CHUNK = 1 << 18  # ~4,000 hit lines: what findall holds at once
+
+
+def not_a_file(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is not a regular file, in a few words; None when it is."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def open_session_file(path: Path):
+    """A session file opened for reading, only if it is a regular file: a FIFO or a device named like a
+    session (a shared directory is untrusted) is refused without being opened, so it cannot block."""
+    try:
+        what = not_a_file(os.stat(path).st_mode)
+        if what is None:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            what = not_a_file(os.fstat(fd).st_mode)  # it may have been swapped since the stat
+            if what is not None:
+                os.close(fd)
+    except FileNotFoundError:
+        raise SessionError(f"no session file at {path}.") from None
+    except OSError as exc:
+        raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+    if what is not None:
+        raise SessionError(f"{path} is {what}, not a session file: not read.")
+    return os.fdopen(fd, "rb")
 
 
 def _chunks(path: Path) -> Iterator[tuple[int, bytes]]:
     """The file 256 KB at a time, cut after a line break (the last one may have none): (first line's number,
     its lines)."""
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise SessionError(f"no session file at {path}.") from None
-    except IsADirectoryError:
-        raise SessionError(f"{path} is a directory, not a session file.") from None
-    except OSError as exc:
-        raise SessionError(f"cannot read the session file {path}: {exc.strerror}.") from None
+    fh = open_session_file(path)
     lineno, carry = 1, b""
     with fh:
         try:
@@ -188,7 +214,7 @@ def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> 
 
 
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True,
-         _depth: int = 0, head: bool = False) -> Session:
+         _depth: int = 0, head: bool = False, _read: set[Path] | None = None) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
     ``hits=False``: everything but the hits (a million of them take a second to read).
     ``head=True``: only the file's first 256 KB (its header, the first few thousand hits: a screen's worth,
@@ -322,7 +348,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     session.hits = table
     session.processes = list(processes.values())
     if _depth < 4 and not more:
-        _merge_children(session, table, path, _depth)
+        _merge_children(session, table, path, _depth, _read if _read is not None else {path.resolve()})
     session.info.warnings = fold_warnings(session.info.warnings)
     if not head and _through_torchscript(table):
         session.info.warnings.append(TORCHSCRIPT_NOT_READ)
@@ -340,20 +366,31 @@ def _through_torchscript(table: HitTable) -> bool:
                for frames in table.frame_lists() for f in frames)
 
 
-def _merge_children(session: Session, table: HitTable, path: Path, depth: int) -> None:
+def _merge_children(session: Session, table: HitTable, path: Path, depth: int, read: set[Path]) -> None:
     """The sessions of children that executed Python (tracer/recorder/children.py), read into this one:
-    their hits numbered after this session's, their processes and warnings added."""
+    their hits numbered after this session's, their processes and warnings added. Each file is read
+    once (``read``: this load's files so far), so a record naming its own file, or files naming each
+    other, adds nothing and cannot loop."""
     merged = False
     for p in list(session.processes):
         if not p.session:
             continue
-        sub_path = (path.parent / p.session).resolve()
+        named = path.parent / p.session
+        sub_path = named.resolve()
         if path.parent.resolve() not in sub_path.parents:
             session.info.warnings.append(f"process {p.pid}'s session {p.session} is outside this session's "
                                          "directory: not read")
             continue
+        if named.is_symlink():
+            session.info.warnings.append(f"process {p.pid}'s session {p.session} is a symbolic link: not read")
+            continue
+        if sub_path in read:
+            session.info.warnings.append(f"process {p.pid}'s session {p.session} is a file this session has "
+                                         "already read (its own, or one that names it back): not read again")
+            continue
+        read.add(sub_path)
         try:
-            sub = load(sub_path, _depth=depth + 1)
+            sub = load(sub_path, _depth=depth + 1, _read=read)
         except (SessionError, OSError) as exc:
             session.info.warnings.append(f"the session of process {p.pid} ({p.session}) cannot be read: "
                                          f"{getattr(exc, 'message', exc)}")
@@ -544,11 +581,15 @@ def resolve(ref: str, directory: Path | None = None) -> Path:
     if candidate.suffix == SUFFIX or os.sep in ref:
         if candidate.is_file():
             return candidate
+        if os.path.lexists(candidate):
+            what = not_a_file(os.lstat(candidate).st_mode) if not candidate.exists() else not_a_file(candidate.stat().st_mode)
+            raise SessionError(f"{ref} is {what or 'not a regular file'}, not a session file.")
         raise SessionError(f"no session file at {ref}.")
     if candidate.is_file():
         return candidate
     files = list_sessions(directory)
     if ref == "last":
+        files = [p for p in files if not p.is_symlink() and p.is_file()]  # never a FIFO or a link
         if not files:
             raise SessionError(f"no sessions in {directory}/ yet; record one with `pttrace run`.")
         return max(files, key=lambda p: (p.stat().st_mtime, p.name))
