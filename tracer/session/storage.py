@@ -357,8 +357,9 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
 
 TORCHSCRIPT_NOT_READ = (
     "hits passed through TorchScript's interpreter: pttrace does not read which scripted function, source "
-    "line and graph node it was running (its frames are shown as the interpreter's native frames); the "
-    "program itself can print them (fn.graph, fn.code)")
+    "line and graph node it was running, nor its graph (graph->dump() would call into the target, which "
+    "pttrace never does, and reading them from memory is not done yet): its frames are shown as the "
+    "interpreter's native frames; the program itself can print them (fn.graph, fn.code)")
 
 
 def _through_torchscript(table: HitTable) -> bool:
