@@ -1,0 +1,180 @@
+"""The hot breakpoint's cost per hit against the number of threads in the traced process.
+
+    .venv/bin/python bench/bench_threads.py [-n ROUNDS] [--no-write]
+
+bench/threads_target.py loops ``torch.add`` under ``--break at::_ops::add_Tensor::call`` in a process
+with 1, 64 or 256 threads (idle Python threads; an intra-op pool of 64 made by
+``torch.set_num_threads(64)``, parked, and kept busy by a parallel op on another thread). Each
+configuration runs pttrace, gdb's ``commands; silent; bt; continue`` and a bare ``gdb.Breakpoint``
+whose ``stop()`` returns False, plus the target alone, alternating within each round. Per hit: the
+loop's wall time (measured inside the target) over the hits, minus the same loop's time without a
+debugger in that round (which matters only when the pool is busy). gdb in all-stop mode stops every
+thread when it reports a stop to its user (``bt``); whether a breakpoint that does not stop pays for
+the threads too is what this measures. Every pttrace run must record every hit, each on the main
+thread with its Python line.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_run import (ADD_OP, BARE, NOPLT, PTTRACE, RESULTS, ROOT, VENV_PY, _hot_script,  # noqa: E402
+                       _completed, _innermost_is, _session_hits, run_measured)
+
+TARGET = "bench/threads_target.py"
+N = 2000
+BT_N = 100  # gdb `bt` costs 2-150 ms a hit here (all-stop stops every thread): fewer hits, same per-hit figure
+CONFIGS = [("idle", 1), ("idle", 64), ("idle", 256), ("pool", 64), ("busy", 64)]
+SECTION = "Threads: the hot breakpoint with 1 to 256 threads"
+
+
+def _loop(rundir: Path) -> dict | None:
+    try:
+        return json.loads((rundir / "loop.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _check_pttrace(rundir: Path) -> list[str]:
+    hits, status = _session_hits(rundir / "sessions")
+    errs = []
+    if len(hits) != N:
+        errs.append(f"expected {N} hits, the session has {len(hits)}")
+    bad = [h for h in hits if not _innermost_is(h.frames, ADD_OP, "libtorch_cpu")
+           or not any(f.kind == "python" and (f.file or "").endswith("threads_target.py") for f in h.frames)]
+    if bad:
+        errs.append(f"{len(bad)} hit(s) without {ADD_OP} innermost and the target's Python line")
+    threads = {h.thread.id if h.thread else None for h in hits}
+    if len(threads) > 1:
+        errs.append(f"hits on {len(threads)} threads, expected the main thread only")
+    return errs + _completed(status)
+
+
+def _argv(kind: str, mode: str, threads: int, rundir: Path, scripts: dict) -> list[str]:
+    n = BT_N if kind == "bt" else N
+    target = [str(VENV_PY), TARGET, mode, str(threads), str(n), "--out", str(rundir / "loop.json")]
+    if kind == "pttrace":
+        return [str(PTTRACE), "run", "--break", ADD_OP, "--batch", "-q", "--session-dir", str(rundir / "sessions"),
+                "--", *target[1:]]
+    if kind == "alone":
+        return target
+    return [shutil.which("gdb") or "gdb", "-nx", "-batch", "-x", str(scripts[kind]), "--args", *target]
+
+
+def run_round(tmp: Path, scripts: dict, results: dict, rnd: int) -> None:
+    for mode, threads in CONFIGS:
+        for kind in ("alone", "pttrace", "bare", "bt"):
+            rundir = tmp / f"{mode}-{threads}-{kind}-{rnd}"
+            rundir.mkdir()
+            res = run_measured(_argv(kind, mode, threads, rundir, scripts), rundir / "out.txt")
+            loop = _loop(rundir)
+            errs = [] if loop else [f"no loop time (rc {res.rc})"]
+            if loop and kind == "pttrace":
+                errs += _check_pttrace(rundir)
+            if loop and kind == "bt":
+                stops = (rundir / "out.txt").read_text(errors="replace").count("\n#0 ")
+                if stops < BT_N:
+                    errs.append(f"gdb printed {stops} backtraces, expected {BT_N}")
+            if errs:
+                print(f"FAILED {mode}-{threads} {kind}: {'; '.join(errs)}", file=sys.stderr)
+                results.setdefault("failed", []).append(f"{mode}-{threads} {kind}: {'; '.join(errs)}")
+                continue
+            key = (mode, threads)
+            results.setdefault(key, {}).setdefault(kind, []).append(
+                {m: loop[m] / loop["n"] for m in ("seconds", "debugger_cpu", "target_cpu")})
+            results.setdefault("threads", {})[key] = loop["threads"]
+            print(f"round {rnd} {mode:4} {threads:3} {kind:7} {1000 * loop['seconds'] / loop['n']:.3f} ms/iter, gdb CPU "
+                  f"{1000 * loop['debugger_cpu'] / loop['n']:.3f} ms, target CPU {1000 * loop['target_cpu'] / loop['n']:.3f} ms "
+                  f"({loop['threads']} threads) load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+MEASURES = [
+    ("seconds", "Wall time per hit, in ms (the loop without a debugger subtracted)"),
+    ("debugger_cpu", "gdb's CPU time per hit, in ms (all its threads, from /proc/PID/task/*/schedstat; pttrace's "
+                     "own process is not counted: it only waits for the session in --batch)"),
+    ("target_cpu", "The traced process's CPU time per hit, in ms (kernel time of the stops included; the busy "
+                   "pool's own work is in it, so that row is not comparable)"),
+]
+
+
+def render(results: dict, rounds: int, load: tuple[float, float]) -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    lines = [f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, pttrace at {head}, "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}, {rounds} rounds, load average "
+             f"{load[0]:.1f} at the start and {load[1]:.1f} at the end", "",
+             "Medians over the rounds [min-max]; growth: the median against the same tool's with 1 thread.", ""]
+    for measure, title in MEASURES:
+        lines += [f"{title}:", "",
+                  "| threads in the process | pttrace | bare stop() | gdb `bt` | pttrace / bare | pttrace growth "
+                  "| bare growth | `bt` growth |", "|---|---|---|---|---|---|---|---|"]
+        base: dict = {}
+        for mode, threads in CONFIGS:
+            per = results.get((mode, threads), {})
+            alone = statistics.median([x[measure] for x in per.get("alone", [])] or [0.0]) \
+                if measure != "debugger_cpu" else 0.0
+            cells, meds = [], {}
+            for kind in ("pttrace", "bare", "bt"):
+                xs = [1000 * (x[measure] - alone) for x in per.get(kind, [])]
+                if not xs:
+                    cells.append("-")
+                    continue
+                meds[kind] = statistics.median(xs)
+                cells.append(f"{meds[kind]:.3f} [{min(xs):.3f}-{max(xs):.3f}]")
+            if (mode, threads) == ("idle", 1):
+                base = meds
+            ratio = f"{meds['pttrace'] / meds['bare']:.2f}x" if "pttrace" in meds and meds.get("bare") else "-"
+            growth = [f"{meds[k] / base[k]:.2f}x" if k in meds and base.get(k) else "-"
+                      for k in ("pttrace", "bare", "bt")]
+            label = {"idle": f"{threads} (main + idle Python threads)",
+                     "pool": f"intra-op pool of {threads}, parked",
+                     "busy": f"intra-op pool of {threads}, busy in a parallel op"}[mode]
+            label += f": {results.get('threads', {}).get((mode, threads), '?')} threads"
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} | " + " | ".join(growth) + " |")
+        lines.append("")
+    for f in results.get("failed", []):
+        lines.append(f"- FAILED: {f}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--rounds", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="pttrace-bench-threads-"))
+    scripts = {"bare": tmp / "bare.gdb", "bt": _hot_script(tmp, "bt", ["bt"], noplt=True)}
+    scripts["bare"].write_text("set pagination off\nset confirm off\nset print thread-events off\n" + NOPLT
+                               + (BARE % ADD_OP) + "run\n")
+    results: dict = {}
+    load0 = os.getloadavg()[0]
+    try:
+        for rnd in range(args.rounds):
+            run_round(tmp, scripts, results, rnd)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = render(results, args.rounds, (load0, os.getloadavg()[0]))
+    print(text)
+    if not args.no_write:
+        content = RESULTS.read_text()
+        marker = f"\n## {SECTION}\n"
+        if marker not in content:
+            content = content.rstrip("\n") + f"\n{marker}\n`bench/bench_threads.py`: {__doc__.split(chr(10), 3)[3].strip()}\n"
+        head, _, tail = content.partition(marker)
+        nxt = tail.find("\n## ")
+        section, rest = (tail, "") if nxt < 0 else (tail[:nxt + 1], tail[nxt + 1:])
+        RESULTS.write_text(head + marker + section.rstrip("\n") + "\n\n" + text + ("\n" + rest if rest else ""))
+    return 1 if results.get("failed") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
