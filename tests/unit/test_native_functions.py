@@ -200,3 +200,21 @@ def test_run_puts_the_note_in_the_session_config():
                            quiet=True)
     config = TraceConfig(breakpoints=(), python=PY, **fields)
     assert [n.split(" has ")[0] for n in config.notes] == ["aten::dropout"]
+
+
+def test_return_types_cached_on_disk_and_rebuilt_when_the_file_changes(tmp_path, monkeypatch):
+    """The agent's table of return types at an operator's first hit: read back from pttrace's cache, the same as
+    parsed; a yaml file changed since (size and time) is parsed again, never answered from the old table."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    yaml = tmp_path / "native_functions.yaml"
+    yaml.write_text(EXCERPT)
+    first = nf.cached_return_types(str(yaml))
+    assert first == nf.return_types(nf.parse(EXCERPT)) and first
+    assert list((tmp_path / "cache" / "pttrace" / "native-functions").iterdir())
+    assert nf.cached_return_types(str(yaml)) == first
+    extra = "\n- func: frobnicate(Tensor self) -> (Tensor, Tensor)\n"
+    yaml.write_text(EXCERPT + extra)
+    nf.load.cache_clear()
+    again = nf.cached_return_types(str(yaml))
+    assert again == nf.return_types(nf.parse(EXCERPT + extra))
+    assert "frobnicate" in again and "frobnicate" not in first

@@ -116,7 +116,7 @@ def _op_returns(library: str | None):
     if library not in _returns_cache:
         path = native_functions.yaml_path([library]) if library else None
         try:
-            table = native_functions.return_types(native_functions.load(str(path))) if path else None
+            table = native_functions.cached_return_types(str(path)) if path else None
         except OSError:
             table = None
         _returns_cache[library] = table.get if table else None
