@@ -9,7 +9,7 @@ import pytest
 from tracer.text.cxxtext import split_top
 
 from tracer.dispatch import native_functions as nf
-from tracer.dispatch import ops
+from tracer.dispatch import dispatch_tables, ops
 
 PY = sys.executable
 
@@ -167,18 +167,18 @@ def test_a_shared_name_is_told_apart_by_its_parameters(libraries, facts):
 
 def test_table_entry_says_what_is_inlined_and_what_it_calls(libraries, facts):
     res = ops.resolve_op("relu", libraries, facts, backward=False)
-    cpu = ops.table_entry(["CPU"], "/pytorch/build/aten/src/ATen/RegisterCPU_2.cpp:3928", res.functions, "relu")
+    cpu = dispatch_tables.table_entry(["CPU"], "/pytorch/build/aten/src/ATen/RegisterCPU_2.cpp:3928", res.functions, "relu")
     assert cpu.registered == [] and cpu.inlined == ["at::wrapper_CPU__relu"]
     assert {f.short.split("<")[0] for f in cpu.adapters} == {"wrap_kernel_functor_unboxed_",
                                                              "make_boxed_from_unboxed_functor"}
     assert [f.short for f in cpu.calls] == ["at::native::relu"]
-    mkldnn = ops.table_entry(["MkldnnCPU"], "RegisterMkldnnCPU_0.cpp:630", res.functions, "relu")
+    mkldnn = dispatch_tables.table_entry(["MkldnnCPU"], "RegisterMkldnnCPU_0.cpp:630", res.functions, "relu")
     assert [f.short for f in mkldnn.registered] == ["at::wrapper_MkldnnCPU__relu"] and not mkldnn.inlined
     assert [f.short for f in mkldnn.calls] == ["at::native::mkldnn_relu"]
     # A key whose kernel comes from another key's file (the alias CompositeExplicitAutograd for Lazy when
     # Lazy registered nothing) gets that file's functions, not Lazy's own wrapper.
     res = ops.resolve_op("convolution", libraries, facts, backward=False)
-    lazy = ops.table_entry(["Lazy"], "RegisterCompositeExplicitAutograd_0.cpp:3073", res.functions, "convolution")
+    lazy = dispatch_tables.table_entry(["Lazy"], "RegisterCompositeExplicitAutograd_0.cpp:3073", res.functions, "convolution")
     assert lazy.inlined == ["at::wrapper_CompositeExplicitAutograd__convolution"]
     assert [f.short for f in lazy.calls] == ["at::native::convolution"]
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.support import Lines
-from tracer.dispatch import op_follow, ops
+from tracer.dispatch import dispatch_tables, op_follow, ops
 from tracer.errors import UsageError
 
 PY = sys.executable
@@ -204,7 +204,7 @@ Tracer: registered at /__w/pytorch/pytorch/torch/csrc/autograd/generated/TraceTy
 def test_parse_dispatch_table_and_match_functions():
     from tracer.commands.ops import _grouped, _short_path
 
-    rows = ops.parse_dispatch_table(TABLE)
+    rows = dispatch_tables.parse_dispatch_table(TABLE)
     assert [r["key"] for r in rows] == ["Undefined", "CPU", "CUDA", "Meta", "BackendSelect", "AutogradCPU", "Tracer"]
     assert rows[4]["fallthrough"] and rows[4]["kind"] == "backend fallback"
     groups = _grouped(rows)
@@ -226,7 +226,7 @@ def test_parse_dispatch_table_and_match_functions():
 
     def names(key):
         row = next(r for r in rows if r["key"] == key)
-        return [f.address for f in ops.functions_for_key(key, row["registered_at"], fns, "sigmoid")]
+        return [f.address for f in dispatch_tables.functions_for_key(key, row["registered_at"], fns, "sigmoid")]
 
     assert names("CPU") == [1]
     assert names("CUDA") == [2]  # the default backend kernel, by its registration file

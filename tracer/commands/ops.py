@@ -254,6 +254,7 @@ def _hop_name(f, cap) -> str:
 def run(args: argparse.Namespace) -> int:
     from tracer import symbols
     from tracer.dispatch import ops
+    from tracer.dispatch.dispatch_tables import finish_dispatch_tables, start_dispatch_tables, table_entry
     for lib in args.libs:
         if not os.path.isfile(lib):
             raise UsageError(f"--lib {lib}: no such file.")
@@ -265,14 +266,14 @@ def run(args: argparse.Namespace) -> int:
     facts = ops.torch_facts(args.python, libraries)
     refs = ops.op_refs(args.op, facts, variants=args.variants, backward=args.backward)
     # The dispatch tables come from a second interpreter (importing torch: ~2 s): start it first.
-    proc = ops.start_dispatch_tables(args.python, [r.aten for r in refs])
+    proc = start_dispatch_tables(args.python, [r.aten for r in refs])
     try:
         res = ops.resolve_op(args.op, libraries, facts, variants=args.variants, backward=args.backward, refs=refs)
     except BaseException:
         proc.kill()
         proc.communicate()
         raise
-    tables = ops.finish_dispatch_tables(proc)
+    tables = finish_dispatch_tables(proc)
     if facts is None:
         res.warnings.insert(0, f"could not ask the torch of {args.python} for its operators: overloads are taken "
                                "as given")
@@ -285,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
             t = tables.get(r.aten) or tables.get("*") or {"error": "no answer"}
             entry = dict(t)
             if "rows" in t:
-                entry["rows"] = [dict(row, **ops.table_entry([row["key"]], row["registered_at"], res.functions,
+                entry["rows"] = [dict(row, **table_entry([row["key"]], row["registered_at"], res.functions,
                                                               r.aten).to_dict()) for row in t["rows"]]
             out["dispatch_tables"][r.aten] = entry
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
@@ -301,17 +302,18 @@ def _run_library_op(args: argparse.Namespace) -> int:
 
     from tracer import symbols
     from tracer.commands._console import make_console
-    from tracer.dispatch import library_ops, ops
+    from tracer.dispatch import library_ops
+    from tracer.dispatch.dispatch_tables import finish_dispatch_tables, start_dispatch_tables
     spec = args.op.strip()
     libraries = symbols.torch_libraries(args.python) + [os.path.abspath(x) for x in args.libs]
-    proc = ops.start_dispatch_tables(args.python, [spec], load=[os.path.abspath(x) for x in args.libs])
+    proc = start_dispatch_tables(args.python, [spec], load=[os.path.abspath(x) for x in args.libs])
     try:
         res = library_ops.resolve_library_op(spec, libraries)
     except BaseException:
         proc.kill()
         proc.communicate()
         raise
-    table = ops.finish_dispatch_tables(proc)
+    table = finish_dispatch_tables(proc)
     entry = dict(table.get(spec) or table.get("*") or {"error": "no answer"})
     if not res.functions and not args.libs:
         res.warnings.append(f"no library registers a kernel for {spec}: give the one that does with --lib FILE")
@@ -380,7 +382,7 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
     from rich.text import Text
 
     from tracer.commands._console import make_console
-    from tracer.dispatch import ops
+    from tracer.dispatch.dispatch_tables import table_entry
 
     console = make_console(soft_wrap=True)
     head = Text()
@@ -448,7 +450,7 @@ def _print(args, res, refs, facts, tables, libraries) -> None:
             kind = ("fallthrough " if row["fallthrough"] else "") + (row["kind"] or "")
             line.append(f"   {kind}", style="cyan")
             line.append(f"   {_short_path(row['registered_at'])}", style="dim")
-            line.append_text(_entry_text(row, ops.table_entry(keys, row["registered_at"], res.functions, r.aten)))
+            line.append_text(_entry_text(row, table_entry(keys, row["registered_at"], res.functions, r.aten)))
             console.print(line)
 
 
@@ -456,7 +458,7 @@ def _entry_text(row: dict, entry):
     """What a table entry runs: its function, or the adapters it is inlined into, then what it calls."""
     from rich.text import Text
 
-    from tracer.dispatch import ops
+    from tracer.dispatch.dispatch_tables import generated_registration
 
     text = Text()
     called = ", ".join(f.short for f in entry.calls)
@@ -474,7 +476,7 @@ def _entry_text(row: dict, entry):
     if called:
         text.append(f"   which calls {called}", style="green")
     if not (entry.registered or entry.adapters or called) and "fallback" not in row["kind"]:
-        if ops.generated_registration(row["registered_at"]):
+        if generated_registration(row["registered_at"]):
             text.append("   no function of its own found in these libraries", style="yellow")
         else:
             text.append("   registered by hand (not generated code): --op does not break on it", style="dim")

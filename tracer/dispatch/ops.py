@@ -204,7 +204,7 @@ def torch_facts(python: str, libraries: list[str] | None = None, timeout: float 
     if data is None:
         try:
             proc = subprocess.run([python, "-c", _FACTS_SCRIPT], capture_output=True, text=True, timeout=timeout,
-                                  env=_child_env(pythonpath))
+                                  env=child_env(pythonpath))
         except (OSError, subprocess.TimeoutExpired):
             return None
         if proc.returncode != 0:
@@ -250,7 +250,7 @@ def torch_of_process(pid: int) -> tuple[list[str], str] | None:
     return libs, os.path.dirname(package)
 
 
-def _child_env(pythonpath: str | None = None) -> dict:
+def child_env(pythonpath: str | None = None) -> dict:
     env = dict(os.environ)
     env.setdefault("PYTHONWARNINGS", "ignore")
     if pythonpath:
@@ -791,134 +791,3 @@ def keyset_text(frame, innermost: bool = True) -> str:
     if key:
         return f"no key-set parameter; registered for {key}"
     return "no key-set parameter"
-
-
-# ---------------------------------------------------------------------------------------------------
-# The dispatch table, as the target's torch reports it
-# ---------------------------------------------------------------------------------------------------
-_TABLE_SCRIPT = r"""
-import json, sys
-import torch
-out = {}
-for name in sys.argv[1:]:
-    if name.startswith("--load="):  # a library of one's own (TORCH_LIBRARY): loaded first
-        torch.ops.load_library(name[len("--load="):])
-        continue
-    try:
-        out[name] = {"table": torch._C._dispatch_dump_table(name if "::" in name else "aten::" + name)}
-    except Exception as exc:
-        out[name] = {"error": str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__}
-sys.stdout.write("\n" + json.dumps(out) + "\n")
-"""
-_TABLE_LINE = re.compile(r"^(\w+): (fallthrough )?registered at (.+?)(?: \[([^\]]+)\])?$")
-
-
-def start_dispatch_tables(python: str, ops: list[str], load: list[str] = (),
-                          pythonpath: str | None = None) -> subprocess.Popen:
-    """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background),
-    after loading the operator libraries ``load``."""
-    return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *(f"--load={x}" for x in load), *ops],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_child_env(pythonpath))
-
-
-def finish_dispatch_tables(proc: subprocess.Popen, timeout: float = 120) -> dict[str, dict]:
-    """{op: {"rows": [{key, kind, registered_at, fallthrough}]} or {"error": text}}."""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return {"*": {"error": f"the interpreter did not answer within {timeout:.0f} s"}}
-    try:
-        data = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        last = (err or "").strip().splitlines()
-        return {"*": {"error": last[-1] if last else f"the interpreter exited with {proc.returncode}"}}
-    result = {}
-    for op, item in data.items():
-        if "table" in item:
-            result[op] = {"rows": parse_dispatch_table(item["table"])}
-        else:
-            result[op] = {"error": item.get("error")}
-    return result
-
-
-def parse_dispatch_table(text: str) -> list[dict]:
-    rows = []
-    for line in text.splitlines():
-        m = _TABLE_LINE.match(line.strip())
-        if not m:
-            continue
-        rows.append({"key": m.group(1), "fallthrough": bool(m.group(2)), "registered_at": m.group(3),
-                     "kind": m.group(4) or ""})
-    return rows
-
-
-# Roles of the function a table entry registers, and of what that function goes on to call.
-_REGISTERED_ROLES = ("autograd", "ADInplaceOrView", "functionalization", "tracer", "kernel wrapper", "adapter")
-_CALLED_ROLES = ("structured kernel", "native function")
-# The generated file that registers each kind of kernel, when it is not Register<Key>_N.cpp.
-_REGISTERING_FILES = {"Autograd": "VariableType", "Tracer": "TraceType", "ADInplaceOrView": "ADInplaceOrViewType",
-                      "Functionalize": "RegisterFunctionalization"}
-
-
-def generated_registration(registered_at: str) -> bool:
-    """Whether a table entry was registered by torchgen's generated code (whose functions --op finds)."""
-    return os.path.basename(registered_at.split(":")[0]).startswith(
-        ("Register", "VariableType", "TraceType", "ADInplaceOrViewType"))
-
-
-def functions_for_key(key: str, registered_at: str, functions: list[OpFunction], op: str) -> list[OpFunction]:
-    """The resolved functions that implement table entry ``key`` of ``op``: by the file that registered the
-    entry when it is a generated one (an alias key's kernel registers for CPU too), else by key name."""
-    out = []
-    base = os.path.basename(registered_at.split(":")[0])
-    generated = generated_registration(registered_at)
-    for f in functions:
-        if f.op != op or f.role not in _REGISTERED_ROLES + _CALLED_ROLES:
-            continue
-        keys = f.keys or ((f.dispatch_key,) if f.dispatch_key else ())
-        if generated:
-            if any(base.startswith((_REGISTERING_FILES.get(k, f"Register{k}") + "_",
-                                    _REGISTERING_FILES.get(k, f"Register{k}") + ".")) for k in keys):
-                out.append(f)
-        elif key in keys or ("Autograd" in keys and key.startswith("Autograd")):
-            out.append(f)
-    return out
-
-
-@dataclass
-class TableEntry:
-    """What one dispatch-table entry runs, in the libraries: the function registered for it (or the adapters
-    it exists only inlined into), and the at::native functions that goes on to call."""
-
-    registered: list[OpFunction]
-    adapters: list[OpFunction]
-    calls: list[OpFunction]
-
-    @property
-    def inlined(self) -> list[str]:
-        """The registered kernels that have no function of their own (their body is in the adapters)."""
-        names = []
-        for f in self.adapters:
-            target = target_of(f.function)
-            shown = short_name(target) if target else f.short
-            if shown not in names:
-                names.append(shown)
-        return names
-
-    def to_dict(self) -> dict:
-        return {"functions": [f.function for f in self.registered + self.adapters + self.calls],
-                "registered": [f.function for f in self.registered], "adapters": [f.function for f in self.adapters],
-                "inlined": self.inlined, "calls": [f.function for f in self.calls]}
-
-
-def table_entry(keys: list[str], registered_at: str, functions: list[OpFunction], op: str) -> TableEntry:
-    found: list[OpFunction] = []
-    for k in keys:
-        for f in functions_for_key(k, registered_at, functions, op):
-            if f not in found:
-                found.append(f)
-    return TableEntry([f for f in found if f.role in _REGISTERED_ROLES and f.role != "adapter"],
-                      [f for f in found if f.role == "adapter"], [f for f in found if f.role in _CALLED_ROLES])

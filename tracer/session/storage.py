@@ -213,6 +213,108 @@ def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> 
     return True
 
 
+class _Gathered:
+    """What the records of one session file say, gathered as ``load`` reads them (hits go to ``table``)."""
+
+    def __init__(self, path: Path, table: HitTable):
+        self.path = path
+        self.table = table
+        self.session: Session | None = None
+        self.bps: dict[str, Breakpoint] = {}
+        self.plain_sites: dict[int, int] = {}  # a file's site id -> its index in the table, once its first hit is read
+        self.warnings: list[str] = []
+        self.ended: dict[str, Any] | None = None
+        self.ended_bps: list[Breakpoint] = []
+        self.key_table: dict[str, Any] | None = None
+        self.fills: dict[tuple, dict[str, Any]] = {}
+        self.op_tables: dict[str, Any] = {}  # struct -> {op, rows}: the --op operators' dispatch tables
+        self.processes: dict[int, Process] = {}
+
+    def take(self, kind: object, rec: Any, raw: dict[str, Any]) -> str | None:
+        """One record, as ``HitReader.feed`` made it; why it is not one, if it is not."""
+        if kind == "header":
+            schema = check("the header", rec, {"schema": INT}).get("schema") or 0
+            if schema > SCHEMA:
+                raise SessionError(f"{self.path} uses session schema {schema}, newer than this pttrace understands "
+                                   f"({SCHEMA}); upgrade pttrace to read it.")
+            self.session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema,
+                                   path=str(self.path))
+        elif kind == "breakpoint" and rec.get("removed"):
+            self.bps.pop(str(rec["spec"]), None)
+        elif kind == "breakpoint":
+            bp = Breakpoint.from_dict(rec)
+            self.bps[bp.spec] = bp
+        elif kind == "hit":
+            site = self.table.append(rec)
+            if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
+                # a site's values are the site's own: its plain hits share them
+                self.plain_sites[raw["site"]] = site
+        elif kind == "warning":
+            self.warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
+        elif kind == "dispatch_keys":
+            self.key_table = _key_table(rec)
+        elif kind == records.PROCESS:
+            pid = check("the process", rec, {"pid": INT}, ("pid",))["pid"]
+            self.processes.setdefault(pid, Process(pid)).merge(rec)
+        elif kind == "fill":
+            self.fills.update(_fill_entries(rec))
+        elif kind == "dispatch_tables":
+            self.op_tables.update(_op_tables(rec))
+        elif kind == "end":
+            self.ended = check("the end record", rec, _END_TYPES)
+            self.ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
+                              for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
+        else:
+            return f"unknown record type {kind!r}"
+        return None
+
+    def session_read(self, report: LoadReport, more: bool) -> Session:
+        """The session the records make: its end (or why it has none), warnings, hit counts, names."""
+        session, table, ended, bps = self.session, self.table, self.ended, self.bps
+        if session is None:
+            if report.bad_lines:
+                lineno, why = report.bad_lines[0]
+                raise SessionError(f"{self.path} is not a pttrace session: line {lineno} is {why}.")
+            raise SessionError(f"{self.path} is not a pttrace session: it has no header line.")
+        info = session.info
+        for w in self.warnings:
+            if w not in info.warnings:
+                info.warnings.append(w)
+        if ended is not None:
+            info.status = str(ended.get("status") or "completed")
+            info.exit_code = ended.get("exit_code")
+            info.ended = ended.get("ended")
+            for w in ended.get("warnings") or []:
+                if w not in info.warnings:
+                    info.warnings.append(w)
+            for bp in self.ended_bps:
+                bps[bp.spec] = bp
+        else:
+            info.status = "loading" if more else "interrupted"
+        for lineno, why in report.bad_lines:
+            info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
+        # Hit counts come from the hits themselves: they are what was actually recorded.
+        counts: dict[str, int] = {}
+        for site, n in table.site_counts().items():
+            spec = table.sites[site].breakpoint
+            if spec is not None:
+                counts[spec] = counts.get(spec, 0) + n
+        for spec, bp in bps.items():
+            bp.hits = counts.get(spec, 0)
+        session.breakpoints = list(bps.values())
+        table.sort()
+        if self.fills:
+            apply_fills(table, self.fills)
+        if ended is None and not more:
+            _name_from_index(table)
+        if self.key_table is not None:
+            _decode_keysets(table, self.key_table)
+        _decide(table, self.key_table, self.op_tables)
+        session.hits = table
+        session.processes = list(self.processes.values())
+        return session
+
+
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True,
          _depth: int = 0, head: bool = False, _read: set[Path] | None = None) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
@@ -222,17 +324,9 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     The hits are a ``HitTable``: a few numbers a hit, their frames held once a stack."""
     path = Path(path)
     report = report if report is not None else LoadReport()
-    session: Session | None = None
-    bps: dict[str, Breakpoint] = {}
     table = HitTable()
-    plain_sites: dict[int, int] = {}  # a file's site id -> its index in the table, once its first hit is read
-    warnings: list[str] = []
-    ended: dict[str, Any] | None = None
-    ended_bps: list[Breakpoint] = []
-    key_table: dict[str, Any] | None = None
-    fills: dict[tuple, dict[str, Any]] = {}
-    op_tables: dict[str, Any] = {}  # struct -> {op, rows}: the --op operators' dispatch tables
-    processes: dict[int, Process] = {}
+    got = _Gathered(path, table)
+    plain_sites = got.plain_sites
     reader = HitReader()
     plain, add = _PLAIN_HIT.fullmatch, table.add
     more = False
@@ -265,88 +359,16 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                 rec = reader.feed(raw)
                 if rec is None or kind == records.STACK:
                     continue  # a definition, kept by the reader
-                if kind == "header":
-                    schema = check("the header", rec, {"schema": INT}).get("schema") or 0
-                    if schema > SCHEMA:
-                        raise SessionError(
-                            f"{path} uses session schema {schema}, newer than this pttrace understands ({SCHEMA}); "
-                            "upgrade pttrace to read it."
-                        )
-                    session = Session(info=SessionInfo.from_dict(rec.get("session") or {}), schema=schema, path=str(path))
-                elif kind == "breakpoint" and rec.get("removed"):
-                    bps.pop(str(rec["spec"]), None)
-                elif kind == "breakpoint":
-                    bp = Breakpoint.from_dict(rec)
-                    bps[bp.spec] = bp
-                elif kind == "hit":
-                    site = table.append(rec)
-                    if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
-                        # a site's values are the site's own: its plain hits share them
-                        plain_sites[raw["site"]] = site
-                elif kind == "warning":
-                    warnings.append(check("the warning", rec, {"message": STR}, ("message",))["message"])
-                elif kind == "dispatch_keys":
-                    key_table = _key_table(rec)
-                elif kind == records.PROCESS:
-                    pid = check("the process", rec, {"pid": INT}, ("pid",))["pid"]
-                    processes.setdefault(pid, Process(pid)).merge(rec)
-                elif kind == "fill":
-                    fills.update(_fill_entries(rec))
-                elif kind == "dispatch_tables":
-                    op_tables.update(_op_tables(rec))
-                elif kind == "end":
-                    ended = check("the end record", rec, _END_TYPES)
-                    ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
-                                 for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
-                else:
-                    report.bad_lines.append((lineno, f"unknown record type {kind!r}"))
+                why = got.take(kind, rec, raw)
+                if why is not None:
+                    report.bad_lines.append((lineno, why))
             except SessionError:
                 raise
             except records.BadRecord as bad:
                 report.bad_lines.append((lineno, bad.why))
             except (KeyError, TypeError, ValueError) as exc:  # RecordError (a value of the wrong type) among them
                 report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
-    if session is None:
-        if report.bad_lines:
-            lineno, why = report.bad_lines[0]
-            raise SessionError(f"{path} is not a pttrace session: line {lineno} is {why}.")
-        raise SessionError(f"{path} is not a pttrace session: it has no header line.")
-    info = session.info
-    for w in warnings:
-        if w not in info.warnings:
-            info.warnings.append(w)
-    if ended is not None:
-        info.status = str(ended.get("status") or "completed")
-        info.exit_code = ended.get("exit_code")
-        info.ended = ended.get("ended")
-        for w in ended.get("warnings") or []:
-            if w not in info.warnings:
-                info.warnings.append(w)
-        for bp in ended_bps:
-            bps[bp.spec] = bp
-    else:
-        info.status = "loading" if more else "interrupted"
-    for lineno, why in report.bad_lines:
-        info.warnings.append(f"line {lineno} of the session file is damaged: {why}; skipped")
-    # Hit counts come from the hits themselves: they are what was actually recorded.
-    counts: dict[str, int] = {}
-    for site, n in table.site_counts().items():
-        spec = table.sites[site].breakpoint
-        if spec is not None:
-            counts[spec] = counts.get(spec, 0) + n
-    for spec, bp in bps.items():
-        bp.hits = counts.get(spec, 0)
-    session.breakpoints = list(bps.values())
-    table.sort()
-    if fills:
-        apply_fills(table, fills)
-    if ended is None and not more:
-        _name_from_index(table)
-    if key_table is not None:
-        _decode_keysets(table, key_table)
-    _decide(table, key_table, op_tables)
-    session.hits = table
-    session.processes = list(processes.values())
+    session = got.session_read(report, more)
     if _depth < 4 and not more:
         _merge_children(session, table, path, _depth, _read if _read is not None else {path.resolve()})
     session.info.warnings = fold_warnings(session.info.warnings)

@@ -225,17 +225,15 @@ def decode_line_program(sections: Sections, offset: int, comp_dir: str | None,
 
 def run_line_program(prog: bytes, h: LineHeader) -> list[tuple[list, list, list, list, int]]:
     """The line-number state machine: [(addresses, files, lines, discriminators, end address)] per
-    sequence, in program order. DW_LNE_define_file appends to ``h.names``.
-
-    One loop with the state in locals: it runs once per row of every unit a lookup touches."""
+    sequence, in program order. DW_LNE_define_file appends to ``h.names``. One loop with the state in
+    locals: it runs once per row of every unit a lookup touches."""
     sequences: list[tuple[list, list, list, list, int]] = []
     addrs: list[int] = []
     files: list[int] = []
     lines: list[int] = []
     discs: list[int] = []
-    address = op_index = 0
+    address = op_index = discriminator = 0
     file = line = 1
-    discriminator = 0
     min_inst, max_ops, line_base, line_range, opcode_base = h.min_inst, h.max_ops, h.line_base, h.line_range, \
         h.opcode_base
     const_adv = (255 - opcode_base) // line_range
@@ -268,9 +266,8 @@ def run_line_program(prog: bytes, h: LineHeader) -> list[tuple[list, list, list,
                     sequences.append((addrs, files, lines, discs, address))
                 addrs, files, lines, discs = [], [], [], []
                 last_addr = -1
-                address = op_index = 0
+                address = op_index = discriminator = 0
                 file = line = 1
-                discriminator = 0
             elif sub == DW_LNE_SET_ADDRESS:
                 address = int.from_bytes(prog[arg:pos], "little")
                 op_index = 0
@@ -281,8 +278,11 @@ def run_line_program(prog: bytes, h: LineHeader) -> list[tuple[list, list, list,
             elif sub == DW_LNE_SET_DISCRIMINATOR:
                 discriminator, _ = uleb(prog, arg)
             continue
-        elif op == 2:  # advance_pc
-            adv, pos = uleb(prog, pos)
+        elif op == 2 or op == 8:  # advance_pc, const_add_pc
+            if op == 2:
+                adv, pos = uleb(prog, pos)
+            else:
+                adv = const_adv
             if simple:
                 address += adv * min_inst
             else:
@@ -295,13 +295,6 @@ def run_line_program(prog: bytes, h: LineHeader) -> list[tuple[list, list, list,
             continue
         elif op == 4:  # set_file
             file, pos = uleb(prog, pos)
-            continue
-        elif op == 8:  # const_add_pc
-            if simple:
-                address += const_adv * min_inst
-            else:
-                address += min_inst * ((op_index + const_adv) // max_ops)
-                op_index = (op_index + const_adv) % max_ops
             continue
         elif op == 9:  # fixed_advance_pc
             address += prog[pos] | prog[pos + 1] << 8

@@ -33,6 +33,32 @@ def haystack(hit: Hit) -> str:
     return "\n".join(parts).lower()
 
 
+class HitSearch:
+    """What ``/`` lets through: the hits whose text (``haystack``) holds the needle, lower-cased. The text is
+    made once for the hits that share their frames, breakpoint and thread (a hot path's)."""
+
+    def __init__(self) -> None:
+        self.needle = ""
+        self._haystacks: dict[tuple, str] = {}
+
+    def matches(self, hit: Hit) -> bool:
+        if not self.needle:
+            return True
+        key = (id(hit.frames), hit.breakpoint, hit.signal, hit.thread.names, hit.thread.pid)
+        text = self._haystacks.get(key)
+        if text is None:
+            text = self._haystacks[key] = haystack(hit)
+        return self.needle in text or self.needle in (hit.breakpoint or "").lower()
+
+    def matching(self, hits: Sequence[Hit], first: int) -> list[int] | array:
+        """The indexes from ``first`` on of the hits let through (a table's: one test a site)."""
+        if isinstance(hits, HitTable):
+            sites = {i for i, site in enumerate(hits.sites) if self.matches(site.hit(0, 0.0))}
+            rows = hits.rows
+            return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
+        return [i for i in range(first, len(hits)) if self.matches(hits[i])]
+
+
 class HitsTable(RowJumps, DataTable):
     """A window of rows onto the session's hits: ``hits`` is the app's table of every hit (a few numbers
     each, ``tracer.session.hit_table``), ``matching`` the indexes of those a search lets through (all of them
@@ -56,8 +82,7 @@ class HitsTable(RowJumps, DataTable):
         self.processes: list[Process] = []  # what the session says of its processes
         self.start = 0
         self.cwd: str | None = None
-        self.needle = ""
-        self._haystacks: dict[tuple, str] = {}  # by frames (hits of a hot path share them), thread, pid, ...
+        self.search = HitSearch()
         self._auto_row: int | None = None
         self._selected: int | None = None  # the index in ``shown`` last told as selected
         self.pids: set[int] = set()  # the processes hits came from: shown with each hit once there are several
@@ -91,24 +116,6 @@ class HitsTable(RowJumps, DataTable):
         if self.grouped is not None:
             return self.grouped.newest()
         return len(self.shown) - 1 if self.shown else None
-
-    def matches(self, hit: Hit) -> bool:
-        if not self.needle:
-            return True
-        key = (id(hit.frames), hit.breakpoint, hit.signal, hit.thread.names, hit.thread.pid)
-        text = self._haystacks.get(key)
-        if text is None:
-            text = self._haystacks[key] = haystack(hit)
-        return self.needle in text or self.needle in (hit.breakpoint or "").lower()
-
-    def _matching(self, first: int) -> list[int] | array:
-        """The indexes from ``first`` on of the hits a search lets through (a table's: once a site)."""
-        hits = self.hits
-        if isinstance(hits, HitTable):
-            sites = {i for i, site in enumerate(hits.sites) if self.matches(site.hit(0, 0.0))}
-            rows = hits.rows
-            return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
-        return [i for i in range(first, len(hits)) if self.matches(hits[i])]
 
     def _heading(self, heading: Heading) -> tuple:
         grouped = self.grouped
@@ -208,8 +215,8 @@ class HitsTable(RowJumps, DataTable):
 
     def _match_new(self, seen: int):
         """The indexes of the new hits the search (if any) keeps; ``matching`` grown by them."""
-        if self.needle:
-            new = self._matching(seen)
+        if self.search.needle:
+            new = self.search.matching(self.hits, seen)
             self.matching = (self.matching if seen else array("i")) + new
             return new
         self.matching = range(len(self.hits))
@@ -319,8 +326,8 @@ class HitsTable(RowJumps, DataTable):
 
     def _retitle(self) -> None:
         title = f"hits ({len(self.hits):,})"
-        if self.needle:
-            title = f"hits · {len(self.matching):,} of {len(self.hits):,} contain “{self.needle}”"
+        if self.search.needle:
+            title = f"hits · {len(self.matching):,} of {len(self.hits):,} contain “{self.search.needle}”"
         if self.grouped is not None:
             n = len(self.grouped.groups)
             title += f" · {n} process{'' if n == 1 else 'es'}"
@@ -329,11 +336,11 @@ class HitsTable(RowJumps, DataTable):
     def filter(self, text: str) -> None:
         """Show only the hits whose breakpoint or frames contain ``text`` (any case); "" shows all."""
         needle = text.lower()
-        if needle == self.needle:
+        if needle == self.search.needle:
             return
         selected = self.selected_hit
-        self.needle = needle
-        self.matching = self._matching(0) if needle else range(len(self.hits))
+        self.search.needle = needle
+        self.matching = self.search.matching(self.hits, 0) if needle else range(len(self.hits))
         if self.grouped is not None:
             self._group()
         else:
