@@ -14,10 +14,13 @@ round so a noisy machine's drift hits all alike:
                 sizes, strides, dtype, device, autograd state, key set and their six values each)
   values        the arguments alone
 
-Per-hit cost is (loop time - the no-debugger loop time) / N; the ratios that matter are
-``walk+values / walk`` (a recorded hit with values against one without: the target is 1.3x at most)
-and the reader's own time per hit, summed inside stop(). Results go to bench/RESULTS.md, section
-"Argument values".
+Then pttrace itself, the way a user runs it: ``pttrace run --batch -b at::_ops::add_Tensor::call
+bench/hot_add.py N``, with its arguments read (the default) and with ``PTTRACE_NO_ARGS=1``, alternated;
+each session is checked to hold N hits, with a float32 tensor among the arguments or none at all.
+
+Per-hit cost is (loop time - the no-debugger loop time) / N; the ratios that matter are pttrace's
+``args / no args`` (the target is 1.3x at most), ``walk+values / walk`` in raw gdb, and the reader's
+own time per hit, summed inside stop(). Results go to bench/RESULTS.md, section "Argument values".
 """
 from __future__ import annotations
 
@@ -44,6 +47,9 @@ from tracer.values.vtables import load_bases  # noqa: E402
 TARGET = ROOT / "bench" / "values_target.py"
 STOP = ROOT / "bench" / "values_gdb_stop.py"
 VARIANTS = ("none", "floor", "walk", "walk+values", "values")
+PTTRACE_VARIANTS = ("hot_add alone", "pttrace, no args", "pttrace")
+HOT = ROOT / "bench" / "hot_add.py"
+ADD = "at::_ops::add_Tensor::call"
 SECTION = "Argument values"
 
 
@@ -85,6 +91,29 @@ def one_run(python: str, variant: str, hits: int, layout_file: Path, entry, tmp:
                 p.wait(timeout=30)
 
 
+def pttrace_run(python: str, variant: str, hits: int, tmp: Path) -> dict:
+    """hot_add.py alone, or under ``pttrace run --batch``: its loop's time, and the session's check."""
+    out = tmp / "hot.json"
+    out.unlink(missing_ok=True)
+    sessions = tmp / "sessions"
+    env = dict(os.environ, PTTRACE_SESSION_DIR=str(sessions))
+    env.pop("PTTRACE_NO_ARGS", None)
+    if variant == "pttrace, no args":
+        env["PTTRACE_NO_ARGS"] = "1"
+    target = [python, str(HOT), str(hits), "--out", str(out)]
+    pttrace = str(Path(python).with_name("pttrace"))
+    cmd = target if variant == "hot_add alone" else [pttrace, "run", "--batch", "--python", python, "-b", ADD, "--",
+                                                      *target[1:]]
+    subprocess.run(cmd, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=900, check=True)
+    result = json.loads(out.read_text())
+    if variant != "hot_add alone":
+        newest = max(sessions.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+        text = newest.read_text()
+        result["session_hits"] = text.count('"type": "hit"') or text.count('"hit"')
+        result["has_tensors"] = '"float32"' in text
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--rounds", type=int, default=5)
@@ -104,13 +133,26 @@ def main() -> int:
             for v in VARIANTS:
                 runs[v].append(one_run(args.python, v, args.hits, tmp / "layout.json", entry, tmp))
             print(f"round {r + 1}: " + ", ".join(f"{v} {runs[v][-1]['seconds']:.3f} s" for v in VARIANTS), flush=True)
+            for v in PTTRACE_VARIANTS:
+                runs.setdefault(v, []).append(pttrace_run(args.python, v, args.hits, tmp))
+            print("   " + ", ".join(f"{v} {runs[v][-1]['seconds']:.3f} s" for v in PTTRACE_VARIANTS), flush=True)
     base = statistics.median(x["seconds"] for x in runs["none"])
     per_hit = {v: statistics.median((x["seconds"] - base) / x["n"] for x in runs[v]) * 1000 for v in VARIANTS[1:]}
     reader = statistics.median(x["values_seconds"] / x["hits"] for x in runs["values"]) * 1e6
     bad = sum(x.get("bad", 0) for v in ("values", "walk+values") for x in runs[v])
+    if bad:
+        print("unreadable:", {x.get("why") for v in ("values", "walk+values") for x in runs[v]})
     hits = {v: {x.get("hits") for x in runs[v]} for v in VARIANTS[1:]}
     rows = [f"| {v} | {per_hit[v]:.3f} ms | {per_hit[v] / per_hit['walk']:.2f}x |" for v in VARIANTS[1:]]
+    alone = statistics.median(x["seconds"] for x in runs["hot_add alone"])
+    pt = {v: statistics.median((x["seconds"] - alone) / x["n"] for x in runs[v]) * 1000 for v in PTTRACE_VARIANTS[1:]}
+    tensors = {v: {x["has_tensors"] for x in runs[v]} for v in PTTRACE_VARIANTS[1:]}
     body = "\n".join([
+        f"`pttrace run --batch -b {ADD} bench/hot_add.py {args.hits}` ({args.rounds} rounds, alternated): "
+        f"**{pt['pttrace']:.3f} ms a hit with its arguments read, {pt['pttrace, no args']:.3f} ms without "
+        f"(`PTTRACE_NO_ARGS=1`): {pt['pttrace'] / pt['pttrace, no args']:.2f}x** (target 1.3x). Sessions held "
+        f"float32 tensors: with args {tensors['pttrace']}, without {tensors['pttrace, no args']}.",
+        "",
         f"Measured {time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.1f}, {args.rounds} rounds of {args.hits} hits "
         f"of `at::_ops::add_Tensor::call` (`bench/bench_values.py`), raw gdb with an address breakpoint whose "
         "stop() does the variant's work; per-hit cost is the loop's time less its time without a debugger "

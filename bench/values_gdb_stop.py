@@ -36,7 +36,9 @@ class Hot(gdb.Breakpoint):
             frame = gdb.selected_frame()
             for cpp, reg in PARAMS:
                 value = describe(read_memory, LAYOUT, cpp, int(frame.read_register(reg)) & 0xFFFFFFFFFFFFFFFF)
-                STATS["bad"] += value.kind == "unreadable"
+                if value.kind == "unreadable":
+                    STATS["bad"] += 1
+                    STATS.setdefault("why", value.why)
             STATS["values_seconds"] += time.perf_counter() - t0
         return False
 

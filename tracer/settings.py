@@ -52,6 +52,10 @@ class Settings:
     """The agent reuses a hit's native stack while every return address is in its slot
     (off: ``$PTTRACE_NO_STACK_REUSE=1``, every hit walks the whole stack)."""
 
+    arguments: bool = True
+    """The agent reads each hit's arguments at the function's entry (off: ``$PTTRACE_NO_ARGS=1``, hits record
+    their frames only; for benchmarks: a hit with values against one without)."""
+
     stack_reuse_stats: str | None = None
     """A file the agent writes its stack-reuse counters to at the end (``$PTTRACE_STACK_REUSE_STATS``;
     for tests and benchmarks)."""
@@ -81,6 +85,7 @@ class Settings:
             debug_dirs=_paths(env, "PTTRACE_DEBUG_DIRS"),
             stack_reuse=env.get("PTTRACE_NO_STACK_REUSE") != "1",
             stack_reuse_stats=env.get("PTTRACE_STACK_REUSE_STATS") or None,
+            arguments=not _flag(env, "PTTRACE_NO_ARGS"),
             source_dir=env.get("PTTRACE_SOURCE_DIR") or None,
         )
         given = {k: v for k, v in flags.items() if v is not None}

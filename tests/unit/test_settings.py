@@ -19,6 +19,7 @@ ENV = {
     "PTTRACE_NO_STACK_REUSE": "1",
     "PTTRACE_STACK_REUSE_STATS": "/tmp/stats.json",
     "PTTRACE_SOURCE_DIR": "/src/pytorch",
+    "PTTRACE_NO_ARGS": "1",
 }
 
 
@@ -27,13 +28,13 @@ def test_every_variable_is_read():
     assert s.gdb == "/opt/gdb/bin/gdb" and s.session_dir == Path("/tmp/s")
     assert not s.cfi and s.cfi_libs == ("liba.so", "libb.so") and s.break_by_name
     assert s.debug_dirs == ("/d1", "/d2") and not s.stack_reuse and s.stack_reuse_stats == "/tmp/stats.json"
-    assert not s.all_symbols and not s.use_cfi and s.source_dir == "/src/pytorch"
+    assert not s.all_symbols and not s.use_cfi and s.source_dir == "/src/pytorch" and not s.arguments
 
 
 def test_defaults_without_variables():
     s = Settings.from_environment({})
     assert s == Settings()
-    assert s.use_cfi and s.stack_reuse and s.session_dir == Path("sessions")
+    assert s.use_cfi and s.stack_reuse and s.session_dir == Path("sessions") and s.arguments
 
 
 def test_flags_win_over_the_environment_and_none_means_not_given():

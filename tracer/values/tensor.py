@@ -190,10 +190,11 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     storage = check_pointer(_U64.unpack_from(blk, lay.storage)[0], "the storage pointer", null=True)
     data = None
     if storage:
-        base = mem.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
+        sto = Snapshot(mem, storage, max(lay.storage_data, lay.storage_nbytes or 0) + 8)  # one read for both
+        base = sto.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
         data = base + offset * dtype.itemsize if base else 0
         if layout_name == "strided" and numel and lay.storage_nbytes is not None and dtype.name not in _PACKED:
-            _check_inside(mem.i64(storage + lay.storage_nbytes), offset, sizes, strides, dtype.itemsize)
+            _check_inside(sto.i64(storage + lay.storage_nbytes), offset, sizes, strides, dtype.itemsize)
     meta = check_pointer(_U64.unpack_from(blk, lay.autograd_meta)[0], "the AutogradMeta pointer", null=True)
     requires_grad, grad_fn, is_view, note = _autograd(mem, lay, meta, symbolize) if meta else (False, None, False, None)
     values = None

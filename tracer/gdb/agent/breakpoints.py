@@ -128,7 +128,10 @@ def _inferior() -> int:
 
 def entry_values(frame, name: str | None, library: str | None) -> dict | None:
     """What the stopped function carried at its entry: its arguments, and at a dispatcher hop (an
-    operator's entry, a function handed a key set) the thread's local key sets. None: no parameters."""
+    operator's entry, a function handed a key set) the thread's local key sets. None: no parameters (or
+    arguments are not read: ``$PTTRACE_NO_ARGS=1``)."""
+    if not STATE.arguments:
+        return None
     args = arguments.read_entry(frame, name, library, _read_memory)
     if args is None:
         return None

@@ -78,6 +78,7 @@ def _setup(arg: str) -> None:
     STATE.hits = int(cfg.get("first_seq") or 0)
     STATE.layers = set(cfg.get("layers") or [])
     STATS.enabled = bool(cfg.get("stack_reuse", True))
+    STATE.arguments = bool(cfg.get("arguments", True))
     STATS.path = cfg.get("stack_reuse_stats") or None
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     FOLLOW.configure(cfg.get("follow"))

@@ -15,6 +15,7 @@ class State:
         self.mode = "record"  # "record": record and continue; "stop": stop at the next hit
         self.max_hits = 0  # 0: no limit
         self.max_depth = 256  # frames kept per hit, innermost first
+        self.arguments = True  # read each hit's arguments at its entry ($PTTRACE_NO_ARGS=1: off, for benchmarks)
         self.layers: set[str] = set()  # --layer: record only hits whose innermost frame is in one of these
         self.hits = 0  # the last hit's seq
         self.need_libs: list[str] = []  # libraries without symbols that the last stack passed through
