@@ -460,3 +460,40 @@ def test_an_inductor_kernels_frame_says_its_kernel_above_the_source(fixture_sess
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_the_selected_frame_shows_what_it_carried(fixture_session):
+    """A hop's arguments and the dispatcher's decision above the source of the frame they were read at."""
+    from tracer.dispatch.decision import decide
+    from tracer.session.model import FrameValues
+
+    session = copy.deepcopy(fixture_session)
+    hit = next(h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    frame = hit.frames[-1]
+    tensor = {"sizes": [2, 3], "strides": [3, 1], "dtype": "float32", "device": "cpu", "requires_grad": True,
+              "key_set": 0x10001}
+    args = ({"name": "self", "type": "at::Tensor const&", "where": "*rdi", "tensor": tensor},
+            {"type": "c10::DispatchKeySet", "where": "rsi", "keyset": 0x10001})
+    fv = FrameValues(frame, args, (0, 0))
+    fv.decision = decide(frame.function, args, (0, 0), {"keys": [["CPU", 0x10001]], "tls_defaults": [0, 0]})
+    hit.values = (fv,)
+    session.hits = [hit]
+
+    async def scenario():
+        app = make_app(SessionSource(session))
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            path = app.call_path
+            path.focus()
+            path.move_cursor(row=path.row_count - 1)
+            source = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: source.frame is frame and source.carried is fv)
+            text = pane_text(source)
+            assert "self: float32[2, 3] strides (3, 1) cpu requires_grad" in text
+            assert "highest key CPU" in text
+            path.move_cursor(row=0)  # a frame that carried nothing recorded: no such section
+            await wait_until(pilot, lambda: source.frame is not frame)
+            assert "carried" not in pane_text(source).split("\n", 1)[0]
+            await pilot.press("q")
+
+    run_pilot(scenario())

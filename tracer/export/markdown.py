@@ -13,6 +13,7 @@ import re
 import shlex
 
 from tracer.export import op_calls as O
+from tracer.export import values as V
 from tracer.export import paths as P
 from tracer.export import processes as PR
 from tracer.export.local_files import SourceTrust
@@ -241,15 +242,25 @@ class MarkdownRenderer:
                          + ", ".join(code(o) for o in followed))
             span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
             lines += [f"{head} ({span})", ""]
+            hops = first.hops()
+            carried = any(h.hit.values for h in hops)  # a session recorded before values were read: as it was
+            heads = ["#", "hop", "layer", "called with", "since the hop before"] + (["carried"] if carried else [])
             if followed:
-                lines += [row(["#", "operator", "hop", "layer", "called with", "since the hop before"]),
-                          "|---:|---|---|---|---|---|"]
-            else:
-                lines += [row(["#", "hop", "layer", "called with", "since the hop before"]), "|---:|---|---|---|---|"]
-            for i, hop in enumerate(first.hops(), 1):
-                lines.append(self.hop_row(i, hop, followed=bool(followed)))
+                heads.insert(1, "operator")
+            lines += [row(heads), "|---:|" + "---|" * (len(heads) - 1)]
+            for i, hop in enumerate(hops, 1):
+                line = self.hop_row(i, hop, followed=bool(followed))
+                lines.append(line + f" {self.carried(hop.hit, hop.frame)} |" if carried else line)
             lines.append("")
         return lines
+
+    def carried(self, hit, frame: Frame) -> str:
+        """What ``frame`` carried at ``hit``: a line an argument, then the dispatcher's decision."""
+        fv = V.frame_values(hit, frame)
+        if fv is None:
+            return " "
+        lines = [V.arg_text(a, i) for i, a in enumerate(fv.args)] + V.decision_lines(fv)
+        return "<br>".join(text(x) for x in lines) or " "
 
     def hop_row(self, i: int, hop: O.Hop, followed: bool = False) -> str:
         from tracer.dispatch.ops import capability_of_label, keyset_text
@@ -391,11 +402,17 @@ class MarkdownRenderer:
         lines += ["Layers: " + " → ".join(path.layers), ""]
         if not brief:
             lines += self.mermaid(n, path)
-        lines += [row(["#", "layer", "function", "dispatch key", "library", "file:line"]),
-                  "|---:|---|---|---|---|---|"]
+        carried = bool(path.first.values)  # a session recorded before values were read: as it was
+        lines += [row(["#", "layer", "function", "dispatch key", "library", "file:line"] + (["carried"] if carried else [])),
+                  "|---:|---|---|---|---|---|" + ("---|" if carried else "")]
         for i, frame in enumerate(path.frames, 1):
-            lines.append(self.frame_row(i, frame))
+            line = self.frame_row(i, frame)
+            lines.append(line + f" {self.carried(path.first, frame)} |" if carried else line)
         lines.append("")
+        shapes = V.shapes(path._distinct)
+        if len(shapes) > 1:
+            lines += [f"Its hits carried {len(shapes)} distinct argument shapes:", ""]
+            lines += [f"- {text(s)}" for s in shapes] + [""]
         if brief:  # an import-time path: its table says enough, the excerpts would bury the paths studied
             return lines
         for i, frame in enumerate(path.frames, 1):

@@ -329,7 +329,11 @@ class PttraceApp(PromptActions, App[int]):
         self.call_path.show(hit, caption, self.cwd, stopped=here)
 
     def on_frame_selected(self, message: FrameSelected) -> None:
-        self.query_one(SourcePane).show(message.frame, message.cwd)
+        from tracer.export.values import frame_values
+
+        hit = message.hit
+        carried = frame_values(hit, message.frame) if hit is not None and message.frame is not None else None
+        self.query_one(SourcePane).show(message.frame, message.cwd, carried)
 
     def action_unfold(self) -> None:
         self.call_path.toggle_unfold()

@@ -22,10 +22,11 @@ class HitSelected(Message):
 
 
 class FrameSelected(Message):
-    def __init__(self, frame: Frame | None, cwd: str | None) -> None:
+    def __init__(self, frame: Frame | None, cwd: str | None, hit=None) -> None:
         super().__init__()
         self.frame = frame
         self.cwd = cwd
+        self.hit = hit  # the hit whose call path it was selected in (what the frame carried there)
 
 
 class BreakpointRemovalRequested(Message):

@@ -212,7 +212,7 @@ class CallPathTable(RowJumps, DataTable):
     def _announce(self) -> None:
         i = self.selected_frame_index()
         frame = self.frames[i] if i is not None else None
-        self.post_message(FrameSelected(frame, self.cwd))
+        self.post_message(FrameSelected(frame, self.cwd, self.hit))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

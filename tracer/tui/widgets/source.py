@@ -130,6 +130,8 @@ class SourcePane(Static, can_focus=True):
         """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
         self._finder = None
+        self.carried = None
+        """What the frame carried at the hit shown (arguments, the decision), shown above its source."""
 
     def finder(self):
         """One SourceFinder per pane: the settings' source directory, the session's torch commit."""
@@ -145,10 +147,12 @@ class SourcePane(Static, can_focus=True):
                 self._finder.notes.append(str(e))
         return self._finder
 
-    def show(self, frame: Frame | None, cwd: str | None) -> None:
-        if frame is self.frame and cwd == self.cwd:
+    def show(self, frame: Frame | None, cwd: str | None, carried=None) -> None:
+        """``carried``: what the frame carried at the hit shown (``model.FrameValues``): its arguments and
+        the dispatcher's decision, above its source."""
+        if frame is self.frame and cwd == self.cwd and carried is self.carried:
             return
-        self.frame, self.cwd = frame, cwd
+        self.frame, self.cwd, self.carried = frame, cwd, carried
         self._render_frame()
 
     def on_resize(self) -> None:
@@ -226,8 +230,12 @@ class SourcePane(Static, can_focus=True):
         return out
 
     def _show(self, renderable) -> None:
+        head = _carried_text(self.carried) if self.carried is not None else None
+        if head is not None:
+            renderable = Group(head, renderable)
         self.shown = renderable
         self.update(renderable)
+
 
     def _excerpt(self, frame: Frame, located: SF.Located):
         path = located.path
@@ -345,3 +353,20 @@ def _kernel_notes(frame: Frame, cwd: str | None) -> Text | None:
     if kernel.missing:
         t.append(kernel.missing + "\n", style="yellow")
     return t
+
+
+def _carried_text(fv) -> Text | None:
+    """The frame's arguments (a line each) and the dispatcher's decision at the hit, as ``show`` prints them."""
+    from tracer.export import values as V
+
+    lines = [V.arg_text(a, i) for i, a in enumerate(fv.args)]
+    decision = V.decision_lines(fv)
+    if not lines and not decision:
+        return None
+    out = Text(no_wrap=False)
+    out.append("carried\n", style="bold")
+    for line in lines:
+        out.append(f"  {line}\n")
+    for line in decision:
+        out.append(f"  {line}\n", style="cyan")
+    return out
