@@ -106,6 +106,24 @@ class TorchLayout:
         return {d.index: d for d in self.dtypes}
 
     @cached_property
+    def shape_cache(self) -> dict:
+        """TensorImpl bytes -> the shape read from them (tracer.values.tensor), for this layout only."""
+        return {}
+
+    @cached_property
+    def tensor_missing(self) -> list[str]:
+        """The TensorImpl fields a tensor cannot be read without that this layout lacks."""
+        return [n for n in ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt",
+                            "key_set", "storage", "storage_data", "autograd_meta") if getattr(self, n) is None]
+
+    @cached_property
+    def impl_span(self) -> int:
+        """Bytes of a TensorImpl the tensor reader reads at once: up to the last field it uses."""
+        return max(self.key_set + 8, self.device_opt + 3, self.data_type + 2, self.numel + 8,
+                   self.storage_offset + 8, self.storage + 8, self.autograd_meta + 8,
+                   self.sizes_and_strides + 8 * (1 + 2 * self.inline_dims))
+
+    @cached_property
     def _enum_tables(self) -> dict[str, dict[int, str]]:
         return {t: dict(getattr(self, t)) for t in ("device_types", "layouts", "memory_formats", "compressed_layouts")}
 

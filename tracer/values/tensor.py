@@ -23,6 +23,11 @@ _MAX_EXTENT = 1 << 62  # sizes, strides and offsets beyond this cannot index rea
 TENSOR_TYPE = "at::Tensor"
 # Several elements a byte: their storages are smaller than numel bytes (no inside-the-storage check).
 _PACKED = ("quint4x2", "quint2x4")
+# A TensorImpl's checked shape is kept by its bytes (TorchLayout.shape_cache): a tensor is read at every hop
+# of a call (the entry, autograd, the kernel) with the same bytes; storage, autograd state and values are
+# read afresh each time.
+_SHAPES_MAX = 4096
+_INLINE: dict[int, struct.Struct] = {}  # the inline sizes and strides, by capacity
 _U64, _I64, _U16 = struct.Struct("<Q"), struct.Struct("<q"), struct.Struct("<H")
 
 
@@ -129,8 +134,7 @@ def read_tensor_impl(read_memory, layout: TorchLayout, impl: int, symbolize=None
 
 def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> TensorValue | UndefinedTensor | Unreadable:
     """The tensor whose ``TensorImpl`` is at ``impl``."""
-    missing = [n for n in ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt",
-                           "key_set", "storage", "storage_data", "autograd_meta") if getattr(layout, n) is None]
+    missing = layout.tensor_missing
     if missing:
         why = "; ".join(layout.problems) or "no layout"
         return Unreadable(f"the layout of this torch has no {', '.join(missing)} ({why})", TENSOR_TYPE, impl)
@@ -140,18 +144,15 @@ def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> Te
         return Unreadable(str(exc), TENSOR_TYPE, impl)
 
 
-def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | UndefinedTensor:
-    """One read of the TensorImpl's fields (each read is a gdb call inside the agent), then the storage's
-    data pointer, the AutogradMeta if there is one, and the values of a small CPU tensor."""
+def _shape(mem: Memory, lay: TorchLayout, impl: int, blk: bytes) -> tuple:
+    """What the TensorImpl's own bytes say, checked: (key set, device, dtype, sizes, strides, numel, storage
+    offset, layout, whether these bytes alone decide it), or (None, ...) for the undefined tensor."""
     sas, inline = lay.sizes_and_strides, lay.inline_dims
-    span = max(lay.key_set + 8, lay.device_opt + 3, lay.data_type + 2, lay.numel + 8, lay.storage_offset + 8,
-               lay.storage + 8, lay.autograd_meta + 8, sas + 8 * (1 + 2 * inline))
-    blk = mem.bytes(impl, span)
     key_set, = _U64.unpack_from(blk, lay.key_set)
     dev = blk[lay.device_opt : lay.device_opt + 3]
     if dev[2] == 0:
         if lay.undefined_key_set is not None and key_set == lay.undefined_key_set:
-            return UndefinedTensor(impl)
+            return (None,) * 9
         raise BadValue("the TensorImpl has no device and is not the undefined tensor")
     if dev[2] != 1:
         raise BadValue(f"the device's optional flag is {dev[2]}, not a bool")
@@ -163,8 +164,9 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     ndim, = _U64.unpack_from(blk, sas)
     if ndim > MAX_DIMS:
         raise BadValue(f"{ndim} dimensions is more than torch allows ({MAX_DIMS})")
-    if ndim <= inline:
-        words = struct.unpack_from(f"<{2 * inline}q", blk, sas + 8)
+    own = ndim <= inline  # sizes on the heap can change under the same pointer: not cached
+    if own:
+        words = _INLINE.setdefault(inline, struct.Struct(f"<{2 * inline}q")).unpack_from(blk, sas + 8)
         sizes, strides = words[:ndim], words[inline : inline + ndim]
     else:
         heap = check_pointer(_U64.unpack_from(blk, sas + 8)[0], "the out-of-line sizes pointer")
@@ -176,6 +178,7 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     offset, = _I64.unpack_from(blk, lay.storage_offset)
     layout_name = _layout(lay, key_set)
     if layout_name == "sparse_csr" and lay.compressed_layout is not None:  # the key is the family's
+        own = False
         byte = mem.u8(impl + lay.compressed_layout)
         layout_name = lay.enum_name("compressed_layouts", byte) or ""
         if not layout_name:
@@ -187,6 +190,22 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
         raise BadValue(f"numel {numel} is not the product of the sizes {list(sizes)}")
     if not 0 <= offset < _MAX_EXTENT:
         raise BadValue(f"storage offset {offset} is out of range")
+    return key_set, device, dtype, tuple(sizes), tuple(strides), numel, offset, layout_name, own
+
+
+def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | UndefinedTensor:
+    """One read of the TensorImpl's fields (each read is a gdb call inside the agent), then the storage's
+    data pointer, the AutogradMeta if there is one, and the values of a small CPU tensor."""
+    blk = mem.bytes(impl, lay.impl_span)
+    shapes = lay.shape_cache
+    shape = shapes.get(blk)
+    if shape is None:
+        shape = _shape(mem, lay, impl, blk)
+        if shape[-1] and len(shapes) < _SHAPES_MAX:
+            shapes[blk] = shape
+    if shape[0] is None:
+        return UndefinedTensor(impl)
+    key_set, device, dtype, sizes, strides, numel, offset, layout_name, _ = shape
     storage = check_pointer(_U64.unpack_from(blk, lay.storage)[0], "the storage pointer", null=True)
     data = None
     if storage:
