@@ -163,10 +163,10 @@ def _values_layout(python: str, attached: tuple | None) -> dict:
 
 def _op_tables(python: str, structs: dict[str, str], pythonpath: str | None) -> dict:
     """{struct: {op, rows: [{key, fallthrough, registered_at, kind}]}} from ``_dispatch_dump_table``."""
-    from tracer.dispatch import ops
+    from tracer.dispatch.dispatch_tables import finish_dispatch_tables, start_dispatch_tables
 
     names = {struct: "aten::" + aten for struct, aten in structs.items()}
-    tables = ops.finish_dispatch_tables(ops.start_dispatch_tables(python, list(names.values()), pythonpath=pythonpath))
+    tables = finish_dispatch_tables(start_dispatch_tables(python, list(names.values()), pythonpath=pythonpath))
     return {struct: {"op": name, "rows": tables[name]["rows"]} for struct, name in names.items()
             if "rows" in tables.get(name, {})}
 
