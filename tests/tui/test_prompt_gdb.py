@@ -104,10 +104,29 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
             said = await ask(pilot, app, "kill")
             assert "not run at pttrace's prompt" in said and "q quits" in said, said
             assert app.state.target == "stopped"
-
             await pilot.press("escape")
+
+            # WHEN f, then n, are pressed THEN after each the innermost frame shown (and selected) is where
+            # gdb's `frame` says it is, and the finish tells the value returned, as gdb does
+            for key, action in (("f", "finish"), ("n", "next")):
+                before = path.hit
+                await pilot.press(key)
+                await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
+                                 and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
+                said = await ask(pilot, app, "frame")
+                await pilot.press("escape")
+                m = re.search(r" at (\S+):(\d+)", said)
+                inner = path.frames[-1]
+                assert m and (m.group(1), int(m.group(2))) == (inner.file, inner.line), (said, inner)
+                assert path.selected_frame_index() == len(path.frames) - 1
+                if action == "finish":
+                    assert re.search(r"Value returned is \$\d+ = ", "\n".join(x.plain for x in log._lines))
+
+            # WHEN c lets the run end THEN the call path is no longer titled for a stop that is over
+            await pilot.press("c")
+            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
+            assert "over: " in path.border_title, path.border_title
             await pilot.press("q")
-            await pilot.press("y")
             await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
         return app
 

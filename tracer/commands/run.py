@@ -24,6 +24,9 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
     p.add_argument("--stop", action="store_true",
                    help="open the TUI in stop mode: the target stops at the first hit, to step from there")
+    p.add_argument("--eval", dest="evals", action="append", default=[], metavar="EXPR",
+                   help="a gdb expression evaluated at every hit in the frame stopped in ($rdi, *self, "
+                        "x.size()); its text is recorded with the hit; repeat for more")
     p.add_argument("--no-follow-children", "--no-follow", dest="follow_children", action="store_false",
                    help="do not follow child processes (forks, DataLoader workers): they run untraced, with a "
                         "warning")
@@ -142,8 +145,16 @@ def trace_config(args: argparse.Namespace, settings, python: str, pid: int | Non
     return TraceConfig(breakpoints=tuple(args.breakpoints), python=python, pid=pid, **target,
                        session_dir=settings.session_dir, max_hits=args.max_hits, timeout=timeout,
                        max_depth=args.max_depth, mode=trace_mode(args), settings=settings,
-                       follow_children=args.follow_children,
+                       follow_children=args.follow_children, evals=checked_evals(args.evals),
                        **trace_options(args, python, pid, quiet=args.quiet))
+
+
+def checked_evals(evals: list[str]) -> tuple[str, ...]:
+    """``--eval`` expressions as given; an empty one or one with a line break is bad input."""
+    for expr in evals:
+        if not expr.strip() or any(ch in expr for ch in "\r\n\0"):
+            raise UsageError(f"--eval {expr!r} is not a gdb expression (empty, or with a line break).")
+    return tuple(e.strip() for e in evals)
 
 
 def trace_mode(args: argparse.Namespace) -> str:

@@ -62,8 +62,27 @@ def run(args: argparse.Namespace) -> int:
     add_op_calls(body, session.hits, info.cwd)
     for n, path in enumerate(paths, 1):
         add_path(body, path_label(n, path, info.cwd), path, info.cwd, finder=finder)
+    if session.evals:
+        add_evals(body, session.evals)
     for warning in [*info.warnings, *finder.notes]:  # after the paths: finding sources may add notes
         tree.add(Text(f"warning: {warning}", style="yellow"))
     tree.children += body.children
     make_console().print(tree)
     return 0
+
+
+def add_evals(body, evaluated) -> None:
+    """``--eval``: each expression's text at the first hits, errors in red."""
+    from rich.text import Text
+
+    from tracer.session.evals import first_hits
+
+    shown, more = first_hits(evaluated)
+    node = body.add(Text(f"evaluated at each hit (--eval), {len(evaluated):,} hit{'s' if len(evaluated) != 1 else ''}",
+                         style="bold"))
+    for seq, values in shown:
+        hit = node.add(Text(f"hit #{seq}", style="cyan"))
+        for v in values:
+            hit.add(Text(v.line(), style="red" if v.error is not None else ""))
+    if more:
+        node.add(Text(f"… {more:,} more hits: `pttrace export --format json` has every one", style="grey50"))

@@ -5,10 +5,11 @@ Shape (contract 2; README "The JSON export" has it whole)::
     {"schema": 2, "session": {...}, "processes": [...], "breakpoints": [...],
      "frames": [{kind, function, short, library, address, file, line, layer, dispatch_key, ...}, ...],
      "stacks": [[frame index, ...outermost first], ...],
-     "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?}, ...]}
+     "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?, evals?}, ...]}
 
 A hit names its call path by its index in ``stacks``, a stack its frames by their index in ``frames``
-(both from 0); a parallel worker's ``launched_by`` is ``{thread, stack?, why?}``. A million hits of a hot
+(both from 0); a parallel worker's ``launched_by`` is ``{thread, stack?, why?}``; ``evals`` (``--eval``)
+is ``[{expr, text | error}]``. A million hits of a hot
 loop repeat a few dozen frames: each is written once, and a hit is one short line. The document is
 written as it is made (``write``), a hit at a time from the session's hit table, never built whole.
 """
@@ -143,8 +144,11 @@ def write(session: Session, out: TextIO, finder=None) -> None:
         out.write("[]")
     batch: list[str] = []
     sep = "[\n    "
+    evals = session.evals  # --eval: each hit's values, inside its object
     for seq, time, row in zip(table.seqs, table.times, table.rows):
         head, tail = sites[row]
+        if evals and seq in evals:
+            tail = tail[:-1] + ',"evals":' + _compact([v.to_dict() for v in evals[seq]]) + "}"
         batch.append(f'{sep}{{"seq":{seq}{head}{time!r}{tail}')
         sep = ",\n    "
         if len(batch) >= _FLUSH_EVERY:

@@ -115,7 +115,7 @@ class MarkdownRenderer:
         paths = P.group(shown, self.all_frames)
         # The body first: finding sources may add warnings, which the header shows.
         body = (self.processes() + self.breakpoints() + self.operator_calls(calls)
-                + self.call_paths(paths, calls) + self.getting_source(paths))
+                + self.call_paths(paths, calls) + self.evaluated() + self.getting_source(paths))
         out = self.header(paths, calls) + body
         return "\n".join(out).rstrip() + "\n"
 
@@ -313,6 +313,30 @@ class MarkdownRenderer:
         if not parts:
             parts.append("pending: never resolved" if bp.pending else "no locations")
         return "<br>".join(parts)
+
+    def evaluated(self) -> list[str]:
+        """``--eval``: a table of each expression's text at the first hits."""
+        from tracer.session.evals import first_hits
+
+        if not self.session.evals:
+            return []
+        shown, more = first_hits(self.session.evals)
+        exprs = list(dict.fromkeys(v.expr for _, values in shown for v in values))
+        lines = ["## Evaluated at each hit (`--eval`)", "",
+                 f"gdb evaluated {plural(len(exprs), 'expression')} in the frame each hit stopped in "
+                 f"({plural(len(self.session.evals), 'hit')}).", "",
+                 row(["hit", *(code(e, in_table=True) for e in exprs)]), row(["---"] * (len(exprs) + 1))]
+        for seq, values in shown:
+            by_expr = {v.expr: v for v in values}
+            cells = []
+            for e in exprs:
+                v = by_expr.get(e)
+                cells.append("" if v is None else (f"error: {text(v.error)}" if v.error is not None
+                                                   else code(v.text, in_table=True)))
+            lines.append(row([f"#{seq}", *cells]))
+        if more:
+            lines += ["", f"… and {plural(more, 'hit')} more: the JSON export (`--format json`) has every one."]
+        return lines + [""]
 
     # -- paths
     def call_paths(self, paths: list[P.CallPath], calls: list[O.OpCall]) -> list[str]:

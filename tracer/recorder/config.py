@@ -58,6 +58,8 @@ class TraceConfig:
 
     layers: tuple[str, ...] = ()
     """Record only hits whose innermost frame is in one of these layers."""
+    evals: tuple[str, ...] = ()
+    """``--eval EXPR``: gdb expressions evaluated at every recorded hit, in the frame stopped in."""
 
     address_breakpoints: tuple[dict, ...] = ()
     """Breakpoints our symbol index resolved (``--op``): {label, library, offset, function[, plt]}."""

@@ -64,6 +64,8 @@ class TargetStopped:
     signal: str | None = None
     breakpoint: str | None = None  # gdb's number of the breakpoint hit
     frame: tuple[tuple[str, str], ...] = ()  # where: (key, value) of func, addr, file, line, from
+    returned: tuple[str, str] | None = None  # a finish: gdb's value history name ("$1") and the value
+    process: int | None = None  # the pid of the process that stopped, when gdb says (several processes)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class WarningRaised:
     """Something the user should know; the run goes on. Also written to the session."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class EvalsRecorded:
+    """``--eval``: the values the agent evaluated at hit ``seq`` (session.evals.Evaluated each)."""
+
+    seq: int
+    values: tuple
 
 
 @dataclass(frozen=True)
@@ -94,5 +104,5 @@ def from_child(pid: int, event: "RecorderEvent") -> "RecorderEvent | None":
 
 
 RecorderEvent = Union[TargetStateChanged, TargetOutput, HitRecorded, ProcessRecorded, BreakpointRecorded,
-                      GdbBreakpointChanged, TargetStopped, WarningRaised, RecorderFinished]
+                      GdbBreakpointChanged, TargetStopped, WarningRaised, RecorderFinished, EvalsRecorded]
 Listener = Callable[[RecorderEvent], None]

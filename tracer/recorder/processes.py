@@ -44,6 +44,7 @@ class ProcessTable:
         self.inferiors: dict[str, Inferior] = {main.group: main}
         self.main = main
         self.last_exited: Inferior | None = None
+        self.thread_groups: dict[str, str] = {}  # gdb's global thread id -> its inferior's group (=thread-created)
         self._writer = writer
         self._warn = warn
 
@@ -57,6 +58,12 @@ class ProcessTable:
 
     def get(self, group: str | None) -> Inferior:
         return self.inferiors.get(group or "i1", self.main)
+
+    def pid_of_thread(self, thread_id: str | None) -> int | None:
+        """The process of gdb's thread ``thread_id`` (a stop names its thread, not its process)."""
+        group = self.thread_groups.get(str(thread_id)) if thread_id else None
+        inferior = self.inferiors.get(group) if group else None
+        return inferior.pid if inferior is not None else None
 
     def live(self) -> list[Inferior]:
         return [i for i in self.inferiors.values() if i.live]

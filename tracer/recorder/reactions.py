@@ -104,6 +104,9 @@ class Reactions:
             except (TypeError, ValueError):
                 log.debug("thread-group-started without a pid: %r", payload)
             return False
+        if message == "thread-created" and payload.get("id") and payload.get("group-id"):
+            processes.thread_groups[str(payload["id"])] = str(payload["group-id"])
+            return False
         if message == "thread-group-exited":
             code = payload.get("exit-code")
             try:
@@ -135,7 +138,8 @@ class Reactions:
         return False
 
     def stopped(self, stop: Stop) -> None:
-        self._emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame))
+        self._emit(TargetStopped(stop.reason, stop.thread_id, stop.signal, stop.breakpoint, stop.frame,
+                                 stop.returned, self._processes.pid_of_thread(stop.thread_id)))
 
     def stop(self, stop: Stop) -> bool:
         """Act on one stop; True when the recording is over."""

@@ -120,6 +120,7 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             "max_depth": cfg.max_depth,
             "breakpoints": [],
             "layers": list(cfg.layers),
+            "evals": list(cfg.evals),
             "address_breakpoints": address_breakpoints,
             "follow": {k: cfg.follow[k] for k in ("roots", "known", "trigger", "entries")} if cfg.follow else None,
             "stack_reuse": settings.stack_reuse,

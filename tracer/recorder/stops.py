@@ -41,6 +41,7 @@ class Stop:
     exit_code: int | None = None
     breakpoint: str | None = None  # gdb's breakpoint number, for a breakpoint hit
     frame: tuple[tuple[str, str], ...] = ()  # where it stopped: func, addr, file, line, from (what MI gives)
+    returned: tuple[str, str] | None = None  # a finish: ("$1", the value), as gdb's "Value returned is $1 = ..."
 
 
 _FRAME_KEYS = ("func", "addr", "file", "line", "from")
@@ -52,7 +53,9 @@ def read_stop(payload: Mapping[str, Any], *, ending: bool, interrupting: bool) -
     stop = _read_stop(payload, ending=ending, interrupting=interrupting)
     frame = payload.get("frame")
     where = tuple((k, str(frame[k])) for k in _FRAME_KEYS if isinstance(frame, dict) and frame.get(k))
-    return replace(stop, breakpoint=payload.get("bkptno"), frame=where)
+    value = payload.get("return-value")
+    returned = (str(payload.get("gdb-result-var") or "$"), str(value)) if value is not None else None
+    return replace(stop, breakpoint=payload.get("bkptno"), frame=where, returned=returned)
 
 
 def _read_stop(payload: Mapping[str, Any], *, ending: bool, interrupting: bool) -> Stop:

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tracer.session import records, storage
+from tracer.session import evals, records, storage
 from tracer.errors import PttraceError
 from tracer.session.fill import FrameFiller
 from tracer.session.model import Breakpoint, Frame
-from tracer.recorder.events import BreakpointRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
+from tracer.recorder.events import BreakpointRecorded, EvalsRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -86,6 +86,12 @@ class SessionTailer:
             self._emit(ProcessRecorded(dict(rec)))
         elif emit and kind == records.WARNING:
             self._emit(WarningRaised(str(rec.get("message"))))
+        elif emit and kind == evals.EVALS:
+            try:
+                seq, values = evals.read(rec)
+            except ValueError:
+                return
+            self._emit(EvalsRecorded(seq, tuple(values)))
 
     def start(self, emit: bool = True) -> None:
         """Follow the file on a thread, until ``stop()``: for a UI that shows hits as they happen

@@ -523,6 +523,7 @@ class Session:
     path: str | None = None
     schema: int = SCHEMA
     processes: list[Process] = field(default_factory=list)  # in the order they started
+    evals: dict = field(default_factory=dict)  # --eval: hit seq -> [session.evals.Evaluated], in --eval order
 
     def to_dict(self) -> dict[str, Any]:
         return {

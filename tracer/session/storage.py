@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tracer import settings
-from tracer.session import records
+from tracer.session import evals, records
 from tracer.errors import SessionError
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
@@ -229,6 +229,7 @@ class _Gathered:
         self.fills: dict[tuple, dict[str, Any]] = {}
         self.op_tables: dict[str, Any] = {}  # struct -> {op, rows}: the --op operators' dispatch tables
         self.processes: dict[int, Process] = {}
+        self.evals: dict[int, list] = {}  # --eval: hit seq -> its values (session.evals)
 
     def take(self, kind: object, rec: Any, raw: dict[str, Any]) -> str | None:
         """One record, as ``HitReader.feed`` made it; why it is not one, if it is not."""
@@ -260,6 +261,9 @@ class _Gathered:
             self.fills.update(_fill_entries(rec))
         elif kind == "dispatch_tables":
             self.op_tables.update(_op_tables(rec))
+        elif kind == evals.EVALS:
+            seq, values = evals.read(rec)
+            self.evals[seq] = values
         elif kind == "end":
             self.ended = check("the end record", rec, _END_TYPES)
             self.ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
@@ -312,6 +316,7 @@ class _Gathered:
         _decide(table, self.key_table, self.op_tables)
         session.hits = table
         session.processes = list(self.processes.values())
+        session.evals = self.evals
         return session
 
 
@@ -422,6 +427,7 @@ def _merge_children(session: Session, table: HitTable, path: Path, depth: int, r
         for hit in sub.hits:
             hit.seq += offset
             table.append(hit)
+        session.evals.update({seq + offset: values for seq, values in sub.evals.items()})
         merged = True
         for sp in sub.processes:
             mine = session.process(sp.pid)

@@ -230,6 +230,7 @@ class PttraceApp(PromptActions, App[int]):
                     self.call_after_refresh(self._select_frame_zero)
             elif ev.kind == "state" and ev.data == "running":
                 self._pinned = False
+                self.call_path.stop_over("the target runs on")
             elif ev.kind == "gdb":
                 self.notify(str(ev.data), title="gdb", timeout=8)
                 log = self.query_one(OutputLog)
@@ -260,6 +261,8 @@ class PttraceApp(PromptActions, App[int]):
                 table.select_same(selected)  # where the cursor was, with the whole file's names
             self.call_after_refresh(self.source.screen_shown)
         self._follow_stop()
+        if "evals" in changed:
+            self._show_evals()
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)
             self.call_after_refresh(self._fit_left)
@@ -287,7 +290,8 @@ class PttraceApp(PromptActions, App[int]):
         """A stop at a breakpoint whose hit came before the stop's news: its frame #0 selected now."""
         path = self.call_path
         hits = self.state.hits
-        if path.hit is not None and len(hits) and hits[-1].seq == path.hit.seq and self.state.target == "stopped":
+        if (path.hit is not None and len(hits) and hits[-1].seq == path.hit.seq and self.state.target == "stopped"
+                and path.selected_frame_index() != len(path.frames) - 1):
             path.show(path.hit, path.caption, self.cwd, stopped=True)
 
     def _session_opened(self, info) -> None:
@@ -305,6 +309,7 @@ class PttraceApp(PromptActions, App[int]):
             self.exit(return_code=2)
 
     def _finished(self) -> None:
+        self.call_path.stop_over("the run has ended")
         if self.source.live:
             status = self.state.status
             text = f"the run ended: {status}"
@@ -327,6 +332,7 @@ class PttraceApp(PromptActions, App[int]):
         here = (self.state.mode == "stop" and self.state.target == "stopped" and len(self.state.hits) > 0
                 and self.state.hits[-1].seq == hit.seq)
         self.call_path.show(hit, caption, self.cwd, stopped=here)
+        self._show_evals()
 
     def on_frame_selected(self, message: FrameSelected) -> None:
         from tracer.export.values import frame_values

@@ -50,6 +50,8 @@ KEYS = [
         "(esc clears)", 1),
     Key("p", "p", "paths", "paths", "the distinct call paths with how many hits took each; enter shows one",
         4),
+    Key("y", "y", "copy", "copy_frame", "copy the selected frame's name and file:line to the clipboard (OSC 52: "
+        "the terminal's clipboard, over ssh too)", 9),
     Key("u", "u", "unfold", "unfold", "show every frame of the call path: start-up and interpreter "
         "frames too (u again folds them)", 5),
     Key("d", "d", "names", "full_names", "full demangled C++ names instead of short ones (d again)", 6),

@@ -2,6 +2,7 @@
 worker, gdb's answer in the output pane. A mixin of ``PttraceApp``, kept apart from its other parts."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 
 from tracer.errors import PttraceError
@@ -13,8 +14,37 @@ from tracer.tui.widgets.prompt_bar import PromptBar
 COMPLETIONS_LISTED = 40  # matches listed in the output pane on a tab; more are counted
 
 
+def copied_text(frame, cwd: str | None) -> str:
+    """``name  file:line`` of a frame (a native one without file:line: its library)."""
+    from tracer.export import paths as P
+
+    name = frame.function or frame.short or "??"
+    where = P.frame_location(frame, cwd)
+    if where is None and frame.library:
+        where = frame.library + (f"+0x{frame.offset:x}" if frame.offset is not None else "")
+    return f"{name}  {where}" if where else name
+
+
 class PromptActions:
     """Needs the app's ``source``, ``state``, ``call_path``, ``_pinned``, ``_redraw_status``, ``cwd``."""
+
+    def _show_evals(self) -> None:
+        """``--eval``: the shown hit's values under the call path (``expr = value · ...``)."""
+        path = self.call_path
+        values = self.state.evals.get(path.hit.seq) if path.hit is not None and path.hit.seq else None
+        path.border_subtitle = Text(" · ".join(v.line() for v in values)) if values else ""  # not markup
+
+    def action_copy_frame(self) -> None:
+        """``y``: the selected frame's full name and file:line (else its library) to the terminal's clipboard,
+        by OSC 52, as text for notes or a ``b FILE:LINE``."""
+        path = self.call_path
+        index = path.selected_frame_index()
+        if index is None:
+            self.notify("no frame selected in the call path", severity="warning", timeout=3)
+            return
+        text = copied_text(path.frames[index], self.cwd)
+        self.copy_to_clipboard(text)
+        self.notify(f"copied: {text}", timeout=4)
 
     def action_gdb_prompt(self) -> None:
         why = self._prompt_closed()

@@ -17,6 +17,7 @@ Event kinds (``data`` in brackets):
   state [str]                the target's state: "running", "stopped", "exited", "detached"
   stopped [dict]             the target stopped (gdb's MI payload: reason, frame, ...)
   pid [int]                  the target's process id, once known
+  evals [dict]               --eval: hit seq -> the values evaluated at that hit (session.evals.Evaluated)
   warning [str]              something the user should know, the run goes on
   gdb [str]                  what gdb said of a step, next or finish (as its console prints it)
   failed [PttraceError]      the source could not start; nothing else follows
@@ -307,6 +308,8 @@ class SessionSource(EventSource):
         s = self.session
         self._announce(emit, s)
         emit(SourceEvent("hits", s.hits))  # the session's table, not a list of a million Hits
+        if s.evals:
+            emit(SourceEvent("evals", s.evals))
         if not self._loaded.is_set():
             self._shown.wait(SHOWN_WAIT)  # the first screen first: the read would slow its drawing down
             try:
@@ -319,6 +322,8 @@ class SessionSource(EventSource):
                 self._loaded.set()
             self._announce(emit, s)  # its end record: status, warnings, the breakpoints' counts
             emit(SourceEvent("all-hits", s.hits))  # replaces the head's
+            if s.evals:
+                emit(SourceEvent("evals", s.evals))
         shown = s.info.warnings[:WARNINGS_SHOWN]
         for w in shown:
             emit(SourceEvent("warning", w))
@@ -356,10 +361,15 @@ def _source_event(ev) -> SourceEvent | None:
     if isinstance(ev, rec.TargetStateChanged):
         return SourceEvent("state", ev.state)
     if isinstance(ev, rec.TargetStopped):
-        return SourceEvent("stopped", {"reason": ev.reason, "thread-id": ev.thread_id, "signal-name": ev.signal,
-                                       "bkptno": ev.breakpoint, "frame": dict(ev.frame)})
+        data = {"reason": ev.reason, "thread-id": ev.thread_id, "signal-name": ev.signal,
+                "bkptno": ev.breakpoint, "frame": dict(ev.frame), "pid": ev.process}
+        if ev.returned is not None:
+            data["gdb-result-var"], data["return-value"] = ev.returned
+        return SourceEvent("stopped", data)
     if isinstance(ev, rec.WarningRaised):
         return SourceEvent("warning", ev.message)
+    if isinstance(ev, rec.EvalsRecorded):
+        return SourceEvent("evals", {ev.seq: list(ev.values)})
     if isinstance(ev, rec.RecorderFinished):
         return SourceEvent("finished", ev.status)
     return None
@@ -410,8 +420,13 @@ class LiveSource(EventSource):
             return
         if event.kind == "stopped":
             self._stops += 1
+            from tracer.recorder.unknowns import name_frame
+
+            event.data["frame"] = name_frame(event.data["frame"], event.data.get("pid") or pid)
         if event.kind == "hit":
             event = SourceEvent("hit", self._numbered(event.data, getattr(ev, "child", None)))
+        if event.kind == "evals" and self._renumbered:
+            return  # numbered by the agent, not as the hits shown now: the run's end sends them as saved
         if event.kind == "finished":
             self.status = event.data
             if self._renumbered:
@@ -437,6 +452,8 @@ class LiveSource(EventSource):
             self._emit(SourceEvent("warning", f"the session could not be read again at its end: {exc.message}"))
             return
         self._emit(SourceEvent("all-hits", session.hits))
+        if session.evals:
+            self._emit(SourceEvent("evals", session.evals))
 
     def run(self, emit: Emit) -> None:
         self._emit = emit
@@ -618,7 +635,9 @@ class LiveSource(EventSource):
             before = self._stops
             said = getattr(engine, action)()
         if said:  # gdb's own words: "Single stepping until exit from function X, which has no line ..."
-            self._emit(SourceEvent("gdb", " ".join(str(said).split())))
+            from tracer.recorder.unknowns import name_unknowns
+
+            self._emit(SourceEvent("gdb", name_unknowns(" ".join(str(said).split()), self._pid)))
         return self._wait_for_stop(before, timeout=60.0)
 
     def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:
@@ -656,7 +675,10 @@ class LiveSource(EventSource):
             before = self._stops
             answer, kind = engine.gdb_line(line, place)
         hit = self._wait_for_stop(before, timeout=60.0) if kind == "resuming" and not answer.error else None
-        return PromptResult(answer.text, answer.error, answer.where, kind, hit, note, answer.moved_to)
+        from tracer.recorder.unknowns import name_unknowns
+
+        return PromptResult(name_unknowns(answer.text, self._pid), answer.error, answer.where, kind, hit, note,
+                            answer.moved_to)
 
     def gdb_complete(self, text: str) -> list[str]:
         with self._lock:

@@ -41,6 +41,8 @@ class TraceState:
     """Why the target stopped last, in gdb's words (``describe_stop``); None while it runs."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    evals: dict = field(default_factory=dict)
+    """``--eval``: hit seq -> the values evaluated at that hit."""
     waiting_input: bool = False
     """The running target is blocked reading its standard input (read from /proc while it runs)."""
 
@@ -132,6 +134,9 @@ class TraceState:
             except RecordError:
                 return set()
             return {"processes"}
+        if kind == "evals":
+            self.evals.update(data)  # type: ignore[arg-type]
+            return {"evals"}
         if kind == "pid":
             self.pid = data  # type: ignore[assignment]
             return {"status"}

@@ -43,7 +43,7 @@ def _called_by_adapter(frame, info: dict) -> bool:
         return False
     try:
         caller = frame.older()
-        return caller is not None and kernel_below_adapter("runtime", native.describe(caller, 0)["function"])
+        return caller is not None and kernel_below_adapter("runtime", native.describe(caller, 0, exact=False)["function"])
     except READ_ERRORS:
         return False
 

@@ -77,6 +77,7 @@ def _setup(arg: str) -> None:
     STATE.max_depth = int(cfg.get("max_depth") or 256)
     STATE.hits = int(cfg.get("first_seq") or 0)
     STATE.layers = set(cfg.get("layers") or [])
+    STATE.evals = [str(e) for e in cfg.get("evals") or []]
     STATS.enabled = bool(cfg.get("stack_reuse", True))
     STATE.arguments = bool(cfg.get("arguments", True))
     STATS.path = cfg.get("stack_reuse_stats") or None

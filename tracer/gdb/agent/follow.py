@@ -170,7 +170,7 @@ class FollowTrigger(gdb.Breakpoint):
 
         try:
             caller = gdb.newest_frame().older()
-            entry = FOLLOW.entry_of(native.describe(caller, 0)) if caller is not None else None
+            entry = FOLLOW.entry_of(native.describe(caller, 0, exact=False)) if caller is not None else None
         except READ_ERRORS:
             return False
         if entry is None or entry[1] != "call":

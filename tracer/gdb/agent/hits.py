@@ -9,6 +9,7 @@ from tracer.dispatch.classify import kernel_below_adapter
 from tracer.gdb.agent import launcher, native
 from tracer.gdb.agent.compiled import mark_compiled
 from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.evals import write_evals, write_not_evaluated
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
@@ -74,6 +75,7 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
         frames[-1] = dict(frames[-1], keyset_note=keyset_note)
     STATE.hits += 1
     OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, False, None, None)
+    write_not_evaluated(STATE.hits, "this hit's call path was read at a later stop")
 
 
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
@@ -104,5 +106,6 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     STATE.asked_libs.clear()
     carried = [dict(values, frame=len(frames) - 1)] if values and frames else None
     OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by, carried)
+    write_evals(STATE.hits, newest)
     STATS.write()
     return True

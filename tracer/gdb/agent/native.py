@@ -109,10 +109,14 @@ def _lib_base(lib: str) -> int | None:
     return CACHES.lib_bases[lib]
 
 
-def describe(frame, inline_index: int) -> CachedFrame:
-    """The record of a native frame (shared by every hit through the same pc: never change it)."""
+def describe(frame, inline_index: int, exact: bool = True) -> CachedFrame:
+    """The record of a native frame (shared by every hit through the same pc: never change it).
+    ``exact``: the frame's pc is where it stopped (frame #0 and the frames inlined in it), not a return
+    address: gdb places a caller at pc - 1 (the call's line) and frame #0 at pc itself, and a step can
+    stop at an address seen before as a return address (after a finish, then next: its line is not the
+    call's), so the two are cached apart."""
     pc = frame.pc()
-    key = (pc, inline_index)
+    key = (pc, inline_index, exact)
     cached = CACHES.native.get(key)
     if cached is not None:
         return cached

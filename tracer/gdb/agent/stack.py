@@ -139,6 +139,7 @@ def _walk(f, py: bool, collect: bool):
     complete = False
     entries: list | None = [] if collect else None
     prev_inline = True  # frame 0's return address is not on the stack (nor that of frames inlined in it)
+    exact = True  # frame 0 and the frames inlined in it: their pc is where the thread stopped
     groups = FRAMES.walk_groups(gdb.selected_thread()) if py else None
     while f is not None:
         if len(frames) >= max_depth:
@@ -150,7 +151,7 @@ def _walk(f, py: bool, collect: bool):
             break
         inline_index = inline_index + 1 if pc == last_pc else 0
         last_pc = pc
-        info = native.describe(f, inline_index)  # cached per pc: no symbol lookup for frames seen before
+        info = native.describe(f, inline_index, exact)  # cached per pc: no symbol lookup for frames seen before
         name = info["function"]
         slot = None
         if entries is not None:
@@ -160,6 +161,8 @@ def _walk(f, py: bool, collect: bool):
                 keep = False
             if not keep:
                 entries = None
+        if exact and not info.get("inlined"):
+            exact = False  # the first real frame ends the run of frames at the stop's own pc
         if name == EVAL_FRAME and py and not info.get("inlined"):
             pyframes = groups.next()
             if pyframes:

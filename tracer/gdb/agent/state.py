@@ -14,6 +14,7 @@ class State:
     def __init__(self) -> None:
         self.mode = "record"  # "record": record and continue; "stop": stop at the next hit
         self.max_hits = 0  # 0: no limit
+        self.evals: list[str] = []  # --eval: gdb expressions evaluated at every recorded hit
         self.max_depth = 256  # frames kept per hit, innermost first
         self.arguments = True  # read each hit's arguments at its entry ($PTTRACE_NO_ARGS=1: off, for benchmarks)
         self.layers: set[str] = set()  # --layer: record only hits whose innermost frame is in one of these

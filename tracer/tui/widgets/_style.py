@@ -53,6 +53,16 @@ def frame_name(frame: Frame, full: bool = False, width: int = SHORT_NAME_WIDTH) 
     return Text(name, style=layer_style(layer), no_wrap=True)
 
 
+def searched_texts(frame: Frame) -> list[str]:
+    """What a search finds a frame by: what the panes show of it (its names, ``file.py:9`` as the rows
+    write it and the whole path:line, its library, its layer and dispatch key)."""
+    texts = [frame.function or "", frame.short or "", frame.file or "",
+             os.path.basename(frame.library) if frame.library else "", P.layer_of(frame), frame.dispatch_key or ""]
+    if frame.file and frame.line:
+        texts += [f"{os.path.basename(frame.file)}:{frame.line}", f"{frame.file}:{frame.line}"]
+    return texts
+
+
 def frame_where(frame: Frame, cwd: str | None, short: bool = False) -> Text:
     """Where a frame is: file:line for Python (just the file name when ``short``), else the library."""
     if frame.kind == "python":

@@ -47,6 +47,18 @@ def _summary(bp: Breakpoint, first: Frame | None) -> Text:
 
 
 SPEC_WIDTH = 32
+COUNT_WIDTH = 6  # "999.9k": every count fits, whatever the terminal's width
+
+
+def count_text(n: int) -> str:
+    """A hit count in at most COUNT_WIDTH characters: 9,999 then 12.9k, 999.9k, 1.3M (never cut)."""
+    if n < 10_000:
+        return f"{n:,}"
+    if n < 999_950:
+        return f"{n / 1000:.1f}k"
+    if n < 999_950_000:
+        return f"{n / 1_000_000:.1f}M"
+    return f"{n / 1_000_000_000:.1f}G"
 
 
 def _fit(spec: str) -> str:
@@ -73,7 +85,7 @@ class BreakpointsTable(RowJumps, DataTable):
 
     def on_mount(self) -> None:
         self.add_column("spec", key="spec")
-        self.add_column("hits", key="hits")
+        self.add_column("hits", key="hits", width=COUNT_WIDTH)  # fixed: a redraw never narrows or drops it
         self.add_column("on", key="on")
         self.add_column("resolved to", key="where")
 
@@ -82,7 +94,7 @@ class BreakpointsTable(RowJumps, DataTable):
         for spec, bp in state.breakpoints.items():
             on = Text("on", style="green") if bp.enabled else Text("off", style="grey50")
             rows.append((f"bp:{spec}", (Text(_fit(spec), style="bold cyan", no_wrap=True),
-                                        Text(f"{state.hits_of(spec):,}", justify="right"), on,
+                                        Text(count_text(state.hits_of(spec)), justify="right"), on,
                                         _summary(bp, state.first_frames.get(spec)))))
             resolved = [loc for loc in bp.locations if loc.address]
             if len(resolved) > 1:
@@ -101,7 +113,7 @@ class BreakpointsTable(RowJumps, DataTable):
         if shown.keys() == old.keys() and all(shown[spec][0] is old[spec][0] for spec in shown):
             for spec, (bp, first, hits) in shown.items():
                 if hits != old[spec][2]:
-                    self.update_cell(f"bp:{spec}", "hits", Text(f"{hits:,}", justify="right"))
+                    self.update_cell(f"bp:{spec}", "hits", Text(count_text(hits), justify="right"))
                 if first is not old[spec][1]:
                     self.update_cell(f"bp:{spec}", "where", _summary(bp, first))
             self._shown = shown

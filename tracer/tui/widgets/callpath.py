@@ -10,7 +10,7 @@ from tracer.session.model import Frame, Hit
 from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts, path_rows
 from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,
-                                      layer_style)
+                                      layer_style, searched_texts)
 
 
 def _place(frame: Frame) -> tuple:
@@ -81,7 +81,7 @@ class CallPathTable(RowJumps, DataTable):
         same = (hit is not None and self.hit is not None and cwd == self.cwd
                 and _path_key(hit) == _path_key(self.hit))
         self.hit, self.caption, self.cwd = hit, caption, cwd
-        if same and not stopped:
+        if same and (not stopped or self.selected_frame_index() == len(hit.frames) - 1):
             self._retitle()
             return
         self._opened = set()
@@ -114,14 +114,20 @@ class CallPathTable(RowJumps, DataTable):
     def _matches(self, frame: Frame) -> bool:
         if not self.needle:
             return False
-        return any(self.needle in (text or "").lower() for text in (frame.function, frame.short, frame.file,
-                                                                      frame.library))
+        return any(self.needle in text.lower() for text in searched_texts(frame))
 
     def selected_frame_index(self) -> int | None:
         if not self._rows or not 0 <= self.cursor_row < len(self._rows):
             return None
         row = self._rows[self.cursor_row]
         return row.start if row.kind == "frame" else None
+
+    def stop_over(self, why: str) -> None:
+        """The target has left the stop shown (it runs on, or the run ended): the title says so, never
+        "where finish stopped" for a stop that is over."""
+        if self.caption.startswith("where ") and " · over: " not in self.caption:
+            self.caption = f"{self.caption} · over: {why}"
+            self._retitle()
 
     def select_frame(self, index: int) -> None:
         """Put the cursor on frame ``index`` (opening its fold), as gdb's ``up``/``frame N`` select it."""
@@ -183,7 +189,10 @@ class CallPathTable(RowJumps, DataTable):
     def scroll_to_center_row(self, row: int) -> None:
         if 0 <= row < len(self._rows):
             visible = max(1, self.scrollable_content_region.height - self.header_height)
-            self.scroll_to(y=max(0, row - visible // 2), animate=False)
+            if row >= len(self._rows) - visible // 2:
+                self.scroll_end(animate=False, immediate=True)  # frame #0 at a stop: the pane's end, exactly
+            else:
+                self.scroll_to(y=max(0, row - visible // 2), animate=False)
 
     def _cells(self, row: PathRow, frames: list[Frame]) -> tuple:
         if row.kind == "fold":

@@ -3,7 +3,6 @@ of several processes are grouped by process, each under a heading row that says 
 ended (``tracer.tui.process_rows``)."""
 from __future__ import annotations
 
-import os
 from array import array
 from bisect import bisect_left
 from typing import Sequence
@@ -19,7 +18,7 @@ from tracer.session.hit_table import HitTable
 from tracer.session.model import Hit, Process
 from tracer.tui.messages import HitSelected
 from tracer.tui.process_rows import Heading, ProcessRows
-from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name
+from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, searched_texts
 
 
 def haystack(hit: Hit) -> str:
@@ -28,8 +27,7 @@ def haystack(hit: Hit) -> str:
     if hit.thread.pid is not None:
         parts.append(f"pid {hit.thread.pid}")
     for f in hit.frames:
-        parts += [f.function or "", f.short or "", f.file or "",
-                  os.path.basename(f.library) if f.library else ""]
+        parts += searched_texts(f)
     return "\n".join(parts).lower()
 
 
@@ -349,7 +347,10 @@ class HitsTable(RowJumps, DataTable):
         self._selected = None
         self._fill(0, 0)
         if selected is not None:
-            self.select_seq(selected.seq)
+            index = self._index_of_seq(selected.seq)
+            position = self._position_of_index(index) if index is not None else None
+            if position is not None:  # still shown: the cursor stays on it; hidden: the search stays as typed
+                self._show(position)
 
     @property
     def selected_hit(self) -> Hit | None:
@@ -414,7 +415,10 @@ class HitsTable(RowJumps, DataTable):
             self._show(0)
 
     def action_last_row(self) -> None:
-        self.select_newest()
+        """The last row, as End means in any table (grouped by process, the newest hit may be higher up:
+        G selects that one)."""
+        if self.shown:
+            self._show(len(self.shown) - 1)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

@@ -30,8 +30,12 @@ class StatusLine(Static):
         if state.waiting_input and state.target == "running" and not state.status:
             target, style = "waiting for input: press > to type a line", "bold black on yellow"
         parts.append(("target", target, style))
-        if state.pid:
-            parts.append(("pid", str(state.pid), "bold"))
+        stop = (state.last_stop or {}) if state.target == "stopped" and not state.status else {}
+        pid = stop.get("pid") or state.pid  # several processes: the one that stopped
+        if pid:
+            parts.append(("pid", str(pid), "bold"))
+        if stop.get("thread-id"):
+            parts.append(("thread", str(stop["thread-id"]), "bold"))
         if state.loading:
             parts.append(("loading", f"loading {len(state.hits):,}+ hits…", "bold yellow"))
         else:
