@@ -34,11 +34,11 @@ def test_a_search_that_hides_the_selected_hit_keeps_its_text_and_filter():
             await type_text(pilot, "wrapper_CPU_sigmoid")
             bar = app.query_one(SearchBar)
             # THEN the bar stays with its text and the hits are filtered
-            await wait_until(pilot, lambda: table.needle == "wrapper_cpu_sigmoid", timeout=5)
+            await wait_until(pilot, lambda: table.search.needle == "wrapper_cpu_sigmoid", timeout=5)
             assert bar.display and bar.value == "wrapper_CPU_sigmoid"
             assert len(table.matching) == 2 and "2 of 4" in table.border_title
             await pilot.press("enter")  # keeps the filter
-            assert table.needle == "wrapper_cpu_sigmoid" and bar.value == "wrapper_CPU_sigmoid"
+            assert table.search.needle == "wrapper_cpu_sigmoid" and bar.value == "wrapper_CPU_sigmoid"
 
     run_pilot(scenario(), timeout=60)
 
@@ -56,7 +56,7 @@ def test_a_search_finds_what_the_panes_display(query, hits):
             await opened(pilot)
             await pilot.press("slash")
             await type_text(pilot, query)
-            await wait_until(pilot, lambda: app.hits_table.needle == query.lower(), timeout=5)
+            await wait_until(pilot, lambda: app.hits_table.search.needle == query.lower(), timeout=5)
             assert len(app.hits_table.matching) == hits
 
     run_pilot(scenario(), timeout=60)
