@@ -176,3 +176,25 @@ def test_the_debug_extension_vouches_for_its_own_sources(debug_ext):
     assert dwarf_file_names("/nonexistent/lib.so") == frozenset()
     frame = Frame(kind="native", function="scale_add_cpu", library=str(debug_ext), file=str(demo), line=22)
     assert source_lines(frame, demo, SourceTrust(dwarf_files=dwarf_file_names))[21].startswith("at::Tensor scale_add_cpu")
+
+
+def test_a_file_in_the_source_dir_that_links_out_of_it_is_never_read(place, capsys):
+    # GIVEN a checkout holding a symlink to a file outside it, which defines a function and holds secrets
+    tmp_path, home, project, checkout = place
+    outside = home / "defs.cpp"
+    outside.write_text("namespace evil {\nint leak() {\n  return 1;  // SECRET-2\n}\n}  // SECRET-3\n")
+    (checkout / "linked.cpp").symlink_to(outside)
+    (checkout / "sub").mkdir()
+    (checkout / "sub" / "up.cpp").symlink_to(outside)
+    # WHEN a session's frames name it: by the function it defines (found by the definition index), by a
+    # path recorded on another machine (mapped onto the checkout), and by its path in the checkout
+    frames = [dict(native(None, None), function="evil::leak()", short="evil::leak"),
+              native("/home/else/pytorch/linked.cpp", 2), native("/home/else/pytorch/sub/up.cpp", 2),
+              native(str(checkout / "linked.cpp"), 3)]
+    session = hostile_session(tmp_path, project, frames)
+    # THEN nothing of it is read, in any view
+    for name, text in outputs(session, checkout, capsys).items():
+        assert "SECRET-2" not in text and "SECRET-3" not in text, name
+    # AND the checkout's own files are still read
+    assert "CHECKOUT-CONTEXT" in outputs(hostile_session(tmp_path, project, [native(str(checkout / "kernel.cpp"), 3)]),
+                                         checkout, capsys)["markdown+dir"]

@@ -127,13 +127,20 @@ def best_definitions(candidates: list[tags.Definition], parsed: names.ParsedName
     return [d for c, d in scored if c == low]
 
 
+def inside(path: str, root: str) -> bool:
+    """``path``'s real path (every symlink resolved) lies in ``root``'s: a file looked up in a directory
+    is read only from there, never through a link that leads out of it."""
+    top = os.path.realpath(root).rstrip(os.sep) + os.sep
+    return os.path.realpath(path).startswith(top)
+
+
 def map_onto(recorded: str, source_dir: str) -> str | None:
     """A path recorded on another machine, found under ``source_dir`` by its longest existing tail
     (what gdb's ``set substitute-path`` does, without having to name the old prefix)."""
-    parts = [p for p in recorded.replace("\\", "/").split("/") if p and p != "."]
+    parts = [p for p in recorded.replace("\\", "/").split("/") if p and p not in (".", "..")]
     for i in range(len(parts)):
         candidate = os.path.join(source_dir, *parts[i:])
-        if os.path.isfile(candidate):
+        if os.path.isfile(candidate) and inside(candidate, source_dir):
             return candidate
     return None
 
@@ -213,7 +220,7 @@ class SourceFinder:
         if not recorded or not self.source_dir:
             return None
         if recorded.startswith(self.source_dir + os.sep):
-            return recorded
+            return recorded if inside(recorded, self.source_dir) else None
         return map_onto(recorded, self.source_dir)
 
     def line_text(self, file: str, line: int | None) -> str | None:
@@ -254,12 +261,13 @@ class SourceFinder:
         torch_dir = self.torch_dir(library)
         candidates: list[tags.Definition] = []
         source = self.source_index()
-        if source is not None:
-            candidates += source.lookup(qualified)
+        if source is not None and self.source_dir:
+            candidates += [d for d in source.lookup(qualified) if inside(d.file, self.source_dir)]
         if torch_dir:
             headers = self._headers(torch_dir)
+            include = os.path.join(torch_dir, "include")
             if headers is not None:
-                candidates += headers.lookup(qualified)
+                candidates += [d for d in headers.lookup(qualified) if inside(d.file, include)]
         # A --source-dir that is (or holds) the wheel's own torch/include indexes the same headers twice.
         seen: set[tuple[str, int | None]] = set()
         unique = []
