@@ -643,17 +643,23 @@ def run_live(config) -> int:
     app = make_app(source)
 
     signalled: list[str] = []
+    app_ended = threading.Event()
 
     def on_term(signum, frame):
         reason = "sighup" if signum == signal.SIGHUP else "sigterm"
+        first = not signalled
         signalled.append(reason)
         source.request_stop(reason)
         app.call_later(app.request_shutdown)
+        if first:
+            threading.Thread(target=_end_regardless, args=(source, reason, app_ended), name="signal-end",
+                             daemon=True).start()
 
     old = {signum: signal.signal(signum, on_term) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         app.run()
     finally:
+        app_ended.set()
         for signum, handler in old.items():
             signal.signal(signum, handler)
         source.stop("quit", timeout=10.0)  # never leave gdb or a launched target behind
@@ -671,6 +677,24 @@ def run_live(config) -> int:
     from tracer.recorder.shutdown import exit_code
 
     return exit_code(signalled[0] if signalled else None, bool(getattr(source.engine, "gdb_lost", False)))
+
+
+# Seconds the UI has to end on its own once the recording is over, after SIGTERM (the terminal is still
+# there: it is restored) and after SIGHUP (it is gone: nothing to restore, nothing to print).
+SIGNAL_GRACE = {"sigterm": 10.0, "sighup": 2.0}
+
+
+def _end_regardless(source, reason: str, app_ended: threading.Event) -> None:
+    """SIGHUP/SIGTERM always end pttrace. Closing the terminal under the TUI left pttrace running under PID 1
+    for ever (3 runs in 3): Textual's shutdown blocked writing to the terminal that was gone. So once the
+    recording has ended (session closed, gdb and a launched target gone), a UI that has not ended within
+    its grace is left behind and the process exits with the signal's code."""
+    from tracer.recorder.shutdown import exit_code
+
+    source.stop(reason, timeout=30.0)
+    if app_ended.wait(SIGNAL_GRACE[reason]):
+        return
+    os._exit(exit_code(reason, bool(getattr(source.engine, "gdb_lost", False))))
 
 
 def view_session(path) -> int:

@@ -505,7 +505,7 @@ class LiveSource(EventSource):
     def request_stop(self, reason: str = "quit") -> None:
         self._stop_reason = self._stop_reason or reason
         if self.engine is not None and not self.finished:
-            self.engine.request_stop(reason)
+            self.engine.request_stop(self._stop_reason)  # the first reason stands (a hang-up, then the UI's quit)
 
     def stop(self, reason: str = "quit", timeout: float = 20.0) -> None:
         self.request_stop(reason)

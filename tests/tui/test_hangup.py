@@ -1,0 +1,66 @@
+"""Closing the terminal under the TUI ends pttrace (real tmux, real gdb): exit 129, the session closed with
+its end record, gdb and the target gone, in every mode of the TUI (stop mode at a hit, record mode while
+the target runs, a run whose target has ended). Before, pttrace stayed alive under PID 1 for ever, blocked
+in Textual's shutdown writing to the terminal that was gone, and ignored SIGTERM.
+
+The pane's shell is its session leader: killing the tmux server hangs its terminal up, the shell dies, and
+the kernel sends SIGHUP to the foreground job, as when a terminal window is closed. A small wrapper in that
+job ignores the hang-up and writes pttrace's exit status to a file (nothing can print it any more)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import alive, gdb_pids
+from tests.support import allowance
+from tests.tui.test_terminal import PTTRACE, TMUX, Terminal, descendants
+from tests.tui.support import ROOT
+
+pytestmark = [pytest.mark.gdb, pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+              pytest.mark.skipif(not PTTRACE.exists(), reason="pttrace is not installed beside this Python")]
+
+WRAPPER = ("import signal, subprocess, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+           "rc = subprocess.call(sys.argv[2:]); open(sys.argv[1], 'w').write(str(rc))")
+
+
+@pytest.mark.parametrize("mode", ["stop", "record", "ended"])
+def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
+    sessions, rc_file = tmp_path / "sessions", tmp_path / "rc"
+    target = str(ROOT / ("tests/targets/loop.py" if mode == "record" else "scripts/hello-world.py"))
+    spec = "THPVariable_tensor" if mode == "record" else "wrapper_CPU_sigmoid"
+    command = [sys.executable, "-c", WRAPPER, str(rc_file), str(PTTRACE), "run", target, "-b", spec,
+               "--session-dir", str(sessions), *(["--stop"] if mode == "stop" else [])]
+    before = gdb_pids()
+    term = Terminal(command)
+    try:
+        # GIVEN the TUI in that mode
+        term.wait_for("hits 1" if mode != "record" else "hits", timeout=120)
+        if mode == "ended":
+            term.wait_for("exited", timeout=120)
+        elif mode == "record":
+            term.wait_for("running", timeout=60)
+        held = [p for p in term.processes()]
+        # WHEN its terminal goes away
+        subprocess.run([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
+        # THEN pttrace ends with 129
+        end = time.monotonic() + allowance(60)
+        while not rc_file.exists():
+            assert time.monotonic() < end, f"pttrace did not end after its terminal closed: {held}"
+            time.sleep(0.2)
+        assert rc_file.read_text() == "129"
+        # AND its session is closed (an end record that says why), and nothing of it is left
+        lines = next(sessions.glob("*.jsonl")).read_text().splitlines()
+        end_record = json.loads(lines[-1])
+        assert end_record["type"] == "end" and end_record["reason"] in ("sighup", "exited"), end_record
+        deadline = time.monotonic() + allowance(20)
+        while [p for p in held if alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in held if alive(p)], "a process of the run was left"
+        assert gdb_pids() <= before
+    finally:
+        term.close()
