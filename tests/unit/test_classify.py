@@ -94,6 +94,15 @@ CASES = [
     (ADAPTER_CPU, CPU, "dispatcher", "CPU"),
     (BOXED_ADD, CPU, "dispatcher", "CPU"),
     (ADAPTER_AUTOGRAD, CPU, "autograd", "Autograd"),
+    # BackendSelect's kernels are the operator's own name in at's anonymous namespace (ones, empty...)
+    ("c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunction"
+     "Pointer<at::Tensor (c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>), &at::(anonymous namespace)::ones>"
+     ", at::Tensor, c10::guts::typelist::typelist<c10::ArrayRef<c10::SymInt> > >, at::Tensor (c10::ArrayRef<c10::"
+     "SymInt>)>::call(c10::OperatorKernel*, c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>)", CPU, "dispatcher",
+     "BackendSelect"),
+    # TensorIterator's reduction helper is the kernel's, not an at::NAME( operator function
+    ("at::two_pass_reduction(at::TensorIteratorBase&, c10::function_ref<void (char**, long const*, long, long)>)",
+     CPU, "kernel", None),
     ("torch::autograd::VariableType::(anonymous namespace)::sigmoid(c10::DispatchKeySet, at::Tensor const&)",
      CPU, "autograd", "Autograd"),
     ("torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, "

@@ -128,6 +128,6 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
         else:
             key = f" [{f.dispatch_key}]" if f.dispatch_key else ""
             loc = f"  {frame_location(f, cwd)}" if f.file else ""
-            line = Text.assemble((f"  {f.layer or '?':<11}", style), (f.short or f.function or hex(f.address or 0)),
+            line = Text.assemble((f"  {f.layer or '?':<10} ", style),  # a space even after "torchscript" (f.short or f.function or hex(f.address or 0)),
                                  (key, "bold"), (f"  {os.path.basename(f.library or '?')}{loc}", "dim"))
         console.print(line, overflow="ellipsis", no_wrap=True)

@@ -66,6 +66,7 @@ _RULES: list[tuple[str, str, str | None]] = [
     ("kernel", r"(^|::)at::native::|(^|::)at::cpu::|(^|::)at::compositeexplicitautograd|"
                r"(^|::)at::compositeimplicitautograd|(^|::)at::meta::|(^|::)structured_|"
                r"(^|::)at::TensorIteratorBase::|(^|::)at::internal::|(^|::)at::vec::|"
+               r"(^|::)at::two_pass_reduction\b|"  # TensorIterator's reductions (before at::NAME( below)
                r"(^|::)c10::function_ref<void \(char\*\*", None),
     # --- dispatcher.
     ("dispatcher", r"^at::_ops::|(^|::)c10::Dispatcher::|(^|::)c10::OperatorHandle::|"
@@ -89,6 +90,9 @@ _KNOWN_KEY_PREFIXES = (
     "MPS", "XPU", "ZeroTensor", "Conjugate", "Negative", "Functionalize",
 )
 _AUTOGRAD_KEY_RE = re.compile(r"(?:^|::)(VariableType|ADInplaceOrView)::")
+# RegisterBackendSelect.cpp's kernels: the operator's own name in at's anonymous namespace (``ones``), no
+# ``wrapper_`` prefix; an adapter around one names it as its target.
+_BACKEND_SELECT_RE = re.compile(r"^at::\(anonymous namespace\)::[a-z][a-z0-9_]*(\(|$)")
 
 
 def target_of(function: str) -> str | None:
@@ -118,6 +122,8 @@ def dispatch_key(function: str | None) -> str | None:
     am = _AUTOGRAD_KEY_RE.search(name)
     if am:
         return "Autograd" if am.group(1) == "VariableType" else "ADInplaceOrView"
+    if target and _BACKEND_SELECT_RE.match(target):
+        return "BackendSelect"
     return None
 
 
