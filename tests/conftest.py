@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -66,6 +67,36 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def our_processes() -> list[int]:
+    """Every live process this test run started (pttrace, gdb, targets, tmux), this one left out."""
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) != os.getpid() and _ours(int(e))
+            and alive(int(e))]
+
+
+_LEFT_RUNNING: list[str] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """The last net under the fixtures' own clean-up: whatever of ours still runs once every fixture has
+    been torn down is killed, and named in the summary (a test that leaves a process is a defect)."""
+    for pid in our_processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()[:160]
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+        _LEFT_RUNNING.append(f"{pid} {command}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _LEFT_RUNNING:
+        terminalreporter.section("processes the tests left running (killed)")
+        for line in _LEFT_RUNNING:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)
