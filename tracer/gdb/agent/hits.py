@@ -85,6 +85,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     parallel worker's hit, until its launching thread can be read (outside the breakpoint's stop).
     ``defer_missing``: only the first (a hit recorded again, after the libraries it asked for).
     ``values``: what the innermost frame carried (``arguments.read_entry``, the TLS key sets)."""
+    FRAMES.left_over = False
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     mark_compiled(frames)
@@ -102,6 +103,8 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
             STATE.pending_spec = spec
             STATE.pending_launcher = True
             return False
+    if FRAMES.left_over:  # only now: a deferred hit's first walk may end early, its second is whole
+        OUT.warn("a hit had fewer C eval frames than Python frame groups: its outermost Python frames are missing")
     STATE.hits += 1
     STATE.asked_libs.clear()
     carried = [dict(values, frame=len(frames) - 1)] if values and frames else None
