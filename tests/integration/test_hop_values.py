@@ -134,6 +134,15 @@ def test_the_extensions_debug_built_kernel(recording):
     args = carried(kernel[0]).args
     assert [a["tensor"]["sizes"] for a in args[:2]] == [t["sizes"] for t in want["tensors"]]
     assert args[2]["value"] == 2.5  # a double: xmm0
+    # the outer frames of the debug build: their arguments by name from DWARF, as gdb's bt shows them
+    outer = {fv.frame.short: fv.args for fv in kernel[0].values if fv.frame is not kernel[0].innermost}
+    boxed = outer["c10::impl::make_boxed_from_unboxed_functor<…>::call"]
+    assert [a["name"] for a in boxed] == ["functor", "dispatchKeySet", "stack"]
+    assert all(a["where"] == "DWARF" for a in boxed) and boxed[1]["keys"] == ["CPU"]
+    wrapped = outer["c10::impl::wrap_kernel_functor_unboxed_<…>::call"]
+    assert [a["tensor"]["sizes"] for a in wrapped if "tensor" in a] == [[4], [4]] and wrapped[-1]["value"] == 2.5
+    # nothing is read from the release wheel's frames (no DWARF) or the interpreter's
+    assert all((fv.frame.library or "").endswith("pttrace_demo.so") for fv in kernel[0].values)
 
 
 def test_show_and_json_give_them(recording, tmp_path):

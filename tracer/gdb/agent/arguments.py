@@ -143,9 +143,12 @@ def read_debug(frame) -> list[dict] | None:
     None without debug information for the frame's pc."""
     try:
         block = frame.block()
+        function = frame.function()
     except RuntimeError:
         return None
-    while block is not None and block.function is None:
+    # The frame's own function's block (a pc in inlined code has the inlined function's blocks inside it).
+    want = function.name if function is not None else None  # gdb's Symbols compare by identity: by name
+    while block is not None and (block.function is None or (want is not None and block.function.name != want)):
         block = block.superblock
     if block is None:
         return None

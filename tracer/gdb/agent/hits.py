@@ -6,7 +6,7 @@ import time
 import gdb  # type: ignore[import-not-found]
 
 from tracer.dispatch.classify import kernel_below_adapter
-from tracer.gdb.agent import launcher, native
+from tracer.gdb.agent import arguments, launcher, native
 from tracer.gdb.agent.compiled import mark_compiled
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.evals import write_evals, write_not_evaluated
@@ -78,6 +78,43 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
     write_not_evaluated(STATE.hits, "this hit's call path was read at a later stop")
 
 
+MAX_DEBUG_FRAMES = 16  # outer frames whose DWARF arguments are read, innermost first
+
+
+def debug_values(newest, frames: list[dict]) -> list[dict]:
+    """The arguments of the outer frames that have DWARF (a debug build's, not the interpreter's), read by
+    name as gdb's ``bt`` shows them; ``not available`` where optimised out. Nothing on a release wheel:
+    no recorded native frame outside the interpreter has a file, so this costs one pass over the frames."""
+    wanted = {f["address"]: i for i, f in enumerate(frames[:-1]) if _debug_frame(f)}
+    if newest is None or not wanted:
+        return []
+    out = []
+    try:
+        frame = newest.older()
+        for _ in range(STATE.max_depth):
+            if frame is None or not wanted or len(out) >= MAX_DEBUG_FRAMES:
+                break
+            # A function inlined at this pc is a gdb frame of its own, recorded as an inlined frame: the
+            # recorded frame of this address is the function it is inlined into, gdb's next frame.
+            index = None if frame.type() == gdb.INLINE_FRAME else wanted.pop(int(frame.pc()), None)
+            if index is not None:
+                args = arguments.read_debug(frame)
+                if args:
+                    out.append({"frame": index, "args": args})
+            frame = frame.older()
+    except READ_ERRORS:  # the walk ends where gdb cannot go further: what was read is kept
+        pass
+    return out
+
+
+def _debug_frame(f: dict) -> bool:
+    """A frame of code built with DWARF worth reading (not the interpreter's, not the system's libc)."""
+    lib = f.get("library") or ""
+    return (f.get("kind") == "native" and bool(f.get("file")) and not f.get("inlined")
+            and f.get("address") is not None and f.get("layer") != "interpreter"
+            and not lib.startswith(("/lib/", "/usr/lib/", "/lib64/")))
+
+
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None, keyset_note: str | None = None,
                launched_by: dict | None = None, defer_missing: bool = False, values: dict | None = None) -> bool:
@@ -107,7 +144,9 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
         OUT.warn("a hit had fewer C eval frames than Python frame groups: its outermost Python frames are missing")
     STATE.hits += 1
     STATE.asked_libs.clear()
-    carried = [dict(values, frame=len(frames) - 1)] if values and frames else None
+    carried = [dict(values, frame=len(frames) - 1)] if values and frames else []
+    if STATE.arguments:
+        carried += debug_values(newest, frames)
     OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by, carried)
     write_evals(STATE.hits, newest)
     STATS.write()
