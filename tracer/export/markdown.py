@@ -242,25 +242,10 @@ class MarkdownRenderer:
                          + ", ".join(code(o) for o in followed))
             span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
             lines += [f"{head} ({span})", ""]
-            hops = first.hops()
-            carried = any(h.hit.values for h in hops)  # a session recorded before values were read: as it was
-            heads = ["#", "hop", "layer", "called with", "since the hop before"] + (["carried"] if carried else [])
-            if followed:
-                heads.insert(1, "operator")
-            lines += [row(heads), "|---:|" + "---|" * (len(heads) - 1)]
-            for i, hop in enumerate(hops, 1):
-                line = self.hop_row(i, hop, followed=bool(followed))
-                lines.append(line + f" {self.carried(hop.hit, hop.frame)} |" if carried else line)
-            lines.append("")
+            heads = ["#", "operator"][: 1 + bool(followed)] + ["hop", "layer", "called with", "since the hop before"]
+            lines += with_carried(heads, [(self.hop_row(i, hop, followed=bool(followed)), hop.hit, hop.frame)
+                                          for i, hop in enumerate(first.hops(), 1)]) + [""]
         return lines
-
-    def carried(self, hit, frame: Frame) -> str:
-        """What ``frame`` carried at ``hit``: a line an argument, then the dispatcher's decision."""
-        fv = V.frame_values(hit, frame)
-        if fv is None:
-            return " "
-        lines = [V.arg_text(a, i) for i, a in enumerate(fv.args)] + V.decision_lines(fv)
-        return "<br>".join(text(x) for x in lines) or " "
 
     def hop_row(self, i: int, hop: O.Hop, followed: bool = False) -> str:
         from tracer.dispatch.ops import capability_of_label, keyset_text
@@ -426,17 +411,9 @@ class MarkdownRenderer:
         lines += ["Layers: " + " → ".join(path.layers), ""]
         if not brief:
             lines += self.mermaid(n, path)
-        carried = bool(path.first.values)  # a session recorded before values were read: as it was
-        lines += [row(["#", "layer", "function", "dispatch key", "library", "file:line"] + (["carried"] if carried else [])),
-                  "|---:|---|---|---|---|---|" + ("---|" if carried else "")]
-        for i, frame in enumerate(path.frames, 1):
-            line = self.frame_row(i, frame)
-            lines.append(line + f" {self.carried(path.first, frame)} |" if carried else line)
-        lines.append("")
-        shapes = V.shapes(path._distinct)
-        if len(shapes) > 1:
-            lines += [f"Its hits carried {len(shapes)} distinct argument shapes:", ""]
-            lines += [f"- {text(s)}" for s in shapes] + [""]
+        lines += with_carried(["#", "layer", "function", "dispatch key", "library", "file:line"],
+                              [(self.frame_row(i, f), path.first, f) for i, f in enumerate(path.frames, 1)])
+        lines += [""] + shape_lines(path)
         if brief:  # an import-time path: its table says enough, the excerpts would bury the paths studied
             return lines
         for i, frame in enumerate(path.frames, 1):
@@ -620,6 +597,32 @@ class MarkdownRenderer:
         if recorded:
             return fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
         return []
+
+
+def carried_cell(hit, frame: Frame) -> str:
+    """What ``frame`` carried at ``hit``: a line an argument, then the dispatcher's decision."""
+    fv = V.frame_values(hit, frame)
+    if fv is None:
+        return " "
+    lines = [V.arg_text(a, i) for i, a in enumerate(fv.args)] + V.decision_lines(fv)
+    return "<br>".join(text(x) for x in lines) or " "
+
+
+def with_carried(heads: list[str], rows: list[tuple[str, object, Frame]]) -> list[str]:
+    """A table, with a *carried* column when a row's hit carried values (a session recorded before
+    values were read keeps its tables as they were): ``rows`` are (row, hit, frame)."""
+    carried = any(hit.values for _, hit, _ in rows)
+    heads = heads + ["carried"] * carried
+    return [row(heads), "|---:|" + "---|" * (len(heads) - 1)] + [
+        line + f" {carried_cell(hit, frame)} |" if carried else line for line, hit, frame in rows]
+
+
+def shape_lines(path: P.CallPath) -> list[str]:
+    """A path whose hits carried different argument shapes lists them."""
+    shapes = V.shapes(path._distinct)
+    if len(shapes) < 2:
+        return []
+    return [f"Its hits carried {len(shapes)} distinct argument shapes:", ""] + [f"- {text(s)}" for s in shapes] + [""]
 
 
 def _short(function: str) -> str:

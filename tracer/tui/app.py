@@ -335,11 +335,7 @@ class PttraceApp(PromptActions, App[int]):
         self._show_evals()
 
     def on_frame_selected(self, message: FrameSelected) -> None:
-        from tracer.export.values import frame_values
-
-        hit = message.hit
-        carried = frame_values(hit, message.frame) if hit is not None and message.frame is not None else None
-        self.query_one(SourcePane).show(message.frame, message.cwd, carried)
+        self.query_one(SourcePane).show(message.frame, message.cwd, message.hit)
 
     def action_unfold(self) -> None:
         self.call_path.toggle_unfold()

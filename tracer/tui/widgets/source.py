@@ -147,9 +147,12 @@ class SourcePane(Static, can_focus=True):
                 self._finder.notes.append(str(e))
         return self._finder
 
-    def show(self, frame: Frame | None, cwd: str | None, carried=None) -> None:
-        """``carried``: what the frame carried at the hit shown (``model.FrameValues``): its arguments and
-        the dispatcher's decision, above its source."""
+    def show(self, frame: Frame | None, cwd: str | None, hit=None) -> None:
+        """``hit``: the hit shown, whose values the frame carried (its arguments and the dispatcher's
+        decision) show above its source."""
+        from tracer.export.values import frame_values
+
+        carried = frame_values(hit, frame) if hit is not None and frame is not None else None
         if frame is self.frame and cwd == self.cwd and carried is self.carried:
             return
         self.frame, self.cwd, self.carried = frame, cwd, carried
