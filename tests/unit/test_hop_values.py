@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,9 @@ from tracer.export import json as json_export
 from tracer.export import values as V
 from tracer.gdb.agent import argvalues as AV
 from tracer.session import records, storage
+from tracer.session.model import Breakpoint, Location
+
+TORCH_LIB = Path(__file__).resolve().parents[2] / ".venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"
 
 
 class FakeMemory:
@@ -156,3 +160,53 @@ def test_bad_values_are_skipped_with_a_reason(tmp_path):
     report = storage.LoadReport()
     storage.load(path, report)
     assert any("args" in why for _, why in report.bad_lines)
+
+
+def test_the_batch_summary_names_frames_and_lists_shapes(tmp_path):
+    from rich.console import Console
+
+    from tracer.commands._summary import print_summary
+
+    session = storage.load(_session_with_values(tmp_path))
+    session.breakpoints = [Breakpoint("op:sigmoid", locations=[Location("at::_ops::sigmoid::call", "libtorch_cpu.so",
+                                                                         0x1000)], hits=4)]
+    console = Console(width=200, record=True, color_system=None)
+    print_summary(session, console=console)
+    out = console.export_text()
+    assert "dispatcher at::_ops::sigmoid::call" in out  # the frame's name, after its layer
+    assert "self: float32[2, 3] strides (3, 1) cpu" in out
+    assert "2 distinct argument shapes:" in out and "self: float32[4, 5]" in out
+
+
+class EntryFrame:
+    """Registers at a function's first instruction (no debug information), memory from a dict."""
+
+    def __init__(self, registers: dict):
+        self.registers = registers
+
+    def read_register(self, name):
+        value = self.registers[name]
+        return {"v2_int64": [value]} if name.startswith("xmm") else value
+
+    def block(self):
+        raise RuntimeError("Cannot locate block for frame.")
+
+    def function(self):
+        return None
+
+
+def test_arguments_read_at_an_entry_from_registers_and_the_stack():
+    from tracer.gdb.agent import arguments
+
+    name = ("at::_ops::upsample_nearest2d::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>, std::optional<double>, "
+            "std::optional<double>)")
+    mem = FakeMemory({0x5000: words(8, 9)})
+    regs = {"rdi": 0x7000, "rsi": 0x6000, "rdx": 0x5000, "rcx": 2, "xmm0": struct.unpack("<q", struct.pack("<d", 1.5))[0],
+            "r8": 1, "xmm1": 0, "r9": 0, "rsp": 0x8000}
+    args = arguments.read_entry(EntryFrame(regs), name, str(TORCH_LIB), mem)
+    assert [a["where"] for a in args] == ["*rsi", "rdx:rcx", "xmm0:r8", "xmm1:r9"]
+    assert [a.get("name") for a in args] == ["self", "output_size", "scales_h", "scales_w"]
+    assert args[1]["value"] == [8, 9] and args[2]["value"] == 1.5 and args[3]["none"] is True
+    assert "tensor" in args[0] or "address" in args[0] or "unreadable" in args[0]  # tracer.values' part
+    # a function whose name has no parameter list has none to read
+    assert arguments.read_entry(EntryFrame(regs), "sigmoid_kernel", None, mem) is None

@@ -128,6 +128,28 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
         else:
             key = f" [{f.dispatch_key}]" if f.dispatch_key else ""
             loc = f"  {frame_location(f, cwd)}" if f.file else ""
-            line = Text.assemble((f"  {f.layer or '?':<10} ", style),  # a space even after "torchscript" (f.short or f.function or hex(f.address or 0)),
+            line = Text.assemble((f"  {f.layer or '?':<10} ", style),  # a space even after "torchscript"
+                                 (f.short or f.function or hex(f.address or 0)),
                                  (key, "bold"), (f"  {os.path.basename(f.library or '?')}{loc}", "dim"))
         console.print(line, overflow="ellipsis", no_wrap=True)
+    _print_carried(console, bp, session, first)
+
+
+def _print_carried(console: Console, bp: Breakpoint, session: Session, first) -> None:
+    """The first hit's arguments, a line each, and the distinct argument shapes of the breakpoint's hits
+    when they differ (hits of one path with different shapes are told apart)."""
+    from tracer.export import values as V
+
+    fv = V.frame_values(first, first.frames[-1]) if first.frames else None
+    for i, arg in enumerate(fv.args if fv is not None else ()):
+        console.print(Text(f"    {V.arg_text(arg, i)}"), overflow="ellipsis", no_wrap=True)
+    sites = getattr(session.hits, "sites", None)
+    hits = [s.hit(0, 0.0) for s in sites if s.breakpoint == bp.spec] if sites is not None else [
+        h for h in session.hits if h.breakpoint == bp.spec]
+    shapes = V.shapes(hits)
+    if len(shapes) > 1:
+        console.print(Text(f"  {len(shapes)} distinct argument shapes:"))
+        for text in shapes[:10]:
+            console.print(Text(f"    {text}"), overflow="ellipsis", no_wrap=True)
+        if len(shapes) > 10:
+            console.print(Text(f"    … and {len(shapes) - 10} more (pttrace show)", style="dim"))
