@@ -16,6 +16,8 @@ never guessed.
   python_frames.py  CPython's frames through tracer.pyruntime's reader; pycode.py: their records
   stack.py          the call path of a hit: gdb's unwind and its reuse caches; reuse.py: whole-stack reuse
   keyset.py         the DispatchKeySet a dispatcher hop was called with
+  arguments.py      every argument of the frame stopped in (and DWARF frames'); argvalues.py: values by type
+  tls.py            the stopped thread's local dispatch key sets (libc10's thread_local)
   hits.py           recording one hit; breakpoints.py: the breakpoints and what a hit does
   commands.py       the pttrace-* gdb commands; unwinders.py: gdb's unwinder search, skipped when empty
   log.py            the agent's log file; errors.py: the exceptions reading the target raises
