@@ -53,8 +53,11 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
     lib = debug_ext
     code = (f"import torch; torch.ops.load_library({str(lib)!r}); a = torch.arange(4, dtype=torch.float32); "
             "print(torch.ops.pttrace_demo.scale_add(a, a, 2.0))")
+    from tracer.commands.ops import _in_background, _values_layout  # as the CLI establishes the tensor layout
+
     config = TraceConfig(breakpoints=("pttrace_demo::scale_add_cpu",), python=sys.executable, code=code,
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop",
+                         values_layout_later=_in_background(_values_layout, sys.executable, None))
     source = LiveSource(config)
 
     async def scenario():
@@ -68,6 +71,12 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
             # WHEN `info locals` is typed THEN gdb lists the kernel's locals (frame #0, selected)
             said = await ask(pilot, app, "info locals")
             assert re.search(r"^a_c = ", said, re.M) and re.search(r"^po = 0x", said, re.M), said
+
+            # WHEN pttrace's `tensor` is given the argument (a reference) or its register THEN the tensor's
+            # metadata and values are read from memory by pttrace's reader
+            for expr in ("a", "$rsi"):
+                said = await ask(pilot, app, f"tensor {expr}")
+                assert re.fullmatch(r"at::Tensor at 0x[0-9a-f]+: float32\[4\] cpu = \[0\.0, 1\.0, 2\.0, 3\.0\]", said), said
 
             # WHEN a method of at::Tensor defined in libtorch_cpu.so is called THEN it runs in the target
             # (gdb first gets the symbols of the library it had as unwind tables only)

@@ -14,7 +14,7 @@ from tracer.session.model import Frame
     ("next", "resuming"), ("s", "resuming"), ("fin", "resuming"), ("until 42", "resuming"),
     ("stepi 3", "resuming"), ("adv foo.c:3", "resuming"),
     ("c", "continuing"), ("continue 3", "continuing"),
-    ("kill", "refused"), ("q", "refused"), ("run", "refused"), ("detach", "refused"), ("shell ls", "refused"),
+    ("tensor a", "plain"), ("kill", "refused"), ("q", "refused"), ("run", "refused"), ("detach", "refused"), ("shell ls", "refused"),
     ("!ls", "refused"), ("b foo", "refused"), ("delete 1", "refused"), ("pi", "refused"), ("del", "refused"),
 ])
 def test_classify(line, kind):
@@ -72,3 +72,25 @@ def test_needs_symbols():
     assert needs_symbols("Cannot evaluate function -- may be inlined")
     assert needs_symbols('No symbol "graph" in current context.')
     assert not needs_symbols("Cannot access memory at address 0x0") and not needs_symbols(None)
+
+
+def test_pttrace_commands_go_to_the_agent():
+    from tracer.recorder.prompt import as_gdb_line
+
+    assert as_gdb_line("tensor $rsi") == "pttrace-tensor $rsi"
+    assert as_gdb_line("p tensor") == "p tensor"
+
+
+def test_thread_rows_from_gdbs_thread_info():
+    from tracer.recorder.prompt import thread_rows
+
+    payload = {"current-thread-id": "2", "threads": [
+        {"id": "1", "target-id": "Thread 0x7ffff7dd2740 (LWP 10801)", "name": "python3", "state": "stopped",
+         "frame": {"level": "0", "addr": "0x00007ffff7ea8e40", "func": "__GI___nanosleep",
+                   "file": "nanosleep.c", "line": "25"}},
+        {"id": "2", "target-id": "Thread 0x7ffff0 (LWP 10805)", "name": "worker-3", "state": "stopped",
+         "frame": {"addr": "0x00007fffe35eec40", "func": "??", "from": "/x/libtorch_cpu.so"}}]}
+    one, two = thread_rows(payload)
+    assert (one.id, one.lwp, one.name, one.frame, one.current) == ("1", 10801, "python3",
+                                                                   "__GI___nanosleep at nanosleep.c:25", False)
+    assert two.current and two.frame == "0x00007fffe35eec40 in ?? from libtorch_cpu.so"

@@ -13,7 +13,7 @@ from tracer.gdb.mi import MiConnection
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.inferiors import Inferior
 from tracer.recorder.libraries import LibraryPolicy
-from tracer.recorder.prompt import Answer, GdbPrompt, Place, classify, needs_symbols
+from tracer.recorder.prompt import Answer, GdbPrompt, Place, as_gdb_line, classify, needs_symbols
 from tracer.session.model import Frame, Hit, RecordError, Thread, objects
 
 
@@ -90,6 +90,7 @@ class Controller:
                 self._main.state = "running"
                 self._every_process(True)
         prompt = GdbPrompt(self._mi)
+        line = as_gdb_line(line)
         answer = prompt.run(line, place, before=before)
         policy = self._policy
         gaps = sorted(os.path.basename(p) for p in policy.cfi_libs)
@@ -101,6 +102,19 @@ class Controller:
             answer = dataclasses.replace(answer, text=f"(pttrace gave gdb the symbols of {', '.join(gaps)}, which "
                                                       f"it had as unwind tables only)\n{answer.text}".rstrip("\n"))
         return answer, kind
+
+    def threads(self):
+        """Every thread of the stopped processes (``prompt.ThreadRow``), gdb's selected one marked."""
+        return GdbPrompt(self._mi).threads()
+
+    def select_thread(self, thread_id: str) -> Hit | None:
+        """Make gdb's thread ``thread_id`` the one s/n/f step and the prompt looks at; its call path."""
+        if not str(thread_id).isdigit():
+            raise UsageError(f"{thread_id!r} is not a thread number.")
+        res = self._mi.command(f"-thread-select {thread_id}", check=False)
+        if res.error:
+            raise UsageError(f"gdb cannot select thread {thread_id}: {res.error}")
+        return self.snapshot()
 
     def gdb_complete(self, text: str) -> list[str]:
         return GdbPrompt(self._mi).complete(text)

@@ -63,6 +63,17 @@ def command_word(line: str) -> str:
     return _ABBREVIATIONS.get(word, word)
 
 
+PTTRACE_COMMANDS = {"tensor": "pttrace-tensor"}  # pttrace's own commands at the prompt, as the agent names them
+
+
+def as_gdb_line(line: str) -> str:
+    """``tensor EXPR`` -> ``pttrace-tensor EXPR``: pttrace's commands go to the agent's gdb commands."""
+    word = command_word(line)
+    if word in PTTRACE_COMMANDS:
+        return PTTRACE_COMMANDS[word] + line.strip()[len(word):]
+    return line
+
+
 def classify(line: str) -> Kind:
     """A pure function of the typed line (tests: tests/unit/test_prompt.py)."""
     word = command_word(line)
@@ -149,6 +160,37 @@ def row_of_level(frames: Sequence[Frame], level: int) -> int | None:
     Python frames, the one the user would read first."""
     found = [i for i, lv in enumerate(frame_levels(frames)) if lv == level]
     return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """One thread as gdb lists it (``-thread-info``): gdb's id, its LWP, name, state, innermost frame."""
+
+    id: str
+    lwp: int | None
+    name: str
+    state: str
+    frame: str
+    current: bool = False
+
+
+def thread_rows(payload: dict) -> list[ThreadRow]:
+    """``-thread-info``'s answer as rows (a pure function: tests/unit/test_prompt.py)."""
+    rows = []
+    current = str(payload.get("current-thread-id") or "")
+    for t in payload.get("threads") or []:
+        m = re.search(r"LWP (\d+)", str(t.get("target-id") or ""))
+        f = t.get("frame") if isinstance(t.get("frame"), dict) else {}
+        where = str(f.get("func") or "??")
+        if where == "??" and f.get("addr"):
+            where = f"{f['addr']} in ??"
+        if f.get("file") and f.get("line"):
+            where += f" at {f['file']}:{f['line']}"
+        elif f.get("from"):
+            where += f" from {str(f['from']).rsplit('/', 1)[-1]}"
+        rows.append(ThreadRow(str(t.get("id")), int(m.group(1)) if m else None, str(t.get("name") or ""),
+                              str(t.get("state") or "?"), where, str(t.get("id")) == current))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -244,6 +286,9 @@ class GdbPrompt:
         text = "".join(res.console) + "".join(x for x in res.log if x.strip() not in noise)
         text = text.rstrip("\n")
         return Answer(text, res.error, where, None if res.error else moved_to(line, text))
+
+    def threads(self) -> list[ThreadRow]:
+        return thread_rows(self._mi.command("-thread-info", check=False).payload or {})
 
     def complete(self, text: str) -> list[str]:
         """gdb's completions of a whole command line (``-complete``), each a whole line."""

@@ -50,6 +50,8 @@ KEYS = [
         "(esc clears)", 1),
     Key("p", "p", "paths", "paths", "the distinct call paths with how many hits took each; enter shows one",
         4),
+    Key("t", "t", "threads", "threads", "at a stop: the thread list (name, state, innermost frame); enter picks the "
+        "thread to look at and step", 9, group="run"),
     Key("y", "y", "copy", "copy_frame", "copy the selected frame's name and file:line to the clipboard (OSC 52: "
         "the terminal's clipboard, over ssh too)", 9),
     Key("u", "u", "unfold", "unfold", "show every frame of the call path: start-up and interpreter "

@@ -46,6 +46,52 @@ class PromptActions:
         self.copy_to_clipboard(text)
         self.notify(f"copied: {text}", timeout=4)
 
+    def action_threads(self) -> None:
+        """``t``: the thread list; the thread picked is shown and stepped from then on."""
+        why = self._prompt_closed()
+        if why:
+            self.notify(why.replace("gdb answers", "threads are listed"), severity="warning", timeout=4)
+            return
+        self._threads_worker()
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _threads_worker(self) -> None:
+        try:
+            rows = self.source.threads()
+        except PttraceError as exc:
+            self.call_from_thread(self.notify, exc.message, severity="warning", timeout=5)
+            return
+        self.call_from_thread(self._show_threads, rows)
+
+    def _show_threads(self, rows) -> None:
+        from tracer.tui.threads_screen import ThreadsScreen
+
+        def picked(thread_id: str | None) -> None:
+            if thread_id is not None:
+                self._thread_picked_worker(thread_id)
+
+        self.push_screen(ThreadsScreen(rows, str((self.state.last_stop or {}).get("thread-id") or "")), picked)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _thread_picked_worker(self, thread_id: str) -> None:
+        try:
+            hit = self.source.select_thread(thread_id)
+        except PttraceError as exc:
+            self.call_from_thread(self.notify, exc.message, severity="warning", timeout=5)
+            return
+        self.call_from_thread(self._show_thread, thread_id, hit)
+
+    def _show_thread(self, thread_id: str, hit) -> None:
+        self.state.selected_thread = thread_id
+        self._redraw_status()
+        if hit is None:
+            self.notify(f"thread {thread_id}: its call path could not be read", severity="warning", timeout=5)
+            return
+        self._pinned = True
+        names = f" {hit.thread.names}" if hit.thread.names else ""
+        self.call_path.show(hit, f"thread {thread_id}{names} (picked: s, n, f and the prompt act on it)", self.cwd,
+                            stopped=True)
+
     def action_gdb_prompt(self) -> None:
         why = self._prompt_closed()
         if why:

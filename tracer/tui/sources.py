@@ -133,6 +133,14 @@ class EventSource:
         """gdb's completions of a prompt line, each a whole line."""
         return []
 
+    def threads(self) -> list:
+        """The stopped target's threads (tracer.recorder.prompt.ThreadRow)."""
+        self._not_live("list threads")
+
+    def select_thread(self, thread_id: str) -> Hit | None:
+        """Look at (and step) this thread from now on; its call path."""
+        self._not_live("select a thread")
+
     def waiting_for_input(self) -> bool:
         """Whether the launched target is blocked reading its standard input."""
         return False
@@ -683,6 +691,20 @@ class LiveSource(EventSource):
     def gdb_complete(self, text: str) -> list[str]:
         with self._lock:
             return self._engine().gdb_complete(text)
+
+    def threads(self) -> list:
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "stopped":
+                raise NotStopped("the target is running: interrupt it first (i).")
+            return engine.threads()
+
+    def select_thread(self, thread_id: str) -> Hit | None:
+        with self._lock:
+            engine = self._engine()
+            if engine.target_state != "stopped":
+                raise NotStopped("the target is running: interrupt it first (i).")
+            return engine.select_thread(thread_id)
 
     def add_breakpoint(self, spec: str) -> None:
         with self._lock:

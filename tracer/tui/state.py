@@ -41,6 +41,8 @@ class TraceState:
     """Why the target stopped last, in gdb's words (``describe_stop``); None while it runs."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    selected_thread: str | None = None
+    """gdb's thread the user picked in the thread list (``t``): s/n/f step it; None: the one that stopped."""
     evals: dict = field(default_factory=dict)
     """``--eval``: hit seq -> the values evaluated at that hit."""
     waiting_input: bool = False
@@ -119,6 +121,7 @@ class TraceState:
                     self.stop_reason = None
             return {"status", "bindings"}
         if kind == "stopped":
+            self.selected_thread = None  # a new stop: gdb selects the thread that stopped
             self.target = "stopped"
             self.last_stop = data if isinstance(data, dict) else {}
             self.stop_reason = short_stop(self.last_stop)

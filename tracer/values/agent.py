@@ -44,3 +44,12 @@ def agent_value(type_name: str, value, mem) -> dict:
     if layout is None:
         return Unreadable(_STATE["why"], type_name).to_dict()
     return describe(_reader(mem), layout, type_name, value, _STATE["symbolize"]).to_dict()
+
+
+def agent_tensor_text(address: int, mem) -> str:
+    """The ``at::Tensor`` at ``address`` in one line (``TensorValue.text``), or why it cannot be read: the
+    gdb prompt's ``tensor`` command."""
+    layout = _STATE["layout"]
+    if layout is None:
+        return Unreadable(_STATE["why"], "at::Tensor", address).text()
+    return read_tensor(_reader(mem), layout, address, _STATE["symbolize"]).text()

@@ -31,7 +31,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import breakpoints, launcher, native
+from tracer.gdb.agent import breakpoints, launcher, native, tensor_command
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
@@ -269,6 +269,7 @@ def install() -> None:
     _Command("pttrace-process-ready", _process_ready)
     _Command("pttrace-exec-seen", _exec_seen)
     _Command("pttrace-quiet", _quiet)
+    tensor_command.install()  # `tensor EXPR` at the TUI's gdb prompt
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
     gdb.events.new_objfile.connect(_on_new_objfile)
     for event in ("new_objfile", "free_objfile", "clear_objfiles"):

@@ -34,8 +34,9 @@ class StatusLine(Static):
         pid = stop.get("pid") or state.pid  # several processes: the one that stopped
         if pid:
             parts.append(("pid", str(pid), "bold"))
-        if stop.get("thread-id"):
-            parts.append(("thread", str(stop["thread-id"]), "bold"))
+        thread = state.selected_thread or stop.get("thread-id")
+        if thread:
+            parts.append(("thread", str(thread) + (" (picked)" if state.selected_thread else ""), "bold"))
         if state.loading:
             parts.append(("loading", f"loading {len(state.hits):,}+ hits…", "bold yellow"))
         else:

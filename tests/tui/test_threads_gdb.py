@@ -1,0 +1,64 @@
+"""The thread list (``t``) on a real gdb: eight named threads calling torch.tensor, stopped at a hit in one
+of them; another thread picked is shown, named in the status line, and the prompt runs in it."""
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.tui.support import allowance, run_pilot, wait_until
+from tests.tui.test_prompt_gdb import ask, stopped_at_first_hit
+from tracer.recorder import TraceConfig
+from tracer.tui.app import make_app
+from tracer.tui.sources import LiveSource
+from tracer.tui.threads_screen import ThreadsScreen
+
+THREADS = ROOT / "tests" / "targets" / "threads.py"
+
+
+@pytest.mark.gdb
+def test_pick_another_thread_then_ask_gdb_there(tmp_path):
+    config = TraceConfig(breakpoints=("THPVariable_tensor",), python=sys.executable, script=str(THREADS),
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            stopped_lwp = app.call_path.hit.thread.lwp
+            # THEN the status line names the thread that stopped
+            stopped_id = str(app.state.last_stop.get("thread-id"))
+            assert f"thread {stopped_id}" in str(app.query_one("#status").render())
+
+            # WHEN t is pressed THEN every thread is listed with its name, state and innermost frame
+            await pilot.press("t")
+            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=allowance(30))
+            rows = app.screen.rows
+            assert len(rows) >= 9 and sum(r.name.startswith("worker-") for r in rows) >= 1
+            assert all(r.state == "stopped" and r.frame for r in rows)
+            other = next(r for r in rows if r.lwp != stopped_lwp)
+
+            # WHEN another thread is picked THEN the call path shows its stack, the status names it
+            table = app.screen.query_one("DataTable")
+            table.move_cursor(row=rows.index(other))
+            await pilot.press("enter")
+            path = app.call_path
+            await wait_until(pilot, lambda: path.hit is not None and path.hit.thread.lwp == other.lwp,
+                             timeout=allowance(60))
+            assert f"thread {other.id}" in path.border_title and "picked" in path.border_title
+            assert f"thread {other.id} (picked)" in str(app.query_one("#status").render())
+
+            # AND the prompt runs in it
+            said = await ask(pilot, app, "thread")
+            assert re.search(rf"Current thread is {other.id}\b.*LWP {other.lwp}", said), said
+            await pilot.press("escape")
+            await pilot.press("q")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(400))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
