@@ -13,7 +13,6 @@ from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
-from tracer.gdb.agent.newest import Newest
 from tracer.gdb.agent.processes import PROCESSES
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
@@ -82,7 +81,7 @@ class TraceBreakpoint(gdb.Breakpoint):
             STATE.stop_requested = False
             return True
         try:
-            newest = Newest()  # gdb's frame object only if something asks more than pc and registers
+            newest = gdb.newest_frame()
             innermost = native.describe(newest, 0)
         except READ_ERRORS:
             newest, innermost = None, {"function": None, "layer": None}
