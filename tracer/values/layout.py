@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-FORMAT = 5  # a new field in TorchLayout: a new format, so cached layouts are made again
+FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
@@ -66,6 +66,7 @@ class TorchLayout:
     key_set: int | None = None  # uint64 DispatchKeySet
     storage: int | None = None  # intrusive_ptr<StorageImpl>
     autograd_meta: int | None = None  # unique_ptr<AutogradMetaInterface>
+    extra_meta: int | None = None  # unique_ptr<ExtraMeta>; its first field: unique_ptr<SymbolicShapeMeta>
     storage_data: int | None = None  # StorageImpl: DataPtr's data pointer
     storage_nbytes: int | None = None  # StorageImpl: its size in bytes (a SymInt)
     # torch::autograd::AutogradMeta
@@ -120,7 +121,7 @@ class TorchLayout:
     def impl_span(self) -> int:
         """Bytes of a TensorImpl the tensor reader reads at once: up to the last field it uses."""
         return max(self.key_set + 8, self.device_opt + 3, self.data_type + 2, self.numel + 8,
-                   self.storage_offset + 8, self.storage + 8, self.autograd_meta + 8,
+                   self.storage_offset + 8, self.storage + 8, self.autograd_meta + 8, (self.extra_meta or 0) + 8,
                    self.sizes_and_strides + 8 * (1 + 2 * self.inline_dims))
 
     @cached_property
@@ -164,11 +165,24 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
         problems.append(f"the headers' DeviceType does not match the probe's (Meta is {meta}): devices not decoded")
         devices = ()
     undefined = report.get("undefined") or {}
+    extra = None
+    if t.get("autograd_meta") is not None and report.get("extra_meta_null") and include:
+        # The header puts extra_meta_ right after autograd_meta_, and the symbolic sizes first in ExtraMeta.
+        try:
+            text = Path(include, "c10/core/TensorImpl.h").read_text(errors="replace")
+        except OSError:
+            text = ""
+        if re.search(r"autograd_meta_ = nullptr;\s*(?:(?:protected:|public:|private:|//[^\n]*)\s*)*"
+                     r"std::unique_ptr<c10::ExtraMeta> extra_meta_", text) and \
+                re.search(r"struct C10_API ExtraMeta \{\s*std::unique_ptr<c10::SymbolicShapeMeta>", text):
+            extra = t["autograd_meta"] + 8
+    if extra is None:
+        problems.append("ExtraMeta not placed: a tensor with symbolic sizes cannot be told apart")
     return TorchLayout(
         torch_version=report.get("torch_version"), sizes_and_strides=t.get("sizes_and_strides"),
         inline_dims=t.get("inline_dims"), storage_offset=t.get("storage_offset"), numel=t.get("numel"),
         data_type=t.get("data_type"), device_opt=t.get("device_opt"), key_set=t.get("key_set"),
-        storage=t.get("storage"), autograd_meta=t.get("autograd_meta"), storage_data=report.get("storage_data"),
+        storage=t.get("storage"), autograd_meta=t.get("autograd_meta"), extra_meta=extra, storage_data=report.get("storage_data"),
         storage_nbytes=report.get("storage_nbytes"),
         grad_fn=ag.get("grad_fn"), requires_grad=ag.get("requires_grad"), is_view=ag.get("is_view"),
         node_object_cdata=report.get("node_object_cdata"), thp_variable_cdata=report.get("thp_variable_cdata"),

@@ -158,7 +158,10 @@ def main():
     am = [o for o in range(0, SCAN, 8) if all(words(impl(t))[o // 8] == 0 for t in plain)
           and all(words(impl(t))[o // 8] > 4096 for t in rg) and (storage is None or o < storage + 64)]
     am = [o for o in am if all(words(impl(t))[o // 8] != t.untyped_storage()._cdata for t in rg)]
+    extra_null = None
     autograd_meta = only(am[:1] if len(am) > 1 and am[0] + 8 in am else am, "autograd_meta_", out)
+    if autograd_meta is not None:  # the word after it (ExtraMeta, says the header) is null for these tensors
+        extra_null = all(words(impl(t))[autograd_meta // 8 + 1] == 0 for t in plain + rg)
     grad_fn = requires_grad = is_view = None
     node_cdata = None
     if autograd_meta is not None:
@@ -270,6 +273,7 @@ def main():
                    "storage": storage, "autograd_meta": autograd_meta},
         "storage_data": storage_data,
         "storage_nbytes": storage_nbytes,
+        "extra_meta_null": extra_null,
         "autograd": {"grad_fn": grad_fn, "requires_grad": requires_grad, "is_view": is_view},
         "node_object_cdata": node_cdata,
         "thp_variable_cdata": thp,

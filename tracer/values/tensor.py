@@ -197,6 +197,10 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     """One read of the TensorImpl's fields (each read is a gdb call inside the agent), then the storage's
     data pointer, the AutogradMeta if there is one, and the values of a small CPU tensor."""
     blk = mem.bytes(impl, lay.impl_span)
+    if lay.extra_meta is not None and blk[lay.extra_meta : lay.extra_meta + 8] != bytes(8):
+        extra = check_pointer(_U64.unpack_from(blk, lay.extra_meta)[0], "the ExtraMeta pointer")
+        if mem.u64(extra):
+            raise BadValue("its sizes and strides are symbolic (SymInts in its SymbolicShapeMeta): not read")
     shapes = lay.shape_cache
     shape = shapes.get(blk)
     if shape is None:
