@@ -8,4 +8,6 @@ if [ -f scripts/build_debug_ext.py ]; then
 fi
 # The oracle of the speedscope export's test: speedscope's own schema, from its npm package.
 .venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
+# The type checker first (pyproject.toml's [tool.mypy]): a type error fails the run as a test would.
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"

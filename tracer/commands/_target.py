@@ -93,9 +93,10 @@ def target_from(target: list[str], module: str | None, code: str | None, python:
     missing, ambiguous or not found."""
     if module is not None and code is not None:
         raise UsageError("give -m MODULE or -c CODE, not both.")
-    if module is not None or code is not None:
-        kind, value = ("module", module) if module is not None else ("code", code)
-        return Target(kind, value, tuple(target))
+    if module is not None:
+        return Target("module", module, tuple(target))
+    if code is not None:
+        return Target("code", code, tuple(target))
     if not target:
         raise UsageError("give the script to run, e.g. `pttrace run scripts/hello-world.py --break initModule` "
                          "(or -m MODULE, -c CODE).")

@@ -91,7 +91,9 @@ def write(path: str, produce: Callable[[TextIO], None] | str) -> None:
     worse than none."""
     if isinstance(produce, str):
         text = produce
-        produce = lambda fh: fh.write(text)  # noqa: E731
+
+        def produce(fh: TextIO) -> None:
+            fh.write(text)
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         tmp = path  # a device or a fifo (/dev/null, a pipe to a viewer): no rename possible
     else:

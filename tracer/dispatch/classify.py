@@ -264,7 +264,7 @@ _ADAPTER_RE = re.compile(r"(^|::)c10::impl::(wrap_kernel_functor_unboxed_|detail
 
 
 def is_adapter(function: str | None) -> bool:
-    return bool(function) and _ADAPTER_RE.search(function) is not None
+    return function is not None and _ADAPTER_RE.search(function) is not None
 
 
 def kernel_below_adapter(callee_layer: str | None, caller_function: str | None) -> bool:
@@ -279,11 +279,11 @@ def kernel_below_adapter(callee_layer: str | None, caller_function: str | None) 
 
 
 def is_plt(function: str | None) -> bool:
-    return bool(function) and function.endswith("@plt")
+    return function is not None and function.endswith("@plt")
 
 
 def is_cold_clone(function: str | None) -> bool:
-    return bool(function) and ("[clone .cold" in function or function.endswith(".cold"))
+    return function is not None and ("[clone .cold" in function or function.endswith(".cold"))
 
 
 # Python files of torch.compile's machinery (dynamo's eval-frame wrappers, AOTAutograd's runtime wrappers,

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
+from typing import Sequence
 
 from tracer.dispatch.classify import short_name, target_of
 from tracer.dispatch.ops import OpFunction, child_env
@@ -28,7 +29,7 @@ sys.stdout.write("\n" + json.dumps(out) + "\n")
 _TABLE_LINE = re.compile(r"^(\w+): (fallthrough )?registered at (.+?)(?: \[([^\]]+)\])?$")
 
 
-def start_dispatch_tables(python: str, ops: list[str], load: list[str] = (),
+def start_dispatch_tables(python: str, ops: list[str], load: Sequence[str] = (),
                           pythonpath: str | None = None) -> subprocess.Popen:
     """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background),
     after loading the operator libraries ``load``."""
@@ -118,7 +119,7 @@ class TableEntry:
         names = []
         for f in self.adapters:
             target = target_of(f.function)
-            shown = short_name(target) if target else f.short
+            shown = (short_name(target) if target else None) or f.short
             if shown not in names:
                 names.append(shown)
         return names

@@ -369,7 +369,7 @@ def op_refs(spec: str, facts: TorchFacts | None, variants: bool = False,
                     add(OpRef(bw, o, out, backward=True))
         return refs
     # No word from torch: take the names as given, and the usual variants.
-    out = bool(overload) and (overload == "out" or overload.endswith("_out"))
+    out = overload is not None and (overload == "out" or overload.endswith("_out"))
     add(OpRef(name, overload or "", out))
     if variants and overload is None:
         add(OpRef(name, "out", True))

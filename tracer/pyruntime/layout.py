@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from .tables import LAYOUTS
 
@@ -83,26 +84,36 @@ def from_table(minor: int) -> Layout:
     if t is None:
         raise LayoutError(f"CPython 3.{minor} is not supported: pttrace reads 3.{OLDEST} to 3.{NEWEST}")
 
+    table: dict[str, Any] = t
+
     def off(name: str) -> int | None:
-        v = t.get(name)
+        v = table.get(name)
         return v[0] if v is not None else None
 
-    state_kind = t["unicode.state.kind"][0]
+    def need(name: str) -> int:
+        """A field every supported version has (the table of that version lacking it is a bug of ours)."""
+        v = off(name)
+        if v is None:
+            raise LayoutError(f"CPython 3.{minor}: pttrace's table has no offset of {name}")
+        return v
+
+    state_kind = table["unicode.state.kind"][0]
     return Layout(
-        minor=minor, interpreters_head=off("runtime.interpreters_head"), interp_next=off("interp.next"),
-        interp_id=off("interp.id"), interp_threads_head=off("interp.threads_head"),
-        interp_modules=off("interp.modules"), ts_next=off("tstate.next"),
-        ts_interp=off("tstate.interp"), ts_thread_id=off("tstate.thread_id"),
+        minor=minor, interpreters_head=need("runtime.interpreters_head"), interp_next=need("interp.next"),
+        interp_id=need("interp.id"), interp_threads_head=need("interp.threads_head"),
+        interp_modules=need("interp.modules"), ts_next=need("tstate.next"),
+        ts_interp=need("tstate.interp"), ts_thread_id=need("tstate.thread_id"),
         ts_native_thread_id=off("tstate.native_thread_id"), ts_frame=off("tstate.frame"),
-        ts_cframe=off("tstate.cframe"), cf_current=off("cframe.current_frame"), f_previous=off("frame.previous"),
-        f_code=off("frame.code"), f_lasti=off("frame.lasti"), f_instr=off("frame.instr"), f_owner=off("frame.owner"),
-        f_is_entry=off("frame.is_entry"), co_filename=off("code.filename"), co_name=off("code.name"),
-        co_qualname=off("code.qualname"), co_firstlineno=off("code.firstlineno"), co_linetable=off("code.linetable"),
-        co_code_adaptive=off("code.code_adaptive"), bytes_size=off("bytes.size"), bytes_data=off("bytes.data"),
-        u_length=off("unicode.length"), u_state=off("unicode.state"), u_ascii_size=t["unicode.ascii_size"],
-        u_compact_size=t["unicode.compact_size"], kind_shift=state_kind,
-        compact_bit=t["unicode.state.compact"][0], ascii_bit=t["unicode.state.ascii"][0],
-        shim_owners=frozenset([t["owner.cstack"]]) if "owner.cstack" in t else frozenset(),
+        ts_cframe=off("tstate.cframe"), cf_current=off("cframe.current_frame"), f_previous=need("frame.previous"),
+        f_code=need("frame.code"), f_lasti=off("frame.lasti"), f_instr=off("frame.instr"), f_owner=off("frame.owner"),
+        f_is_entry=off("frame.is_entry"), co_filename=need("code.filename"), co_name=need("code.name"),
+        co_qualname=off("code.qualname"), co_firstlineno=need("code.firstlineno"),
+        co_linetable=need("code.linetable"), co_code_adaptive=off("code.code_adaptive"),
+        bytes_size=need("bytes.size"), bytes_data=need("bytes.data"),
+        u_length=need("unicode.length"), u_state=need("unicode.state"), u_ascii_size=table["unicode.ascii_size"],
+        u_compact_size=table["unicode.compact_size"], kind_shift=state_kind,
+        compact_bit=table["unicode.state.compact"][0], ascii_bit=table["unicode.state.ascii"][0],
+        shim_owners=frozenset([table["owner.cstack"]]) if "owner.cstack" in table else frozenset(),
         co_names=off("code.names"), tuple_size=off("tuple.size") or 16, tuple_items=off("tuple.items") or 24,
     )
 

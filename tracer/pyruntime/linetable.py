@@ -28,7 +28,7 @@ def _svarint(table: bytes, i: int) -> tuple[int, int]:
 
 def line_ranges(table: bytes, firstlineno: int) -> list[tuple[int, int, int | None]]:
     """Decode a 3.11 ``co_linetable`` into (start_unit, end_unit, line) ranges."""
-    out = []
+    out: list[tuple[int, int, int | None]] = []
     line = firstlineno
     unit = 0
     i = 0

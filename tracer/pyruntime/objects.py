@@ -63,9 +63,10 @@ class ThreadNames:
     def __init__(self, runtime: PythonRuntime):
         self.runtime = runtime
         self.read = runtime.read
-        self.obj = OBJECTS.get(runtime.layout.minor)
-        if self.obj is None:
+        obj = OBJECTS.get(runtime.layout.minor)
+        if obj is None:
             raise LayoutError(f"Python thread names are not read on CPython 3.{runtime.layout.minor} yet")
+        self.obj = obj
         self._active = 0  # threading._active, once found (the module keeps that dict for its life)
 
     def names(self) -> dict[int, str]:
@@ -104,8 +105,8 @@ class ThreadNames:
             return 0
         return self._lookup(_u64(self.read(module + MD_DICT, 8), 0), name)
 
-    def dataloader_worker(self) -> tuple[int, int] | None:
-        """(worker id, number of workers) when this process is a DataLoader worker: torch sets
+    def dataloader_worker(self) -> tuple[int, int | None] | None:
+        """(worker id, number of workers if it can be read) when this process is a DataLoader worker: torch sets
         ``torch.utils.data._utils.worker._worker_info`` before the worker's first ``__getitem__``."""
         try:
             info = self.module_global("torch.utils.data._utils.worker", "_worker_info")
@@ -114,10 +115,11 @@ class ThreadNames:
             # A frozen dataclass with slots (torch 2.6+), or a plain class with instance attributes (before).
             wid = self._attribute(info, "id") or self._slot(info, "id")
             count = self._attribute(info, "num_workers") or self._slot(info, "num_workers")
-            wid, count = (self._int(wid) if wid else None), (self._int(count) if count else None)
+            number = self._int(wid) if wid else None
+            workers = self._int(count) if count else None
         except Exception:  # untrusted memory: anything that does not look right is no answer
             return None
-        return (wid, count) if wid is not None else None
+        return (number, workers) if number is not None else None
 
     def _lookup(self, dict_addr: int, name: str) -> int:
         return self._find(self._dict_items(dict_addr), name)

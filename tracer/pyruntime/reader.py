@@ -156,7 +156,7 @@ class PythonRuntime:
 
     # -- interpreters and threads ------------------------------------------------------------------
     def interpreters(self) -> list[int]:
-        out = []
+        out: list[int] = []
         try:
             interp = _u64(self.read(self.address + self.layout.interpreters_head, 8), 0)
             while interp and len(out) < MAX_INTERPRETERS and interp not in out:
@@ -195,12 +195,15 @@ class PythonRuntime:
         lay = self.layout
         raw = self.read(ts, self._ts_span)
         native = _u64(raw, lay.ts_native_thread_id) if lay.ts_native_thread_id is not None else None
-        ref = _u64(raw, lay.ts_cframe if lay.ts_cframe is not None else lay.ts_frame)
+        ref_at = lay.ts_cframe if lay.ts_cframe is not None else lay.ts_frame
+        assert ref_at is not None, "every layout has tstate.cframe (3.11/3.12) or tstate.frame"
+        ref = _u64(raw, ref_at)
         return ThreadState(ts, interp_id, _u64(raw, lay.ts_thread_id), native, ref), _u64(raw, lay.ts_next)
 
     def current_frame(self, state: ThreadState) -> int:
         """The address of the thread's newest frame (0: it runs no Python code)."""
         if self.layout.ts_cframe is not None:
+            assert self.layout.cf_current is not None, "a layout with tstate.cframe has cframe.current_frame"
             return _u64(self.read(state.frame_ref + self.layout.cf_current, 8), 0) if state.frame_ref else 0
         return state.frame_ref
 
@@ -243,9 +246,10 @@ class PythonRuntime:
                 frame = previous
                 continue
             code = _u64(raw, lay.f_code) & lay.code_tag_mask
-            if lay.frame_objects:
+            if lay.f_lasti is not None:  # lay.frame_objects
                 where = struct.unpack_from("<i", raw, lay.f_lasti)[0]
             else:
+                assert lay.f_instr is not None, "3.11+ frames have an instruction pointer"
                 where = _u64(raw, lay.f_instr)
             py = self._frame(code, where)
             if py is None:

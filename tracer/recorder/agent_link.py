@@ -104,7 +104,7 @@ class AgentLink:
         if res.error:
             raise AgentError(f"the agent refused mode {mode!r}: {res.error}")
 
-    def record_stop(self, signal: str) -> None:
+    def record_stop(self, signal: str | None) -> None:
         self._ask(f"pttrace-record-stop {signal}")
 
     def rerecord(self) -> None:

@@ -98,7 +98,7 @@ class TraceConfig:
             return ["-m", self.module, *self.script_args]
         if self.code is not None:
             return ["-c", self.code, *self.script_args]
-        if (self.script or "").startswith("-"):  # a script named -x.py: python's `--` keeps it a file
+        if self.script is not None and self.script.startswith("-"):  # -x.py: python's `--` keeps it a file
             return ["--", self.script, *self.script_args]
         return [self.script or "", *self.script_args]
 

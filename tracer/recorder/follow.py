@@ -4,7 +4,10 @@ only inside a followed operator (the agent's side: tracer/gdb/agent/follow.py)."
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # imported when an operator is first followed (dispatch/ops.py is big)
+    from tracer.dispatch.ops import TorchFacts
 
 
 class Follower:
@@ -13,7 +16,7 @@ class Follower:
         self.libraries = list(spec["libraries"])
         self.pythonpath = spec.get("pythonpath")
         self.warn = warn
-        self._facts = None
+        self._facts: TorchFacts | None = None
         self.seen = {(b["library"], int(b["offset"])) for b in already}  # broken on already: once is enough
         self.followed: list[str] = []  # "ROOT>op", in the order they were met
         self.seconds = 0.0  # spent resolving

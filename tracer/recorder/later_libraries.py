@@ -72,7 +72,7 @@ class LaterLibraries:
         for spec in self.library_ops:
             try:
                 res = library_ops.resolve_library_op(spec, [path])
-            except (resolve.IndexFailure, OSError) as exc:
+            except resolve.IndexFailure as exc:  # OSError among them
                 self._warn(f"pttrace could not search {os.path.basename(path)} for --op {spec} ({exc}); a kernel "
                            "registered there is not broken on")
                 continue

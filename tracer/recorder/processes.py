@@ -94,13 +94,15 @@ class ProcessTable:
 
     def detached(self, inferior: Inferior, why: str | None = None, argv: list[str] | None = None) -> None:
         inferior.state = "detached"
-        self._write(records.process(inferior.pid, argv=argv or None, ended=storage.now_iso(), state="detached",
-                                    detached=why))
+        if inferior.pid is not None:
+            self._write(records.process(inferior.pid, argv=argv or None, ended=storage.now_iso(), state="detached",
+                                        detached=why))
 
     def handed_over(self, inferior: Inferior, argv: list[str]) -> None:
         """Executed Python and detached held: its recorder of its own says the rest (children.py)."""
         inferior.state = "detached"
-        self._write(records.process(inferior.pid, argv=argv or None))
+        if inferior.pid is not None:
+            self._write(records.process(inferior.pid, argv=argv or None))
 
     def group_of_number(self, number: int) -> Inferior | None:
         return self.inferiors.get(f"i{number}")
@@ -140,4 +142,4 @@ class ProcessTable:
 
     def leftovers(self) -> list[int]:
         """Pids of children gdb may have left alive (for a run's last SIGKILL)."""
-        return [i.pid for i in self.live() if i is not self.main]
+        return [i.pid for i in self.live() if i is not self.main and i.pid is not None]

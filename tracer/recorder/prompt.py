@@ -101,7 +101,7 @@ _NO_FUNCTION = ("Cannot evaluate function -- may be inlined", "No symbol ")
 def needs_symbols(error: str | None) -> bool:
     """gdb could not find a function or name: the symbols of a library it has as unwind tables only may
     have it (``call a.print()``, ``call ((c10::IValue *) p)->dump()``)."""
-    return bool(error) and error.startswith(_NO_FUNCTION)
+    return error is not None and error.startswith(_NO_FUNCTION)
 
 
 def frame_levels(frames: Sequence[Frame]) -> list[int]:

@@ -100,8 +100,8 @@ class Reactions:
         processes = self._processes
         if message == "thread-group-started":
             try:
-                processes.started(payload.get("id") or "i1", int(payload.get("pid")))
-            except (TypeError, ValueError):
+                processes.started(payload.get("id") or "i1", int(payload["pid"]))
+            except (KeyError, TypeError, ValueError):
                 log.debug("thread-group-started without a pid: %r", payload)
             return False
         if message == "thread-created" and payload.get("id") and payload.get("group-id"):
@@ -203,7 +203,8 @@ class Reactions:
         so: gdb 13 can lose the end of a many-threaded process killed by SIGKILL while it stops its
         threads, and would then wait for ever."""
         live = [i for i in self._processes.live() if i.pid is not None]
-        if not live or any(guard.process_state(i.pid) not in (None, "Z", "X") for i in live):
+        if not live or any(guard.process_state(pid) not in (None, "Z", "X") for pid in (i.pid for i in live)
+                           if pid is not None):
             return False
         for inferior in live:
             self._processes.exited(inferior.group)

@@ -12,7 +12,7 @@ from typing import Callable
 from tracer.session import evals, records, storage
 from tracer.errors import PttraceError
 from tracer.session.fill import FrameFiller
-from tracer.session.model import Breakpoint, Frame
+from tracer.session.model import Breakpoint, Frame, Hit
 from tracer.recorder.events import BreakpointRecorded, EvalsRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
 
 log = logging.getLogger("pttrace.recorder")
@@ -73,13 +73,15 @@ class SessionTailer:
         kind = decoded["type"]
         if kind == records.STACK:  # each distinct path once, filled before its hits are shown
             self.fill(self._reader.records.stacks[int(decoded["id"])][0])
-        elif kind == records.HIT:
+        elif kind == records.HIT and isinstance(rec, Hit):
             if "site" not in decoded:
                 self.fill(rec.frames)
                 if rec.launched_by is not None:  # a parallel worker's launching thread: its stack too
                     self.fill(rec.launched_by.frames)
             if emit:
                 self._emit(HitRecorded(rec))
+        elif not isinstance(rec, dict):
+            return  # a definition, kept by the reader
         elif emit and kind == records.BREAKPOINT:
             self._emit(BreakpointRecorded(Breakpoint.from_dict(rec)))
         elif emit and kind == records.PROCESS:

@@ -77,7 +77,9 @@ class FrameFiller:
                 # is the kernel it wraps (its name alone does not say so).
                 if not had_name and i and kernel_below_adapter(f.layer, frames[i - 1].function):
                     f.layer = "kernel"
-                    self._answers[key] = dict(self._answers[key], layer="kernel")
+                    answer = self._answers[key]
+                    if answer is not None:
+                        self._answers[key] = dict(answer, layer="kernel")
             for key in looked:
                 if key not in self._written:
                     self._written.add(key)

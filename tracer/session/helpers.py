@@ -43,7 +43,7 @@ def fold_warnings(warnings: Sequence[str]) -> list[str]:
     """The warnings with every "process N executes P …, not Python" folded into one line per program,
     where the first of them was; all others unchanged and in order."""
     programs: dict[str, HelperProgram] = {}
-    out: list[object] = []
+    out: list[str | HelperProgram] = []
     for w in warnings:
         m = _NOT_PYTHON.fullmatch(w)
         if m is None:

@@ -42,7 +42,7 @@ def _launch_key(launch: Launch | None) -> tuple | None:
     return (thread, id(launch.frames), launch.why)
 
 
-class HitTable(Sequence):
+class HitTable(Sequence[Hit]):
     """The hits of a session in the order they were recorded (by ``seq`` once ``sort`` ran)."""
 
     def __init__(self, hits: Iterable[Hit] = ()) -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tracer.session.records import FILL_NAME_FIELDS, SCHEMA
 
@@ -20,10 +19,15 @@ LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispat
           "runtime")
 
 
-@lru_cache(maxsize=None)
-def _field_names(cls) -> frozenset[str]:
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
     # ``fields()`` rebuilds its tuple on every call: at 400k frames a load that was most of the time.
-    return frozenset(f.name for f in fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
 
 
 def _pick(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +123,7 @@ class Frame:
     inlined: bool = False
     # A dispatcher hop's DispatchKeySet, read at its entry (raw bits) and decoded to key names.
     keyset: int | None = None
-    keys: list[str] | None = None
+    keys: Sequence[str] | None = None
     keyset_note: str | None = None  # why a hop that takes a key set had it not read (never a guess)
     # A native frame gdb left without a name or file:line: its file-relative address (pc - the
     # library's load base), which pttrace's own symbol index names (a ``fill`` record, storage.py).
@@ -519,7 +523,7 @@ class SessionInfo:
 class Session:
     info: SessionInfo
     breakpoints: list[Breakpoint] = field(default_factory=list)
-    hits: list[Hit] = field(default_factory=list)
+    hits: Sequence[Hit] = field(default_factory=list)  # a HitTable once loaded (storage.load)
     path: str | None = None
     schema: int = SCHEMA
     processes: list[Process] = field(default_factory=list)  # in the order they started

@@ -99,6 +99,7 @@ class CachedFrame(dict):
     (interning looks frames up by it)."""
 
     __slots__ = ("text",)
+    text: str
 
 
 def frame_text(frame: dict[str, Any]) -> str:

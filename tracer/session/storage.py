@@ -16,7 +16,7 @@ import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from tracer import settings
 from tracer.session import evals, records
@@ -354,17 +354,17 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
             if not raw.strip():
                 continue
             try:
-                raw = records.decode(raw)
+                decoded = records.decode(raw)
             except records.BadRecord as bad:
                 if raw.endswith(b"\n"):
                     report.bad_lines.append((lineno, bad.why))
                 continue  # else: a last line still being written (or cut by a crash), not damage
-            kind = raw.get("type")
+            kind = decoded.get("type")
             try:
-                rec = reader.feed(raw)
+                rec = reader.feed(decoded)
                 if rec is None or kind == records.STACK:
                     continue  # a definition, kept by the reader
-                why = got.take(kind, rec, raw)
+                why = got.take(kind, rec, decoded)
                 if why is not None:
                     report.bad_lines.append((lineno, why))
             except SessionError:
@@ -446,7 +446,7 @@ def _merge_children(session: Session, table: HitTable, path: Path, depth: int, r
         table.sort()
 
 
-def _distinct_paths(hits: list[Hit] | HitTable) -> list[list[Frame]]:
+def _distinct_paths(hits: Sequence[Hit]) -> list[list[Frame]]:
     """Each frame list once (the hits of one stack share theirs), a parallel worker's launcher's too."""
     if isinstance(hits, HitTable):
         return hits.frame_lists()
@@ -487,13 +487,13 @@ def _key_table(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_fills(hits: list[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
+def apply_fills(hits: Sequence[Hit], fills: dict[tuple, dict[str, Any]]) -> None:
     for frames in _distinct_paths(hits):
         if any(f.offset is not None for f in frames):
             fill_path(frames, fills.get)
 
 
-def _name_from_index(hits: list[Hit]) -> None:
+def _name_from_index(hits: Sequence[Hit]) -> None:
     """A session whose writer was killed (no ``end``) may lack the fill records of its last hits: their
     frames are named here, from pttrace's index of each frame's library, as the writer would have."""
     from tracer.session.fill import FrameFiller
@@ -534,7 +534,7 @@ def decode_keyset(bits: int, table: dict[str, Any]) -> list[str]:
     return names
 
 
-def _decode_keysets(hits: list[Hit], table: dict[str, Any]) -> None:
+def _decode_keysets(hits: Sequence[Hit], table: dict[str, Any]) -> None:
     # A tuple: frames stay hashable by value (the JSON export caches encoded frames by their fields),
     # and one decoded tuple is shared by every frame with the same key set.
     cache: dict[int, tuple[str, ...]] = {}

@@ -48,7 +48,7 @@ def _torch_dir_of_library(library: str | None) -> str | None:
 
 
 def _looks_like_torch(library: str | None) -> bool:
-    return bool(library) and os.path.basename(library).startswith(("libtorch", "libc10"))
+    return library is not None and os.path.basename(library).startswith(("libtorch", "libc10"))
 
 
 def installed_torch_dir() -> str | None:

@@ -200,9 +200,8 @@ def ops_of(qualified: str, native: YamlIndex, deriv: YamlIndex | None
     autograd = False
     if len(parts) >= 4 and parts[:2] == ["at", "_ops"] and parts[-1] in ("call", "redispatch"):
         ops = native.get("struct", parts[2])
-    elif _WRAPPER_RE.match(last) and parts[0] == "at":
-        rest = _WRAPPER_RE.match(last).group(2)
-        ops = native.get("kernel_name", rest)
+    elif (wrapper := _WRAPPER_RE.match(last)) and parts[0] == "at":
+        ops = native.get("kernel_name", wrapper.group(2))
     elif qualified.startswith(_CODEGEN_NAMESPACES) and len(parts) >= 3:
         # VariableType::unbind_int_AutogradNestedTensor: a kernel of another autograd key, named with it
         ops = native.get("kernel_name", last) or native.get("kernel_name", _AUTOGRAD_KEY_RE.sub("", last))
@@ -212,7 +211,7 @@ def ops_of(qualified: str, native: YamlIndex, deriv: YamlIndex | None
         entry = next(iter(deriv.get("node", m.group(1))), None) if deriv and m else None
         if entry is not None:
             grads = [entry]
-            op_name = entry.name + (m.group(2) or "")
+            op_name = entry.name + ((m.group(2) if m else None) or "")
             ops = [e for e in native.get("name", op_name) if e.overload == entry.overload]
         return ops, grads
     elif last.startswith("THPVariable_") and parts[0] == "torch":

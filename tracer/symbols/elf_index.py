@@ -244,7 +244,7 @@ class LibraryIndex:
                special: bool = False) -> list[RawSymbol]:
         """Every symbol defined here whose *mangled* name contains one of ``substrings`` and, if given,
         matches the regular expression ``pattern``; see ``tracer.symbols.search_symbols``."""
-        wanted = set()
+        wanted: set[int] = set()
         if "function" in kinds:
             wanted.update(FUNCTION_TYPES)
         if "object" in kinds:
@@ -325,6 +325,8 @@ class LibraryIndex:
                 address - stub
         values, sizes, idx = self.addresses()
         t = self.search_table
+        if t is None:  # no symbol table: no function is known
+            return None
         k = bisect.bisect_right(values, address) - 1
         # The nearest symbols at or below the address, nearest first; a few suffice (aliases, labels).
         for j in range(k, max(k - 64, -1), -1):

@@ -217,6 +217,7 @@ class ElfFile:
         if sec is None or sec.type == SHT_NOBITS or sec.size == 0:
             return None
         raw = self.raw(sec)
+        out: bytes | memoryview
         if legacy:
             out = _inflate_zdebug(raw, self.display, name)
         elif sec.flags & SHF_COMPRESSED:
@@ -240,7 +241,7 @@ class ElfFile:
             with contextlib.suppress(OSError), lazy.locked():
                 lazy.discard()
 
-    def _inflate(self, raw: memoryview, name: str, lazy: bool = False) -> bytes:
+    def _inflate(self, raw: memoryview, name: str, lazy: bool = False) -> bytes | memoryview:
         header = 24 if self.elfclass == 64 else 12
         if len(raw) < header:
             raise SymbolError(f"{self.display}: section {name} has a bad compression header")
@@ -297,6 +298,7 @@ class ElfFile:
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             try:
                 base = self.sections.get(name) or self.sections.get(".z" + name[1:])
+                assert base is not None, name  # the caller read the section's bytes from it
                 start = base.offset + (len(self.raw(base)) - len(body))
 
                 def consumed(upto: int) -> None:
@@ -385,7 +387,7 @@ class _Inflation:
                 os.ftruncate(self.fd, size + _TRAILER.size)
         self.mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         self.valid = self._progress()
-        self._inflater = None
+        self._inflater: zlib._Decompress | None = None
         self._fed = self._out = 0  # compressed bytes given to the inflater, bytes it gave back
 
     @contextlib.contextmanager
@@ -428,9 +430,11 @@ class _Inflation:
 
     def _advance(self, end: int) -> None:
         """Inflate (under the lock) until ``end`` bytes are in the file; what it held already is not rewritten."""
-        if self._inflater is None or self._out > self.valid:
-            self._inflater, self._fed, self._out = zlib.decompressobj(), 0, 0
-        inflater, body = self._inflater, self.body
+        inflater = self._inflater
+        if inflater is None or self._out > self.valid:
+            inflater = self._inflater = zlib.decompressobj()
+            self._fed, self._out = 0, 0
+        body = self.body
         try:
             while self._out < end:
                 want = INFLATE_CHUNK if self._out < self.valid else min(INFLATE_CHUNK, max(end - self._out, 1 << 20))

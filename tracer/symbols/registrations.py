@@ -121,6 +121,7 @@ def registrations(index: LibraryIndex, namespace: str) -> list[Registration]:
                 break
             near = min(strings, key=lambda s: abs(s[0] - pos))[1]
             m = _OP_STRING.match(near)
+            assert m is not None  # strings holds only those that match
             out.append(Registration(m.group(1) + (f".{m.group(2)}" if m.group(2) else ""), key, block, target,
                                     mangled))
     return out

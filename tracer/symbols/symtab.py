@@ -3,9 +3,11 @@ with ``struct``, names found by ``find`` over the string table, never a Python o
 from __future__ import annotations
 
 import bisect
+import mmap
 import struct
 from array import array
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tracer.errors import SymbolError
 
@@ -27,7 +29,7 @@ class SymbolTable:
     ``sorted_names``/``order``: every entry's ``st_name`` sorted, and the entry index of each; they
     turn a string-table offset found by ``find`` into the symbols whose names start there."""
 
-    mm: object
+    mm: mmap.mmap  # the library file, mapped (ElfFile.mm)
     name: str
     elfclass: int
     offset: int
@@ -61,7 +63,7 @@ class SymbolTable:
             end = max(start, self.str_end)
         return self.mm[start:end].decode("utf-8", "replace")
 
-    def column(self, byte_offset: int, code: str) -> list[int]:
+    def column(self, byte_offset: int, code: Literal["B", "H", "I", "Q"]) -> list[int]:
         """One field of every entry, read as a strided memoryview."""
         size = struct.calcsize(code)
         raw = self.mm[self.offset : self.offset + self.count * self.entsize]

@@ -53,7 +53,7 @@ def parse_abbrev_table(data, offset: int, addr_size: int, offset_size: int) -> d
     """The abbreviation table at ``offset`` of ``.debug_abbrev``: code -> Abbrev."""
     if not 0 <= offset < len(data):
         raise DwarfFormatError(f"abbreviation table at {offset:#x} is past the end of .debug_abbrev")
-    table = {}
+    table: dict[int, Abbrev] = {}
     pos = offset
     while True:
         code, pos = uleb(data, pos)

@@ -112,7 +112,7 @@ def _read_entry_formats(data, pos, unit: CompUnit | None, offset_size: int, sect
         path = None
         dir_index = 0
         for ctype, form in formats:
-            value = None
+            value: str | int | None = None
             if form == F_STRING:
                 raw, pos = cstr(data, pos)
                 value = raw.decode("utf-8", "replace")
@@ -140,9 +140,9 @@ def _read_entry_formats(data, pos, unit: CompUnit | None, offset_size: int, sect
             else:
                 raise DwarfFormatError(f"line table: unsupported entry form {form:#x}")
             if ctype == DW_LNCT_PATH:
-                path = value
+                path = value if isinstance(value, str) else None
             elif ctype == DW_LNCT_DIRECTORY_INDEX:
-                dir_index = value or 0
+                dir_index = value if isinstance(value, int) else 0
         entries.append((path, dir_index))
     return entries, pos
 

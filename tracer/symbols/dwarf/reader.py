@@ -58,11 +58,12 @@ class DwarfReader:
         return self._unit_offsets
 
     def unit_offsets(self) -> list[int]:
-        if self._stored_units() is None:
+        offsets = self._stored_units()
+        if offsets is None:
             self._walk(None)
-            self._unit_offsets = self._walked
+            offsets = self._unit_offsets = self._walked
             cache.write(self.key, "units", self._walked)
-        return self._unit_offsets
+        return offsets
 
     def _walk(self, past: int | None) -> None:
         """Walk the unit headers on until a unit starts after ``past`` (None: to the end). One thread at a
