@@ -88,7 +88,7 @@ def debug_values(newest, frames: list[dict]) -> list[dict]:
     wanted = {f["address"]: i for i, f in enumerate(frames[:-1]) if _debug_frame(f)}
     if newest is None or not wanted:
         return []
-    out = []
+    out: list[dict] = []
     try:
         frame = newest.older()
         for _ in range(STATE.max_depth):

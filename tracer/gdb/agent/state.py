@@ -49,7 +49,7 @@ class Caches:
     """
 
     def __init__(self) -> None:
-        self.native: dict[tuple[int, int], Any] = {}  # (pc, inline index) -> CachedFrame
+        self.native: dict[tuple[int, int, bool], Any] = {}  # (pc, inline index, exact pc) -> CachedFrame
         self.lib_bases: dict[str, int | None] = {}  # library -> its load base (file offset 0), or None
         # library -> whether gdb has read its symbols: asked for each unnamed frame of every hit (a
         # stripped executable's frames are unnamed: 4 a hit, each a walk over gdb's objfiles, ~15% of a hit)

@@ -81,7 +81,7 @@ class CallPathTable(RowJumps, DataTable):
         same = (hit is not None and self.hit is not None and cwd == self.cwd
                 and _path_key(hit) == _path_key(self.hit))
         self.hit, self.caption, self.cwd = hit, caption, cwd
-        if same and (not stopped or self.selected_frame_index() == len(hit.frames) - 1):
+        if same and hit is not None and (not stopped or self.selected_frame_index() == len(hit.frames) - 1):
             self._retitle()
             return
         self._opened = set()
