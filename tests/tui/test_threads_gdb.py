@@ -31,7 +31,7 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
             stopped_lwp = app.call_path.hit.thread.lwp
             # THEN the status line names the thread that stopped
             stopped_id = str(app.state.last_stop.get("thread-id"))
-            assert f"thread {stopped_id}" in str(app.query_one("#status").render())
+            assert f"gdb thread {stopped_id}" in str(app.query_one("#status").render())
 
             # WHEN t is pressed THEN every thread is listed with its name, state and innermost frame
             await pilot.press("t")
@@ -49,7 +49,7 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
             await wait_until(pilot, lambda: path.hit is not None and path.hit.thread.lwp == other.lwp,
                              timeout=allowance(60))
             assert f"thread {other.id}" in path.border_title and "picked" in path.border_title
-            assert f"thread {other.id} (picked)" in str(app.query_one("#status").render())
+            assert f"gdb thread {other.id} (picked)" in str(app.query_one("#status").render())
 
             # AND the prompt runs in it
             said = await ask(pilot, app, "thread")
@@ -61,4 +61,43 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
         return app
 
     run_pilot(scenario(), timeout=allowance(400))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+
+
+DATALOADER = ROOT / "tests" / "targets" / "dataloader_stop.py"
+
+
+@pytest.mark.gdb
+def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
+    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(DATALOADER),
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(180), step=0.2)
+            path = app.call_path
+            worker = path.hit.thread.pid
+            # THEN the status line names the worker (not the main process) and gdb's thread that stopped
+            status = str(app.query_one("#status").render())
+            assert worker != app.state.pid and f"pid {worker}" in status, status
+            assert f"gdb thread {app.state.last_stop['thread-id']}" in status
+            for key, action in (("s", "step"), ("n", "next"), ("f", "finish")):
+                before = path.hit
+                await pilot.press(key)
+                await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
+                                 and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
+                # THEN it stopped in the worker, and the innermost frame shown is where gdb's pc is
+                assert path.hit.thread.pid == worker
+                said = await ask(pilot, app, "p/x $pc")
+                await pilot.press("escape")
+                assert said.endswith(f"0x{path.frames[-1].address:x}"), (action, said, path.frames[-1])
+                assert path.selected_frame_index() == len(path.frames) - 1
+            await pilot.press("q")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(500))
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"

@@ -94,3 +94,12 @@ def test_thread_rows_from_gdbs_thread_info():
     assert (one.id, one.lwp, one.name, one.frame, one.current) == ("1", 10801, "python3",
                                                                    "__GI___nanosleep at nanosleep.c:25", False)
     assert two.current and two.frame == "0x00007fffe35eec40 in ?? from libtorch_cpu.so"
+
+
+def test_gdbs_linkage_names_are_demangled():
+    from tracer.recorder.unknowns import demangled
+
+    said = "Single stepping until exit from function _ZN2at12_GLOBAL__N_119wrapper_CPU_sigmoidERKNS_6TensorE, which"
+    assert demangled(said) == ("Single stepping until exit from function "
+                               "at::(anonymous namespace)::wrapper_CPU_sigmoid(at::Tensor const&), which")
+    assert demangled("no names here") == "no names here"

@@ -12,6 +12,7 @@ from tracer.dispatch.classify import short_name
 from tracer.errors import PttraceError
 
 _UNKNOWN = re.compile(r"(0x[0-9a-fA-F]+) in \?\? \(\)")
+_MANGLED = re.compile(r"\b_Z[A-Za-z0-9_]+")
 
 
 def mappings(pid: int | None) -> list[tuple[int, int, int, str]]:
@@ -56,6 +57,22 @@ def name_unknowns(text: str, pid: int | None) -> str:
         return f"{m.group(1)} in {name} ()" if name else m.group(0)
 
     return _UNKNOWN.sub(named, text)
+
+
+def demangled(text: str) -> str:
+    """gdb's ``Single stepping until exit from function _ZN2at12_GLOBAL__N_1...`` (a minimal symbol's
+    linkage name) with the C++ name a reader knows."""
+    if "_Z" not in text:
+        return text
+    from tracer.symbols.demangle import demangle
+
+    def one(m: re.Match) -> str:
+        try:
+            return demangle(m.group(0))
+        except Exception:  # noqa: BLE001 - a name the demangler refuses stays as gdb wrote it
+            return m.group(0)
+
+    return _MANGLED.sub(one, text)
 
 
 def name_frame(frame: dict, pid: int | None) -> dict:

@@ -643,9 +643,9 @@ class LiveSource(EventSource):
             before = self._stops
             said = getattr(engine, action)()
         if said:  # gdb's own words: "Single stepping until exit from function X, which has no line ..."
-            from tracer.recorder.unknowns import name_unknowns
+            from tracer.recorder.unknowns import demangled, name_unknowns
 
-            self._emit(SourceEvent("gdb", name_unknowns(" ".join(str(said).split()), self._pid)))
+            self._emit(SourceEvent("gdb", demangled(name_unknowns(" ".join(str(said).split()), self._pid))))
         return self._wait_for_stop(before, timeout=60.0)
 
     def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:

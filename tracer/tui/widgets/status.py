@@ -36,7 +36,7 @@ class StatusLine(Static):
             parts.append(("pid", str(pid), "bold"))
         thread = state.selected_thread or stop.get("thread-id")
         if thread:
-            parts.append(("thread", str(thread) + (" (picked)" if state.selected_thread else ""), "bold"))
+            parts.append(("gdb thread", str(thread) + (" (picked)" if state.selected_thread else ""), "bold"))
         if state.loading:
             parts.append(("loading", f"loading {len(state.hits):,}+ hits…", "bold yellow"))
         else:
