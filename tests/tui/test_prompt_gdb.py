@@ -167,6 +167,15 @@ def test_prompt_on_the_release_wheel(tmp_path):
             said = await ask(pilot, app, "info registers")
             assert all(re.search(rf"^{r}\s+0x", said, re.M) for r in ("rax", "rsp", "eflags")), said
 
+            # WHEN gdb's backtrace passes through libtorch_cpu.so (unwind tables only: gdb says `?? ()`)
+            # THEN its lines carry pttrace's names for those addresses
+            said = await ask(pilot, app, "bt 3")
+            assert "?? ()" not in said and re.match(r"#0  0x[0-9a-f]+ in at::wrapper_CPU_sigmoid \(\) from \S*libtorch_cpu\.so",
+                                                     said), said
+            # AND so does the stop's own line in the output pane
+            stop_notes = [x.plain for x in app.query_one(OutputLog)._lines if "Breakpoint" in x.plain]
+            assert stop_notes and "wrapper_CPU_sigmoid" in stop_notes[0] and "??" not in stop_notes[0], stop_notes
+
             # WHEN a Python row is selected THEN the line runs in the eval frame that runs it
             python_rows = [i for i, f in enumerate(path.frames) if f.kind == "python"]
             path.select_frame(python_rows[-1])
