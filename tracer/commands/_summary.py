@@ -127,10 +127,10 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
                 line.append(f"   {f.source}", style="dim")
         else:
             key = f" [{f.dispatch_key}]" if f.dispatch_key else ""
-            loc = f"  {frame_location(f, cwd)}" if f.file else ""
+            place = f"  {frame_location(f, cwd)}" if f.file else ""
             line = Text.assemble((f"  {f.layer or '?':<10} ", style),  # a space even after "torchscript"
                                  (f.short or f.function or hex(f.address or 0)),
-                                 (key, "bold"), (f"  {os.path.basename(f.library or '?')}{loc}", "dim"))
+                                 (key, "bold"), (f"  {os.path.basename(f.library or '?')}{place}", "dim"))
         console.print(line, overflow="ellipsis", no_wrap=True)
     _print_carried(console, bp, session, first)
 

@@ -599,8 +599,8 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
     # Kernels behind each DispatchStub: the pointer the stub's per-capability slot holds.
     bases = {r.base: r for r in refs}
     for m, base, cap in stubs:
-        ref = bases.get(base)
-        if ref is None:
+        stub_ref = bases.get(base)
+        if stub_ref is None:
             continue
         ptr = symbols.read_pointer(m.library, m.address)
         if not ptr:
@@ -618,7 +618,7 @@ def resolve_op(spec: str, libraries: list[str], facts: TorchFacts | None = None,
             prior.capability = cap
             prior.label = f"{label}[{cap}]"
         else:
-            _add(chosen, fn, "native kernel", ref, None, cap, label, note=f"{base}_stub's {cap} kernel")
+            _add(chosen, fn, "native kernel", stub_ref, None, cap, label, note=f"{base}_stub's {cap} kernel")
     for f in chosen.values():
         if f.role == "native kernel" and f.capability and not f.label.endswith("]"):
             f.label = f"{label}[{f.capability}]"

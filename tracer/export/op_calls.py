@@ -171,7 +171,7 @@ class CallSite:
 
 
 def by_call_site(calls: list[OpCall]) -> list[CallSite]:
-    sites: dict[tuple, CallSite] = {}
+    sites: dict[tuple | None, CallSite] = {}
     for call in calls:
         frame = call_site(call)
         key = (frame.file, frame.line) if frame is not None else None

@@ -66,7 +66,7 @@ def _found_line(frame: Frame, cwd: str | None, finder, dim: bool) -> Text:
     if not refs:
         return t
     first = refs[0]
-    where = P.display_path(first.file, cwd) + (f":{first.line}" if first.line else "")
+    where = (P.display_path(first.file, cwd) or "") + (f":{first.line}" if first.line else "")
     t.append(f"\n  ↳ {first.label} ", style="cyan" if not dim else "grey50")
     t.append(where, style="grey62" if not dim else "grey50")
     if len(refs) > 1:
@@ -187,7 +187,8 @@ def add_op_calls(parent: Tree, hits: list, cwd: str | None = None) -> None:
                            "was called with and the keys handled since the hop before", style="bold"))
     for site in O.by_call_site(calls):
         label = Text("from ", style="grey50")
-        label.append(P.frame_location(site.frame, cwd) or "(no Python frame)", style="green")
+        where = P.frame_location(site.frame, cwd) if site.frame is not None else None
+        label.append(where or "(no Python frame)", style="green")
         if site.frame is not None and site.frame.source:
             label.append(f"  {site.frame.source.strip()}", style="italic")
         site_node = node.add(label)

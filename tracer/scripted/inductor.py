@@ -93,7 +93,7 @@ class GeneratedKernel:
             text += " (from its name)"
         lines = self.user_lines
         if lines:
-            text += " ← " + ", ".join(f"{os.path.basename(n.file)}:{n.line}" for n in lines)
+            text += " ← " + ", ".join(f"{os.path.basename(n.file or '')}:{n.line}" for n in lines)
         return text
 
 

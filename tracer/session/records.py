@@ -356,11 +356,11 @@ class Reader:
                 self.site_args[int(rec["id"])] = aid
             return None
         if kind == ARGS:
-            frames = rec.get("frames")
-            if type(frames) is not list or not all(type(f) is dict and type(f.get("frame")) is int
-                                                   and type(f.get("args", [])) is list for f in frames):
+            carried = rec.get("frames")
+            if type(carried) is not list or not all(type(f) is dict and type(f.get("frame")) is int
+                                                    and type(f.get("args", [])) is list for f in carried):
                 raise BadRecord("an args record whose frames are not [{frame, args}]")
-            self.args[int(rec["id"])] = frames
+            self.args[int(rec["id"])] = carried
             return None
         return rec
 

@@ -163,15 +163,15 @@ class SourceFinder:
         self._lines: dict[str, list[str]] = {}
         self._lock = threading.RLock()
         if self.source_dir:
-            self._check_commit()
+            self._check_commit(self.source_dir)
 
     def _note(self, text: str) -> None:
         if text not in self._told:
             self._told.add(text)
             self.notes.append(text)
 
-    def _check_commit(self) -> None:
-        theirs = tags.checkout_commit(self.source_dir, pytorch_only=True)
+    def _check_commit(self, source_dir: str) -> None:
+        theirs = tags.checkout_commit(source_dir, pytorch_only=True)
         ours = self.session_commit or (wheel_commit(self.default_torch or installed_torch_dir() or "") or None)
         if theirs and ours and not (theirs.startswith(ours) or ours.startswith(theirs)):
             self._note(f"the source directory {self.source_dir} has commit {theirs[:12]} out, but the torch "

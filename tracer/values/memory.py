@@ -32,7 +32,7 @@ class Unreadable:
     kind = "unreadable"
 
     def to_dict(self) -> dict:
-        out = {"kind": self.kind, "why": self.why}
+        out: dict[str, str | int] = {"kind": self.kind, "why": self.why}
         if self.type:
             out["type"] = self.type
         if self.address is not None:
