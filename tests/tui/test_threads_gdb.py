@@ -101,3 +101,56 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
 
     run_pilot(scenario(), timeout=allowance(500))
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+
+
+HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
+
+
+@pytest.mark.gdb
+def test_a_call_into_an_attached_process_is_said_once(tmp_path):
+    import os
+    import subprocess
+
+    from tests.support import fifo_line
+    from tracer.tui.widgets.output import OutputLog
+
+    # GIVEN a running Python attached to and interrupted
+    fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
+    os.mkfifo(fifo)
+    target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert fifo_line(fifo, target).startswith("ready")
+        config = TraceConfig(breakpoints=("THPVariable_tensor",), python=sys.executable, pid=target.pid,
+                             session_dir=tmp_path, live=True, forward_output=False)
+        source = LiveSource(config)
+
+        async def scenario():
+            app = make_app(source)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await wait_until(pilot, lambda: len(app.state.hits) >= 1 and app.state.gdb == "ready",
+                                 timeout=allowance(90), step=0.2)
+                await pilot.press("i")
+                await wait_until(pilot, lambda: "where interrupt stopped" in app.call_path.border_title
+                                 and app.state.gdb == "ready", timeout=allowance(30))
+                log = app.query_one(OutputLog)
+                # WHEN a function of the target is called twice THEN it runs, and pttrace says once that a
+                # call runs code in the attached process
+                for _ in range(2):
+                    said = await ask(pilot, app, "call (int)getpid()")
+                    assert said.endswith(f"= {target.pid}"), said
+                notes = [x.plain for x in log._lines if "runs code in the attached process" in x.plain]
+                assert len(notes) == 1, notes
+                await pilot.press("escape")
+                await pilot.press("q")  # attached: detaches without asking
+                await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+
+        run_pilot(scenario(), timeout=allowance(200))
+        assert target.poll() is None, "detaching must leave the target running"
+    finally:
+        stop_file.touch()
+        try:
+            target.wait(30)
+        finally:
+            if target.poll() is None:
+                target.kill()
