@@ -36,3 +36,22 @@ def test_a_hit_under_a_generator_and_a_coroutine_gets_no_false_warning(tmp_path)
     assert "Handle._run" in python and "Runner.run" in python
     assert not [w for w in session.info.warnings if "eval frames" in w], session.info.warnings
     assert session.info.status == "completed" and session.info.exit_code == 0
+
+
+def test_a_target_that_executes_python_has_one_count_one_exit_code_and_its_locations(tmp_path):
+    # GIVEN a target that hits once, then executes another Python program that hits once and exits 3
+    out, session = record(tmp_path, "-b", "wrapper_CPU_sigmoid", str(TARGETS / "execv_python.py"))
+    assert "SECOND DONE" in out
+    # THEN the summary, show, sessions and the session agree: 2 hits, a resolved breakpoint, exit code 3
+    assert "2 hit(s)" in out and "never resolved" not in out, out
+    assert len(session.hits) == 2 and session.info.exit_code == 3
+    (bp,) = session.breakpoints
+    assert bp.hits == 2 and bp.locations and not bp.pending
+    listing = subprocess.run([*PTTRACE, "sessions", "--session-dir", str(tmp_path / "sessions")],
+                             capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    row = next(line for line in listing.splitlines() if "execv_python" in line)
+    assert row.split()[-2] == "2", row
+    shown = subprocess.run([*PTTRACE, "show", session.path], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "250"}).stdout
+    header = " ".join(shown.split("├")[0].split())  # the first line, however the terminal wrapped it
+    assert "completed 2 hits" in header, header

@@ -39,6 +39,44 @@ class Summary:
     why: str = "not a readable session file"  # when it is not readable
 
 
+def _child_hits(path: Path, refs: list[str], seen: set[Path], depth: int = 0) -> int:
+    """The hits of the child sessions a session names (its children that executed Python), each file once,
+    as ``show`` counts them: inside the session's directory, no link, no special file, no cycle."""
+    from tracer.errors import SessionError
+    from tracer.session.storage import open_session_file
+
+    total = 0
+    for ref in dict.fromkeys(refs):
+        named = path.parent / ref
+        real = named.resolve()
+        if depth > 3 or real in seen or named.is_symlink() or path.parent.resolve() not in real.parents:
+            continue
+        seen.add(real)
+        more: list[str] = []
+        try:
+            with open_session_file(real) as fh:
+                for raw in fh:
+                    if _HIT_PREFIX_RE.match(raw) and raw.rstrip().endswith(b"}"):
+                        total += 1
+                    elif b'"session"' in raw and b'"process"' in raw:
+                        more += _session_refs(raw)
+        except (SessionError, OSError):
+            continue
+        total += _child_hits(real, more, seen, depth + 1)
+    return total
+
+
+def _session_refs(raw: bytes) -> list[str]:
+    from tracer.session.records import BadRecord, decode
+
+    try:
+        rec = decode(raw)
+    except BadRecord:
+        return []
+    ref = rec.get("session") if rec.get("type") == "process" else None
+    return [ref] if isinstance(ref, str) and ref else []
+
+
 def summarize(path: Path) -> Summary:
     """What a listing shows of one file; whatever the file holds, a Summary (``readable`` False if it
     is not a session), so that one bad file never hides the others."""
@@ -49,6 +87,7 @@ def summarize(path: Path) -> Summary:
 
     s = Summary(path=path, id=path.stem)
     info = None
+    children: list[str] = []
     if path.is_symlink():  # a shared directory is untrusted: a link may lead anywhere (a FIFO, /dev/zero)
         s.readable, s.why = False, "a symbolic link, not a session file: skipped"
         return s
@@ -73,6 +112,8 @@ def summarize(path: Path) -> Summary:
                         s.hits += 1
                     elif kind == "breakpoint":
                         _add_spec(s, rec)
+                    elif kind == "process" and isinstance(rec.get("session"), str) and rec["session"]:
+                        children.append(rec["session"])
                     elif kind == "end":
                         status = rec.get("status")
                         s.status = status if isinstance(status, str) else "completed"
@@ -96,6 +137,7 @@ def summarize(path: Path) -> Summary:
     s.id = info.id if info.id != "unknown" else s.id
     s.started = info.started
     s.argv = info.argv
+    s.hits += _child_hits(path, children, {path.resolve()})
     return s
 
 

@@ -244,7 +244,7 @@ class _Gathered:
             self.bps.pop(str(rec["spec"]), None)
         elif kind == "breakpoint":
             bp = Breakpoint.from_dict(rec)
-            self.bps[bp.spec] = bp
+            self.bps[bp.spec] = _kept_locations(self.bps.get(bp.spec), bp)
         elif kind == "hit":
             site = self.table.append(rec)
             if raw.get("site") is not None and rec.signal is None and rec.launched_by is None:
@@ -292,7 +292,7 @@ class _Gathered:
                 if w not in info.warnings:
                     info.warnings.append(w)
             for bp in self.ended_bps:
-                bps[bp.spec] = bp
+                bps[bp.spec] = _kept_locations(bps.get(bp.spec), bp)
         else:
             info.status = "loading" if more else "interrupted"
         for lineno, why in report.bad_lines:
@@ -382,6 +382,15 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     return session
 
 
+def _kept_locations(before: Breakpoint | None, after: Breakpoint) -> Breakpoint:
+    """A later record of a breakpoint with no location, after one that had them, keeps them: gdb forgets a
+    process's libraries once it has detached from it (a target that executed Python and was handed to a
+    recorder of its own), and its last dump then lists none, though the breakpoint resolved and was hit."""
+    if before is not None and before.locations and not after.locations:
+        after.locations, after.pending, after.suggestions, after.error = before.locations, False, [], None
+    return after
+
+
 TORCHSCRIPT_NOT_READ = (
     "hits passed through TorchScript's interpreter: pttrace does not read which scripted function, source "
     "line and graph node it was running, nor its graph (graph->dump() would call into the target, which "
@@ -440,10 +449,18 @@ def _merge_children(session: Session, table: HitTable, path: Path, depth: int, r
             if w not in session.info.warnings:
                 session.info.warnings.append(w)
         counts = {bp.spec: bp.hits for bp in sub.breakpoints}
+        theirs = {bp.spec: bp for bp in sub.breakpoints}
         for bp in session.breakpoints:
             bp.hits += counts.get(bp.spec, 0)
+            if bp.spec in theirs:  # where the child's gdb resolved it, when the main's lists nothing
+                _kept_locations(theirs[bp.spec], bp)
     if merged:
         table.sort()
+    # A target that executed Python and was handed over ends in its own recorder's session: its exit code
+    # is there (the main session's end record could not know it).
+    target = session.processes[0] if session.processes else None
+    if session.info.exit_code is None and target is not None and target.exit_code is not None:
+        session.info.exit_code = target.exit_code
 
 
 def _distinct_paths(hits: Sequence[Hit]) -> list[list[Frame]]:
