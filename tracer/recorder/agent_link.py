@@ -141,5 +141,13 @@ class AgentLink:
         if res.error:
             raise AgentError(f"the agent could not turn its breakpoints {'off' if on else 'on'}: {res.error}")
 
+    def ptrace(self, request: str) -> object:
+        """Raw ptrace by gdb's own tracer thread, for a stop gdb lost (watchdog.py): its JSON answer."""
+        res = self._ask(f"pttrace-ptrace {request}", timeout=10)
+        try:
+            return json.loads("".join(res.console).strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AgentError(f"the agent's ptrace answer is unreadable: {(res.error or '')[:200]!r}") from None
+
     def cfi_drop(self, library: str) -> None:
         self._ask(f"pttrace-cfi-drop {library}")

@@ -95,6 +95,11 @@ class ExecChildren:
             return False
         return True
 
+    def holding(self, pid: int) -> None:
+        """``pid`` was stopped by pttrace's own means (a detach with SIGSTOP): the keeper continues it if
+        pttrace dies before its recorder lets it go."""
+        self._keeper.held(pid)
+
     def resume(self, pid: int) -> None:
         try:
             os.kill(pid, signal.SIGCONT)

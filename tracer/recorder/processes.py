@@ -104,6 +104,11 @@ class ProcessTable:
         if inferior.pid is not None:
             self._write(records.process(inferior.pid, argv=argv or None))
 
+    def adopted(self, pid: int, argv: list[str]) -> None:
+        """A child gdb never announced (its fork event lost: watchdog.py), handed to a recorder of its own."""
+        self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, started=storage.now_iso(),
+                                    host=socket.gethostname()))
+
     def group_of_number(self, number: int) -> Inferior | None:
         return self.inferiors.get(f"i{number}")
 

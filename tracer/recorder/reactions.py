@@ -201,17 +201,27 @@ class Reactions:
     def vanished(self) -> bool:
         """True (and the recording ended) when every process gdb follows is gone although gdb never said
         so: gdb 13 can lose the end of a many-threaded process killed by SIGKILL while it stops its
-        threads, and would then wait for ever."""
-        live = [i for i in self._processes.live() if i.pid is not None]
+        threads, and the exits of children under a fork storm, and would then wait for ever. The status
+        says what is known: the target's own end when gdb reported it, a crash only when it did not."""
+        processes = self._processes
+        live = [i for i in processes.live() if i.pid is not None]
         if not live or any(guard.process_state(pid) not in (None, "Z", "X") for pid in (i.pid for i in live)
                            if pid is not None):
             return False
         for inferior in live:
-            self._processes.exited(inferior.group)
+            processes.exited(inferior.group)
         pids = ", ".join(str(i.pid) for i in live)
-        self._warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
-                   "ended there and every hit before it is kept")
-        self._outcome.end("target-crashed", "gone without a word from gdb")
+        if processes.main in live:
+            self._warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
+                       "ended there and every hit before it is kept")
+            self._outcome.end("target-crashed", "gone without a word from gdb")
+        else:
+            self._warn(f"process {pids} (a child of the target) ended without gdb reporting it: its exit status "
+                       "is not known; every hit before its end is kept")
+            if processes.main.signal:
+                self._outcome.end("target-crashed", f"killed by {processes.main.signal}")
+            else:
+                self._outcome.end("completed", "exited")
         return True
 
     def handed_over_all(self) -> bool:

@@ -30,6 +30,7 @@ from tracer.recorder.notices import Notices
 from tracer.recorder.outcome import Outcome
 from tracer.recorder.processes import ProcessTable
 from tracer.recorder.reactions import Reactions
+from tracer.recorder.watchdog import Watchdog
 from tracer.session import storage
 from tracer.session.model import Session, SessionInfo
 
@@ -59,6 +60,7 @@ class Recorder:
         self._reactions: Reactions | None = None
         self._ending: Ending | None = None
         self._children: ExecChildren | None = None
+        self._watchdog: Watchdog | None = None
         self.stop_requested: str | None = None
         self._finished = threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
@@ -186,6 +188,7 @@ class Recorder:
         self._reactions = Reactions(mi, parts.agent, parts.policy, parts.later, parts.follower, self.processes,
                                     self._children, self.control, self._ending, self.outcome, cfg,
                                     lambda: self.stop_requested is not None, notices.emit, notices.warn)
+        self._watchdog = Watchdog(mi, parts.agent, self.processes, self._children, self.outcome, notices.warn)
 
     def _abort(self) -> None:
         startup.abort(self.mi, self.terminal, self._files)
@@ -226,6 +229,10 @@ class Recorder:
                         if reactions.vanished():
                             ending.finish_target()
                             break
+                    # Nothing from gdb: has it lost an event? (a fork storm; watchdog.py)
+                    if now - quiet_since > 2.0 and self._watchdog is not None and self._watchdog.check():
+                        ending.finish_target()
+                        break
                     continue
                 quiet_since = time.monotonic()
                 if ev.kind == "gdb-exited":

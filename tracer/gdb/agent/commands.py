@@ -16,6 +16,7 @@
   pttrace-cfi-add {"library": L, "copy": C}   give gdb L's CFI-only copy instead of L's symbols
   pttrace-cfi-drop LIBRARY      take that copy away (L's full symbols are loaded next)
   pttrace-quiet on|off          every breakpoint off but execve's (a process goes through its exec), then on
+  pttrace-ptrace info TID... | resume TID SIG | release PID   raw ptrace for a stop gdb lost (rescue.py)
 
 The configuration of pttrace-setup: ``session`` (the file to append to), ``mode``, ``max_hits``,
 ``max_depth``, ``first_seq`` (the seq of the last hit already in the file), ``layers``, ``breakpoints``
@@ -31,7 +32,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import breakpoints, launcher, native, tensor_command
+from tracer.gdb.agent import breakpoints, launcher, native, rescue, tensor_command
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
@@ -269,6 +270,7 @@ def install() -> None:
     _Command("pttrace-process-ready", _process_ready)
     _Command("pttrace-exec-seen", _exec_seen)
     _Command("pttrace-quiet", _quiet)
+    _Command("pttrace-ptrace", lambda arg: gdb.write(rescue.command(arg) + "\n"))
     tensor_command.install()  # `tensor EXPR` at the TUI's gdb prompt
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
     gdb.events.new_objfile.connect(_on_new_objfile)
