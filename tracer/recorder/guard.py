@@ -67,9 +67,10 @@ def _copied_pages(pagemap, start: int, end: int) -> list[int]:
     return pages
 
 
-def remove_breakpoints(pid: int) -> Repair:
+def remove_breakpoints(pid: int, resume: bool = True) -> Repair:
     """Put back every byte gdb replaced with int3 in the target's code; continue it if it was left
-    stopped. Raises RepairError when the target cannot be read or written."""
+    stopped (unless ``resume`` is False: held for a recorder of its own). Raises RepairError when the
+    target cannot be read or written."""
     restored = 0
     libraries: list[str] = []
     try:
@@ -98,7 +99,7 @@ def remove_breakpoints(pid: int) -> Repair:
                                     libraries.append(path)
     except OSError as exc:
         raise RepairError(f"cannot repair process {pid}'s code: {exc.strerror or exc}") from None
-    return Repair(restored, tuple(libraries), resumed=_continue_if_stopped(pid))
+    return Repair(restored, tuple(libraries), resumed=_continue_if_stopped(pid) if resume else False)
 
 
 def leave_attached(pid: int | None, gdb_lost: bool) -> tuple[str | None, list[str]]:

@@ -214,7 +214,7 @@ class Watchdog:
             self._do(f"release {tid}", lambda: _gone(tid) or guard.traced_by(tid) != self._mi.proc.pid,
                      f"detaching thread {tid}")
         try:
-            guard.remove_breakpoints(pid)
+            guard.remove_breakpoints(pid, resume=False)  # held: its recorder continues it once attached
         except guard.RepairError as exc:
             log.debug("repairing %s: %s", pid, exc)
 
