@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
-from tests.support import Lines, wait_for
+from tests.support import Lines, private_mount_prefix, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -367,18 +367,9 @@ def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftove
     assert not processes_named(str(TARGETS / "loop.py"))
 
 
-def _private_tmpfs_prefix() -> list[str] | None:
-    """``unshare`` arguments for a private mount namespace (a user namespace too when not root)."""
-    if not shutil.which("unshare"):
-        return None
-    flags = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
-    probe = subprocess.run(["unshare", *flags, "true"], capture_output=True)
-    return ["unshare", *flags] if probe.returncode == 0 else None
-
-
 def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path, no_leftovers):
     # GIVEN a session directory on a 256 KiB tmpfs (in a private mount namespace: nothing to clean up)
-    prefix = _private_tmpfs_prefix()
+    prefix = private_mount_prefix()
     if prefix is None:
         pytest.skip("cannot make a private mount namespace here (unshare refused)")
     full = tmp_path / "full"

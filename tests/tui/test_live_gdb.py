@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import HELLO, ROOT, alive
-from tests.support import fifo_line
+from tests.support import allowance, fifo_line, stop_process
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -165,7 +165,7 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
     finally:
         stop_file.touch()
         try:
-            target.wait(30)
-        finally:
-            if target.poll() is None:
-                target.kill()
+            target.wait(allowance(30))
+        except subprocess.TimeoutExpired:  # still held by the source of a failed test: not this test's error
+            pass
+        stop_process(target)
