@@ -109,9 +109,9 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
     for lib in sorted({m.library for m in matches}):
         with_lines[lib] = symbols.line_info_source(lib)
     if not matches:
-        stripped = [lib for lib in libraries if LibraryIndex.open(lib).stripped]
-        if explicit and stripped and len(stripped) == len(libraries):
-            raise SymbolError(f"{stripped[0]} is stripped (no .symtab): only its exported symbols were "
+        bare = [lib for lib in libraries if LibraryIndex.open(lib).stripped]
+        if explicit and bare and len(bare) == len(libraries):
+            raise SymbolError(f"{bare[0]} is stripped (no .symtab): only its exported symbols were "
                               f"searched and none is named {name!r}")
         suggestions = symbols.suggest(name, libraries, limit=5)
         if as_json:
@@ -232,8 +232,8 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
                 else:
                     release = True
     # Said once, whatever the number of matches and libraries.
-    for told, note in ((release, RELEASE_NOTE), (stripped, STRIPPED_NOTE)):
-        if told:
+    for needed, note in ((release, RELEASE_NOTE), (stripped, STRIPPED_NOTE)):
+        if needed:
             console.print()
             console.print(Line(note, style="italic"))
 

@@ -93,7 +93,8 @@ def source_lines(frame: Frame, path: str | os.PathLike, trust: SourceTrust = NO_
     lines = read_text(real)
     if lines is None:
         return None
-    if python and (frame.line > len(lines) or lines[frame.line - 1].strip() != visible(frame.source.strip())):
+    if python and (frame.line is None or frame.line > len(lines)
+                   or lines[frame.line - 1].strip() != visible((frame.source or "").strip())):
         return None
     return lines
 
@@ -109,7 +110,8 @@ def _named_by_dwarf(frame: Frame, path: str, real: str, trust: SourceTrust) -> b
         return False
     if not names:
         return False
-    return os.path.normpath(frame.file) in names or os.path.normpath(path) in names or real in names
+    return ((frame.file is not None and os.path.normpath(frame.file) in names) or os.path.normpath(path) in names
+            or real in names)
 
 
 def read_text(path: str | os.PathLike) -> tuple[str, ...] | None:

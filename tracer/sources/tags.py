@@ -262,22 +262,25 @@ class DefinitionIndex:
                 numbers[d.file] = n = len(files)
                 files.append(d.file)
             grouped.setdefault(d.qualified, []).append(_encode(n, d))
-        shards: list[dict[str, str] | None] = [{} for _ in range(cls.SHARDS)]
+        built: list[dict[str, str]] = [{} for _ in range(cls.SHARDS)]
         for q, v in grouped.items():
-            shards[_shard_of(q, cls.SHARDS)][q] = "\x1e".join(v)
+            built[_shard_of(q, cls.SHARDS)][q] = "\x1e".join(v)
+        shards: list[dict[str, str] | None] = list(built)
         return cls(real, shards, files, started)
 
     def _shard(self, qualified: str) -> dict[str, str]:
-        n = _shard_of(qualified, len(self._shards))
-        if self._shards[n] is None:
-            self._read_shard(n)
-        return self._shards[n]
+        return self._shard_at(_shard_of(qualified, len(self._shards)))
 
     def _all(self) -> list[dict[str, str]]:
-        for n in range(len(self._shards)):
-            if self._shards[n] is None:
-                self._read_shard(n)
-        return self._shards
+        return [self._shard_at(n) for n in range(len(self._shards))]
+
+    def _shard_at(self, n: int) -> dict[str, str]:
+        shard = self._shards[n]
+        if shard is None:
+            self._read_shard(n)
+            shard = self._shards[n]
+            assert shard is not None  # read, or the whole tree parsed again
+        return shard
 
     def _read_shard(self, n: int) -> None:
         shard = self._load(n) if self._load else None
