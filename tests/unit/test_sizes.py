@@ -14,7 +14,7 @@ OVER: dict[str, int] = {
     "tracer/export/markdown.py::MarkdownRenderer": 511,
     "tracer/gdb/agent/stack.py::_walk": 101,
     "tracer/tui/app.py::PttraceApp": 524,
-    "tracer/values/probe.py::main": 235,
+    "tracer/values/probe.py::main": 239,
 }
 
 
