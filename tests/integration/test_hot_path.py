@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_pttrace
 from tracer.session import storage
 
@@ -68,8 +70,16 @@ def _run(tmp_path: Path, name: str, *extra: str) -> list[dict]:
     return _hits(out)
 
 
-def test_every_hit_has_its_own_lines_depths_and_thread(tmp_path):
-    hits = _run(tmp_path, "full")
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The script traced once without a cut, and where it is: read by two tests (each run is a whole
+    pttrace run of torch); a cut run traces the same file, since the recorded frames name it."""
+    where = tmp_path_factory.mktemp("hot_path")
+    return where, _run(where, "full")
+
+
+def test_every_hit_has_its_own_lines_depths_and_thread(full_run):
+    _, hits = full_run
     assert len(hits) == 6 * 2 + 2
     loop = hits[:12]
     for i in range(6):
@@ -91,10 +101,10 @@ def test_every_hit_has_its_own_lines_depths_and_thread(tmp_path):
     assert sum(1 for f in exec_hit["frames"] if f["function"] == "PyEval_EvalCode") == 2
 
 
-def test_max_depth_cut_keeps_the_innermost_frames_of_the_full_walk(tmp_path):
-    full = _run(tmp_path, "full")
+def test_max_depth_cut_keeps_the_innermost_frames_of_the_full_walk(full_run):
+    where, full = full_run
     for depth in ("12", "30"):
-        cut = _run(tmp_path, f"cut{depth}", "--max-depth", depth)
+        cut = _run(where, f"cut{depth}", "--max-depth", depth)
         assert len(cut) == len(full)
         for whole, part in zip(full, cut):
             n = int(depth)
