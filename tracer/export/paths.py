@@ -44,7 +44,7 @@ def frame_note(frame: Frame) -> str | None:
 def is_interpreter_loop(function: str | None) -> bool:
     """TorchScript's interpreter loop (``InterpreterStateImpl::runTemplate``/``runImpl``), where the
     scripted function's frames would be interleaved."""
-    return bool(function) and "torch::jit::InterpreterStateImpl::run" in function
+    return function is not None and "torch::jit::InterpreterStateImpl::run" in function
 
 
 def generated_kernel(frames: list[Frame], i: int, cwd: str | None = None):
@@ -54,7 +54,7 @@ def generated_kernel(frames: list[Frame], i: int, cwd: str | None = None):
     from tracer.scripted import inductor
 
     f = frames[i]
-    if f.kind != "native" or not inductor.is_generated(f.library):
+    if f.kind != "native" or f.library is None or not inductor.is_generated(f.library):
         return None
     if i + 1 < len(frames) and frames[i + 1].kind == "native" and frames[i + 1].library == f.library:
         return None
@@ -311,6 +311,7 @@ def group(hits: Iterable[Hit], all_frames: bool = False, portable: bool = False,
         path = paths.get(key)
         if path is None:
             path = paths[key] = CallPath(key=key, frames=shown, hidden=len(hit.frames) - len(shown), hits=[])
+        assert isinstance(path.hits, list)  # made just above
         path.hits.append(hit)
     return list(paths.values())
 
@@ -340,6 +341,7 @@ def _group_table(table: HitTable, all_frames: bool, portable: bool, cwd: str | N
         if path is None:
             path = paths[key] = CallPath(key=key, frames=shown, hidden=len(first.frames) - len(shown), firsts=[])
             sites[key] = set()
+        assert path.firsts is not None  # made just above
         path.firsts.append(first)
         sites[key].add(site)
     for key, path in paths.items():

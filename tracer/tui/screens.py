@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.timer import Timer
 from rich.text import Text
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -147,7 +148,7 @@ class AddBreakpoint(ModalScreen[str | None]):
         super().__init__()
         self._complete = complete
         self._check = check
-        self._timer = None
+        self._timer: Timer | None = None
         self._chosen = False  # the user moved onto a suggestion: enter takes it
         self._refused: str | None = None  # the spec just refused: ctrl+o adds it anyway
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -90,6 +91,12 @@ ROW_BINDINGS = [
 
 class RowJumps:
     """home/end move the cursor to the first/last row (mixed into the DataTables)."""
+
+    if TYPE_CHECKING:  # what the DataTable it is mixed into has
+        row_count: int
+
+        def move_cursor(self, *, row: int | None = None, column: int | None = None, animate: bool = False,
+                        scroll: bool = True) -> None: ...
 
     def action_first_row(self) -> None:
         if self.row_count:

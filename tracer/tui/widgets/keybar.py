@@ -32,7 +32,9 @@ class KeyBar(Static):
     def _pane_keys(self) -> list[tuple[Key, bool | None]]:
         """The focused pane's own keys (the breakpoints pane's x and space), first in line."""
         focused = self.screen.focused
-        out = []
+        out: list[tuple[Key, bool | None]] = []
+        if focused is None:
+            return out
         for binding in getattr(focused, "BINDINGS", []):
             if not getattr(binding, "show", False):
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import deque
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widgets import RichLog
 
 from tracer.text.escape import visible
@@ -33,7 +34,7 @@ class OutputLog(RichLog):
         self._lines: deque[Text] = deque(maxlen=MAX_LINES)
         self._wrapped_at = 0
         self._partial = ""
-        self._timer = None
+        self._timer: Timer | None = None
         self.border_title = "target output"
 
     def write_output(self, chunks: list[str]) -> None:
