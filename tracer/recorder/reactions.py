@@ -211,6 +211,12 @@ class Reactions:
         for inferior in live:
             processes.exited(inferior.group)
         pids = ", ".join(str(i.pid) for i in live)
+        if processes.main.state == "detached" and not self._children.idle():
+            # The target itself went to a recorder of its own (an exec, a fork storm's rescue): the run
+            # ends with that recorder (handed_over_all), not with the last process this gdb held.
+            self._warn(f"process {pids} (a child of the target) ended without gdb reporting it: its exit status "
+                       "is not known; every hit before its end is kept")
+            return False
         if processes.main in live:
             self._warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
                        "ended there and every hit before it is kept")
