@@ -1,0 +1,68 @@
+"""TorchScript's running function, line and graph node read from the interpreter's memory
+(tracer/scripted/interp_frames.py with the layout interp_layout.py establishes from the wheel), in real
+gdb on the real torch wheel, against tests/targets/jit_script.py's own lines. gdb's symbols only place
+the breakpoint: the reader uses none of them (the TLS address is computed from the thread pointer)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, gdb_pids
+from tracer.scripted import interp_layout as IL
+
+pytestmark = pytest.mark.gdb
+
+TARGET = ROOT / "tests" / "targets" / "jit_script.py"
+SOURCE = TARGET.read_text().splitlines()
+TORCH = Path(sysconfig.get_paths()["purelib"]) / "torch"
+
+
+def line_of(text: str) -> int:
+    return next(n for n, line in enumerate(SOURCE, 1) if text in line)
+
+
+def hits(tmp_path, symbol: str) -> list[dict]:
+    layout = IL.establish(str(TORCH / "lib" / "libtorch_cpu.so"), str(TORCH / "include"), ROOT / "tests" / ".cache")
+    assert not layout.problems, layout.problems
+    path = tmp_path / "layout.json"
+    path.write_text(json.dumps(IL.asdict(layout)))
+    before = gdb_pids()
+    proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(ROOT / "tests" / "integration" / "ts_memory_gdb.py"),
+                           "--args", sys.executable, str(TARGET)], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path), "PTT_BREAK": symbol})
+    assert gdb_pids() <= before, "a gdb was left running"
+    out = [json.loads(line[8:]) for line in proc.stdout.splitlines() if line.startswith("PTT-HIT ")]
+    assert out and all("error" not in h for h in out), (out, proc.stderr[-2000:])
+    return out
+
+
+def test_sigmoid_in_an_inlined_callee_in_a_loop_and_an_if_and_in_a_traced_function(tmp_path):
+    inside = [h for h in hits(tmp_path, "wrapper_CPU_sigmoid") if h["state"]]
+    scripted = [h["levels"] for h in inside if h["levels"][0]["function"] == "outer"]
+    traced = [h["levels"] for h in inside if h["levels"][0]["function"] == "plain"]
+    # outer(x, 3) calls inner at i = 0 and i = 2; torch.jit.trace's check runs the traced graph of plain
+    # (twice on torch 2.13.0), then w = traced(x) runs it again
+    assert len(scripted) == 2 and len(traced) >= 2, inside
+    path = str(TARGET)
+    for levels in scripted:
+        assert len(levels) == 1 and levels[0]["node"] == "aten::sigmoid" and levels[0]["why"] is None
+        assert levels[0]["places"] == [["outer", path, line_of("y = inner(y)")],
+                                       ["inner", path, line_of("return torch.sigmoid(x) * 2.0")]]
+    for levels in traced:
+        assert levels[0]["node"] == "aten::sigmoid"
+        assert levels[0]["places"][-1][1:] == [path, line_of("return torch.sigmoid(x + 1.0)")]
+
+
+def test_relu_in_the_loops_else_branch(tmp_path):
+    inside = [h for h in hits(tmp_path, "at::native::relu") if h["state"]]
+    assert inside
+    for h in inside:
+        (level,) = h["levels"]
+        assert level["node"] == "aten::relu" and level["function"] == "outer"
+        assert level["places"] == [["outer", str(TARGET), line_of("y = torch.relu(y + 1.0)")]]
