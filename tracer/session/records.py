@@ -81,8 +81,12 @@ class BadRecord(ValueError):
 # --------------------------------------------------------------------------------------------
 # Writing
 # --------------------------------------------------------------------------------------------
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # built once: json.dumps with
+# options builds an encoder at every call, and the agent encodes a hit's argument values at every hit
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(value)
 
 
 def encode(record: dict[str, Any]) -> bytes:

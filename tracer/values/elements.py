@@ -56,7 +56,7 @@ def decode(dtype: str, data: bytes) -> object | None:
     return None
 
 
-def decode_many(dtype: str, raw: bytes, itemsize: int, offsets: list[int]) -> tuple:
+def decode_many(dtype: str, raw: bytes, itemsize: int, offsets: list[int] | tuple[int, ...]) -> tuple:
     """The elements at ``offsets`` (in elements) of ``raw``: one unpack for the plain types."""
     code = _STRUCT.get(dtype)
     if code is not None:

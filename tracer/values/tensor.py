@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import elements
 from .layout import TorchLayout
@@ -290,15 +291,22 @@ def node_name(mem: Memory, node: int, symbolize) -> tuple[str, str | None]:
 def _values(mem: Memory, dtype, sizes, strides, data: int) -> tuple[tuple | None, str | None]:
     if not elements.decodable(dtype.name):
         return None, f"values of {dtype.name} are not decoded"
-    offsets = [0]
-    for size, stride in zip(sizes, strides):
-        offsets = [o + i * stride for o in offsets for i in range(size)]
+    offsets = _offsets(tuple(sizes), tuple(strides))
     span = (max(offsets) + 1) * dtype.itemsize
     try:
         raw = mem.bytes(data, span)
     except BadValue as exc:
         return None, f"values not read: {exc}"
     return elements.decode_many(dtype.name, raw, dtype.itemsize, offsets), None
+
+
+@lru_cache(maxsize=256)
+def _offsets(sizes: tuple, strides: tuple) -> tuple[int, ...]:
+    """The elements' offsets, row-major: a small tensor's shape recurs at every hit of a loop."""
+    offsets = [0]
+    for size, stride in zip(sizes, strides):
+        offsets = [o + i * stride for o in offsets for i in range(size)]
+    return tuple(offsets)
 
 
 def _join(a: str | None, b: str | None) -> str | None:

@@ -87,16 +87,14 @@ def read_entry(frame, name: str | None, library: str | None, read_memory) -> lis
         return None
     mem = argvalues.Memory(read_memory)
     out = []
-    for loc, arg_name in zip(p.locations, p.names):
-        arg: dict = {"type": loc.type, "where": loc.where}
-        if arg_name:
-            arg["name"] = arg_name
+    for loc, head, by_layout in _parts(p):
+        arg: dict = dict(head)
         if loc.how is None:
             arg["unreadable"] = loc.why
         else:
             try:
                 data, address = _raw(frame, loc, mem)
-                if argvalues.needs_layout(loc.object_type):
+                if by_layout:
                     arg.update(argvalues.from_values(loc.type, _as_passed(data, address), read_memory))
                 else:
                     arg.update(argvalues.describe(loc.object_type, data, address, mem))
@@ -106,6 +104,24 @@ def read_entry(frame, name: str | None, library: str | None, read_memory) -> lis
                 arg["unreadable"] = f"gdb could not read it: {exc}"
         out.append(arg)
     return out
+
+
+_parts_of: dict[int, tuple] = {}
+
+
+def _parts(p: Plan) -> tuple:
+    """Per parameter: its location, the fields of its record that do not change between hits, and whether
+    tracer.values reads it; worked out at a function's first hit (each hit repeats the same work)."""
+    found = _parts_of.get(id(p))
+    if found is None or found[0] is not p:
+        parts = []
+        for loc, arg_name in zip(p.locations, p.names):
+            head = {"type": loc.type, "where": loc.where}
+            if arg_name:
+                head["name"] = arg_name
+            parts.append((loc, head, loc.how is not None and argvalues.needs_layout(loc.object_type)))
+        found = _parts_of[id(p)] = (p, tuple(parts))
+    return found[1]
 
 
 def _word(frame, register: str) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import struct
+from functools import lru_cache
 
 MAX_LIST = 64  # elements of an ArrayRef read; the length is kept when it is longer
 MAX_TENSORS = 16
@@ -53,6 +54,7 @@ class Memory:
         return struct.unpack("<Q", self.read(address, 8))[0]
 
 
+@lru_cache(maxsize=4096)  # a pure function of the type's spelling, asked for each argument of each hit
 def normal(cpp: str) -> str:
     t = " ".join(cpp.split()).lstrip(":")
     t = re.sub(r"\s*\bconst$", "", t)
@@ -226,6 +228,7 @@ _LAYOUT_TYPES = re.compile(r"^(?:at::Tensor|at::TensorBase|c10::Scalar|at::Scala
                            r"std::optional<(?:at::Tensor|(?:c10|at)::(?:ScalarType|Layout|MemoryFormat|Device|Scalar))>)$")
 
 
+@lru_cache(maxsize=4096)
 def needs_layout(cpp: str) -> bool:
     return bool(_LAYOUT_TYPES.match(normal(cpp)))
 

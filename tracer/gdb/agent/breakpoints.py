@@ -131,7 +131,11 @@ def entry_values(frame, name: str | None, library: str | None) -> dict | None:
     arguments are not read: ``$PTTRACE_NO_ARGS=1``)."""
     if not STATE.arguments:
         return None
-    args = arguments.read_entry(frame, name, library, _read_memory)
+    try:  # the inferior asked once a hit, not at each of its ~10 memory reads
+        read_memory = gdb.selected_inferior().read_memory
+    except (AttributeError, *READ_ERRORS):
+        read_memory = _read_memory
+    args = arguments.read_entry(frame, name, library, read_memory)
     if args is None:
         return None
     out: dict = {"args": args}

@@ -85,7 +85,8 @@ def debug_values(newest, frames: list[dict]) -> list[dict]:
     """The arguments of the outer frames that have DWARF (a debug build's, not the interpreter's), read by
     name as gdb's ``bt`` shows them; ``not available`` where optimised out. Nothing on a release wheel:
     no recorded native frame outside the interpreter has a file, so this costs one pass over the frames."""
-    wanted = {f["address"]: i for i, f in enumerate(frames[:-1]) if _debug_frame(f)}
+    # f.get("file") first: on a release wheel almost no native frame has one, and this runs at every hit.
+    wanted = {f["address"]: i for i, f in enumerate(frames[:-1]) if f.get("file") and _debug_frame(f)}
     if newest is None or not wanted:
         return []
     out: list[dict] = []
