@@ -103,6 +103,7 @@ def _place(mem: Memory, o: dict, source_range: int, function: str | None) -> Pla
     starts = mem.words(begin, n, signed=False) if n else ()
     index = sum(1 for s in starts if s <= start) - 1
     first = mem.u64(source + o["source_first_line"])
+    file: str | None
     try:
         file = _string(mem, source + o["source_filename"])  # std::optional<std::string>: engaged after it
         if not mem.u8(source + o["source_filename"] + 32):
@@ -122,7 +123,7 @@ def read_level(mem: Memory, layout, frame: int) -> Level:
     kind = mem.u32(node + o["node_kind"])
     level = Level(function, layout.symbol(kind), kind)
     try:
-        inlined = []
+        inlined: list[Place] = []
         cs_engaged = mem.u8(node + o["node_callstack"] + 8)
         cs = mem.pointer(node + o["node_callstack"], "the node's call stack", null=True) if cs_engaged else 0
         caller = function
