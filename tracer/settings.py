@@ -115,3 +115,18 @@ def cache_dir() -> Path:
     """pttrace's cache: ``$XDG_CACHE_HOME/pttrace``, default ``~/.cache/pttrace``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pttrace"
+
+
+def write_cache_file(path: Path, text: str, prefix: str) -> None:
+    """Writes a cache file whole or not at all (a reader never sees half of it); a cache that cannot be
+    written is only slower next time, so an OSError is dropped."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass

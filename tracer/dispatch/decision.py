@@ -130,14 +130,20 @@ def dispatched_key(bits: int, table: dict, rows: dict[str, dict] | None) -> tupl
     return None, passed
 
 
-def ranked_keys(bits: int, table: dict) -> list[str]:
-    """The runtime keys of a raw set, highest priority first (functionality bit, then backend bit)."""
-    found = []
+def key_masks(table: dict):
+    """The (name, mask) items of a ``dispatch_keys`` table that read as such (a session is untrusted input)."""
     for item in table.get("keys") or []:
         try:
             name, mask = str(item[0]), int(item[1])
         except (TypeError, ValueError, IndexError):
             continue
+        yield name, mask
+
+
+def ranked_keys(bits: int, table: dict) -> list[str]:
+    """The runtime keys of a raw set, highest priority first (functionality bit, then backend bit)."""
+    found = []
+    for name, mask in key_masks(table):
         if mask and bits & mask == mask:
             top = mask.bit_length() - 1
             found.append(((top, (mask & ~(1 << top)).bit_length()), name))

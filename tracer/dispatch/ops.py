@@ -29,7 +29,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -215,7 +214,7 @@ def torch_facts(python: str, libraries: list[str] | None = None, timeout: float 
             return None
         data["format"] = FACTS_FORMAT
         if libraries:
-            _write_atomic(path, json.dumps(data))
+            settings.write_cache_file(path, json.dumps(data), ".facts-")
     ops = {k: [(o, bool(out)) for o, out in v] for k, v in (data.get("ops") or {}).items()}
     return TorchFacts(data.get("torch_version"), data.get("cpu_capability"), data.get("key_table"), ops)
 
@@ -258,15 +257,6 @@ def child_env(pythonpath: str | None = None) -> dict:
     return env
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".facts-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache we cannot write is only slower next time
 
 
 # ---------------------------------------------------------------------------------------------------

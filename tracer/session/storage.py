@@ -529,13 +529,11 @@ def decode_keyset(bits: int, table: dict[str, Any]) -> list[str]:
     functionality bit and its backend bit); bits no key accounts for are named from ``bits``, or
     given as ``bit N`` when the table does not know them either: never guessed.
     """
+    from tracer.dispatch.decision import key_masks
+
     names: list[str] = []
     covered = 0
-    for item in table.get("keys") or []:
-        try:
-            name, mask = str(item[0]), int(item[1])
-        except (TypeError, ValueError, IndexError):
-            continue
+    for name, mask in key_masks(table):
         if mask and bits & mask == mask:
             names.append(name)
             covered |= mask

@@ -23,10 +23,11 @@ import os
 import re
 import struct
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
+
+from tracer import settings
 
 FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
@@ -348,7 +349,7 @@ def establish(python: str, libraries: list[str], cache_dir: Path | None, pythonp
     report = run_probe(python, pythonpath, timeout)
     layout = from_probe(report, include_dir(libraries))
     if path is not None:
-        _write_atomic(path, layout.to_json())
+        settings.write_cache_file(path, layout.to_json(), ".layout-")
     return layout
 
 
@@ -371,12 +372,3 @@ def run_probe(python: str, pythonpath: str | None = None, timeout: float = 120) 
         raise LayoutUnknown("the layout probe's report is not JSON") from None
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".layout-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache we cannot write is only slower next time

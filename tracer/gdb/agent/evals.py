@@ -1,8 +1,10 @@
 """``--eval``: the user's gdb expressions evaluated at each recorded hit, in the frame stopped in.
 
 ``gdb.parse_and_eval`` in the newest frame of the stopped thread, its value formatted as gdb's ``print``
-would; an error is recorded as the error and the run goes on. An expression may call a function of the
-target (the user's own choice, never pttrace's).
+would; an error is recorded as the error and the run goes on. A function call in an expression is
+refused: it would run the target from inside the breakpoint's stop(), where gdb leaves the target's other
+threads as they are (seen in CI: a torch thread left in its tracing stop, the main thread waiting on it,
+the run hung). The prompt's ``call`` at a stop runs one as gdb does.
 """
 from __future__ import annotations
 
@@ -13,12 +15,22 @@ from tracer.gdb.agent.state import STATE
 from tracer.session.evals import Evaluated, clipped, record
 
 
+NO_CALLS = ("not evaluated: it calls a function of the target, which would run the target inside the "
+            "breakpoint's stop (it can leave its other threads stopped and hang the run); call it at the TUI's "
+            "gdb prompt (:) at a stop instead")
+
+
 def _one(expr: str) -> Evaluated:
     try:
-        value = gdb.parse_and_eval(expr)
-        return Evaluated(expr, clipped(value.format_string()))
+        gdb.execute("set may-call-functions off", to_string=True)
+        try:
+            value = gdb.parse_and_eval(expr)
+            return Evaluated(expr, clipped(value.format_string()))
+        finally:
+            gdb.execute("set may-call-functions on", to_string=True)
     except (gdb.error, gdb.MemoryError, RuntimeError, ValueError, OverflowError) as exc:
-        return Evaluated(expr, error=str(exc) or type(exc).__name__)
+        text = str(exc) or type(exc).__name__
+        return Evaluated(expr, error=NO_CALLS if "may-call-functions" in text else text)
 
 
 def write_evals(seq: int, newest=None) -> None:
