@@ -42,7 +42,7 @@ def test_the_decomposition_is_recorded_down_to_a_cpu_kernel(recording):
     assert session.info.status == "completed"
     # The one word about --follow is what it cannot see (every view shows it); nothing was left unfollowed.
     about = [w for w in session.info.warnings if "follow" in w or "CompositeImplicitAutograd" in w]
-    assert len(about) == 1 and about[0].startswith("--follow conv2d: operators entered only through a boxed"), about
+    assert len(about) == 1 and about[0].startswith("--follow-ops conv2d: operators entered only through a boxed"), about
     calls = calls_from(session, 14)  # y = F.conv2d(x, w), twice
     assert len(calls) == 2
     first = calls[0]
