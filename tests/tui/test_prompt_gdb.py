@@ -38,8 +38,11 @@ async def ask(pilot, app, line: str) -> str:
     await wait_until(pilot, answered, timeout=allowance(120), step=0.1)
     await pilot.pause(0.3)  # the target's own output (a call's print) comes through its terminal
     lines = [line.plain for line in list(log._lines)[before:]]
-    assert lines[0] == f"(gdb) {line}"
-    return "\n".join(lines[1:])
+    # A stop's own words (finish's "Run till exit ... Value returned") can land just after `before` was
+    # taken: the answer is what follows the line's echo.
+    echo = f"(gdb) {line}"
+    assert echo in lines, lines
+    return "\n".join(lines[lines.index(echo) + 1:])
 
 
 def stopped_at_first_hit(app) -> bool:

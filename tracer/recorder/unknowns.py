@@ -61,16 +61,20 @@ def name_unknowns(text: str, pid: int | None) -> str:
 
 def demangled(text: str) -> str:
     """gdb's ``Single stepping until exit from function _ZN2at12_GLOBAL__N_1...`` (a minimal symbol's
-    linkage name) with the C++ name a reader knows."""
+    linkage name) with the C++ name a reader knows, short as the call path shows it."""
     if "_Z" not in text:
         return text
+    from tracer.dispatch.classify import short_name
     from tracer.symbols.demangle import demangle
 
     def one(m: re.Match) -> str:
         try:
-            return demangle(m.group(0))
+            full = demangle(m.group(0))
         except Exception:  # noqa: BLE001 - a name the demangler refuses stays as gdb wrote it
             return m.group(0)
+        # The short name the call path shows (a boxing adapter's full name is 400 characters: gdb's
+        # sentence around it scrolled out of the output pane).
+        return short_name(full) or full
 
     return _MANGLED.sub(one, text)
 
