@@ -485,11 +485,7 @@ class PttraceApp(PromptActions, App[int]):
             self.query_one(BreakpointsTable).update_from(self.state)
             self.notify(f"breakpoint {action[7:]} removed", timeout=4)
         if message.hit is not None:
-            hit = message.hit
-            self.state.target = "stopped"
-            self._pinned = True
-            self.call_path.show(hit, f"where {action} stopped · thread {hit.thread.id} (not a recorded hit)",
-                                self.cwd, stopped=True)
+            self.show_stop(message.hit, action)
         elif action in CONTROL_ACTIONS or action == "interrupt":
             self.notify(f"{action}: the target did not stop again", severity="warning", timeout=5)
 

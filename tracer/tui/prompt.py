@@ -159,13 +159,16 @@ class PromptActions:
                 if index is not None:
                     self.call_path.select_frame(index)  # the next line runs there, as after gdb's own up
             if result.hit is not None:
-                hit = result.hit
-                self.state.target = "stopped"
-                self._pinned = True
-                self.call_path.show(hit, f"where `{message.line}` stopped · thread {hit.thread.id} (not a recorded hit)",
-                                    self.cwd, stopped=True)
+                self.show_stop(result.hit, f"`{message.line}`")
         self._redraw_status()
         self.refresh_bindings()
+
+    def show_stop(self, hit, what: str) -> None:
+        """The call path of a stop that is not a recorded hit (a step, a prompt line), kept on screen."""
+        self.state.target = "stopped"
+        self._pinned = True
+        self.call_path.show(hit, f"where {what} stopped · thread {hit.thread.id} (not a recorded hit)",
+                            self.cwd, stopped=True)
 
     def on_prompt_bar_completion_wanted(self, message: PromptBar.CompletionWanted) -> None:
         if self._prompt_closed() is None:
