@@ -151,6 +151,63 @@ def test_values_are_interned_and_read_back(tmp_path):
     assert back.hits[2].values[0].args[0]["tensor"]["sizes"] == [4, 5] and back.hits[2].values[0].frame is back.hits[2].frames[1]
 
 
+def test_what_changes_from_hit_to_hit_is_kept_apart_and_put_back(tmp_path):
+    """GIVEN hits of one shape whose tensors' data pointers and values change (and one that repeats)
+    WHEN they are recorded THEN one args record and one site serve them all, each hit's own fields are a
+    small vary record, and every view and the JSON export give each hit its own values again."""
+    out = io.BytesIO()
+    interner = records.Interner()
+    out.write(records.encode({"type": "header", "schema": records.SCHEMA,
+                              "session": {"id": "t", "mode": "run", "argv": ["x"]}}))
+    out.write(records.encode({"type": "dispatch_keys", **TABLE}))
+    frames = [{"kind": "native", "function": "at::_ops::add_Tensor::call(at::Tensor const&, at::Tensor const&, c10::Scalar const&)",
+               "short": "at::_ops::add_Tensor::call", "layer": "dispatcher"}]
+    thread = {"id": 1, "name": "python3", "lwp": 5}
+
+    def carried(i):
+        t = {"sizes": [2], "strides": [1], "dtype": "float32", "device": "cpu", "requires_grad": False,
+             "key_set": 0x1800010001, "impl": 0x5000 + 0x100 * i, "data_ptr": 0x9000 + 0x40 * i, "values": [i, i + 1.5]}
+        return [{"frame": 0, "args": [{"name": "self", "type": "at::Tensor const&", "where": "*rdi", "tensor": t},
+                                      {"name": "other", "type": "at::TensorList", "where": "rsi",
+                                       "tensors": [dict(t, values=[-i, 0.0])]},
+                                      {"name": "alpha", "type": "c10::Scalar const&", "where": "*rdx", "value": 1}],
+                 "tls": [0, 0]}]
+    order = [0, 1, 2, 2, 3]  # the fourth hit repeats the third's tensors
+    given = [carried(i) for i in order]
+    for seq, values in enumerate(given, 1):
+        out.write(interner.encode_hit(seq, "op:add", thread, 1.0 + seq, frames, values=values))
+    assert given == [carried(i) for i in order]  # the agent's dicts are not changed
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(out.getvalue())
+    kinds = [json.loads(line)["type"] for line in path.read_text().splitlines()]
+    assert kinds.count("args") == 1 and kinds.count("site") == 1 and kinds.count("vary") == 4
+    assert "data_ptr" not in next(line for line in path.read_text().splitlines() if '"type":"args"' in line)
+    session = storage.load(path)
+    assert len(session.hits.sites) == 1
+    for hit, i in zip(session.hits, order):
+        self_, other, alpha = hit.values[0].args
+        assert self_["tensor"]["values"] == [i, i + 1.5] and self_["tensor"]["data_ptr"] == 0x9000 + 0x40 * i
+        assert self_["tensor"]["impl"] == 0x5000 + 0x100 * i and other["tensors"][0]["values"] == [-i, 0.0]
+        assert "vary" not in self_["tensor"] and alpha["value"] == 1
+        assert self_["tensor"]["keys"] == ["CPU", "AutogradCPU", "ADInplaceOrView"]  # decoded once, shared
+        assert hit.values[0].decision.key == "AutogradCPU"
+        assert V.arg_text(self_, 0).endswith(f"= [{i}, {i + 1.5}] keys CPU, AutogradCPU, ADInplaceOrView")
+    doc = json.loads(json_export.render(session))
+    assert [doc["values"][h["values"]][0]["args"][0]["tensor"]["data_ptr"] for h in doc["hits"]] == [
+        0x9000 + 0x40 * i for i in order]
+    assert len(doc["values"]) == 4 and all("vary" not in json.dumps(v) for v in doc["values"])
+    # a session recorded before the split (each hit's fields inside its own args record) loads as it did
+    lines = [path.read_text().splitlines()[0], json.dumps({"type": "frame", "id": 1, "frame": frames[0]}),
+             json.dumps({"type": "stack", "id": 1, "frames": [1]})]
+    for seq, (i, values) in enumerate(zip(order, given), 1):
+        lines += [json.dumps({"type": "args", "id": seq, "frames": values}),
+                  json.dumps({"type": "site", "id": seq, "breakpoint": "op:add", "thread": thread, "stack": 1, "args": seq}),
+                  json.dumps({"type": "hit", "seq": seq, "time": 1.0 + seq, "site": seq})]
+    (tmp_path / "old.jsonl").write_text("\n".join(lines) + "\n")
+    assert [h.values[0].args[0]["tensor"]["values"] for h in storage.load(tmp_path / "old.jsonl").hits] == [
+        [i, i + 1.5] for i in order]
+
+
 def test_bad_values_are_skipped_with_a_reason(tmp_path):
     path = _session_with_values(tmp_path)
     lines = path.read_text().splitlines()

@@ -72,13 +72,14 @@ class _Interned:
             self._by_list[id(frames)] = index
         return index
 
-    def carried(self, site: Site) -> int:
-        """The index of what a site's frames carried, each distinct description once."""
-        key = (id(site.values), id(site.frames))
+    def carried(self, site: Site, own: tuple | None = None, varying: int | None = None) -> int:
+        """The index of what a site's frames carried, each distinct description once; ``own``: a hit's
+        values with what changes from hit to hit merged in (``HitTable.varyings[varying]``)."""
+        key = (id(site.values), id(site.frames), varying)
         index = self._values_ids.get(key)
         if index is None:
             items = []
-            for fv in site.values or ():
+            for fv in (own if own is not None else site.values) or ():
                 d = fv.to_dict(next((i for i, f in enumerate(site.frames) if f is fv.frame), None))
                 if fv.decision is not None:
                     d["decision"] = decision_dict(fv.decision)
@@ -88,11 +89,12 @@ class _Interned:
             self.values.append(text)
         return index
 
-    def site(self, site: Site) -> tuple[str, str]:
-        """What a hit at ``site`` writes before its time and after it."""
+    def site(self, site: Site, values: bool = True) -> tuple[str, str]:
+        """What a hit at ``site`` writes before its time and after it (``values``: its site's, else none:
+        its hits have their own, ``write`` adds them)."""
         head = ',"breakpoint":%s,"thread":%s,"time":' % (_compact(site.breakpoint), _compact(site.thread.to_dict()))
         tail = ',"stack":%d' % self.stack(site.frames)
-        if site.values:
+        if site.values and values:
             tail += ',"values":%d' % self.carried(site)
         if site.truncated:
             tail += ',"truncated":true'
@@ -109,6 +111,21 @@ class _Interned:
         return head, tail + "}"
 
 
+def _own_values(table: HitTable, interned: _Interned) -> dict[tuple[int, int | None], int]:
+    """In a table whose hits carried values of their own (``HitTable.varyings``: data pointers, a small
+    tensor's values): (site, varying) -> the index of each hit's whole description in ``values``;
+    empty otherwise (each hit then names its site's)."""
+    out: dict[tuple[int, int | None], int] = {}
+    if table.vary is None:
+        return out
+    for i, row in enumerate(table.rows):
+        varying = table.varying_of(i)
+        if (row, varying) not in out and table.sites[row].values:
+            out[(row, varying)] = interned.carried(table.sites[row], table[i].values if varying is not None else None,
+                                                   varying)
+    return out
+
+
 def _array(out: TextIO, items) -> None:
     """A JSON array, one compact item a line."""
     first = True
@@ -123,7 +140,8 @@ def write(session: Session, out: TextIO, finder=None) -> None:
     """Write ``session`` to ``out`` as the contract, a batch of hits at a time."""
     table = session.hits if isinstance(session.hits, HitTable) else HitTable(session.hits)
     interned = _Interned(finder)
-    sites = [interned.site(s) for s in table.sites]  # first: finding sources may add warnings
+    own_values = _own_values(table, interned)
+    sites = [interned.site(s, not own_values) for s in table.sites]  # first: finding sources may add warnings
     info = session.info.to_dict()
     if finder is not None and finder.notes:
         info["warnings"] = list(info.get("warnings") or []) + finder.notes
@@ -145,8 +163,12 @@ def write(session: Session, out: TextIO, finder=None) -> None:
     batch: list[str] = []
     sep = "[\n    "
     evals = session.evals  # --eval: each hit's values, inside its object
-    for seq, time, row in zip(table.seqs, table.times, table.rows):
+    for i, (seq, time, row) in enumerate(zip(table.seqs, table.times, table.rows)):
         head, tail = sites[row]
+        own = own_values.get((row, table.varying_of(i))) if own_values else None
+        if own is not None:  # after "stack", as a site's own values are
+            cut = tail.index(",", 1) if "," in tail[1:] else len(tail) - 1
+            tail = tail[:cut] + ',"values":%d' % own + tail[cut:]
         if evals and seq in evals:
             tail = tail[:-1] + ',"evals":' + _compact([v.to_dict() for v in evals[seq]]) + "}"
         batch.append(f'{sep}{{"seq":{seq}{head}{time!r}{tail}')

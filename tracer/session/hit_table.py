@@ -3,7 +3,8 @@
 A hit is its number, its time and its *site*: what it shares with the other hits of a hot loop (its
 breakpoint, thread and call path, and the rare extras of one hit: a crash's signal, a parallel worker's
 launcher). The table keeps three numbers a hit and each distinct site once; ``table[i]`` builds the
-``Hit``. It is a ``Sequence`` of hits, so code written for a list of them works unchanged; what groups
+``Hit``. What a hit carried that changes from hit to hit (``Varying``: data pointers, a small tensor's
+values) is a fourth column, only in a table that has some, and is merged into the hit's values when asked. It is a ``Sequence`` of hits, so code written for a list of them works unchanged; what groups
 hits by call path asks for ``site_counts`` instead and does its work once a site, not once a hit.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from tracer.session.model import Frame, FrameValues, Hit, Launch, Thread
+from tracer.session.model import Frame, FrameValues, Hit, Launch, Thread, Varying
 
 
 @dataclass(slots=True)
@@ -51,6 +52,10 @@ class HitTable(Sequence[Hit]):
         self.rows = array("i")  # each hit's index in ``sites``
         self.sites: list[Site] = []
         self._site_index: dict[tuple, int] = {}
+        self.vary: array | None = None  # per hit: 1 + its index in ``varyings``, 0 for none; None: no hit has any
+        self.varyings: list[Varying] = []
+        self._varying_index: dict[int, int] = {}  # id(Varying) -> its index
+        self._merged: dict[int, tuple[FrameValues, ...]] = {}  # index in varyings -> its merge (the latest few)
         self.extend(hits)
 
     # --- building ------------------------------------------------------------------------------
@@ -67,16 +72,27 @@ class HitTable(Sequence[Hit]):
             self.sites.append(Site(breakpoint, thread, frames, truncated, signal, launched_by, values or None))
         return index
 
-    def add(self, seq: int, time: float, site: int) -> None:
+    def add(self, seq: int, time: float, site: int, varying: Varying | None = None) -> None:
         self.seqs.append(seq)
         self.times.append(time)
         self.rows.append(site)
+        if varying is not None:
+            index = self._varying_index.get(id(varying))
+            if index is None:
+                index = self._varying_index[id(varying)] = len(self.varyings)
+                self.varyings.append(varying)
+            if self.vary is None:
+                self.vary = array("i", bytes(4 * (len(self.rows) - 1)))
+            self.vary.append(index + 1)
+        elif self.vary is not None:
+            self.vary.append(0)
 
     def append(self, hit: Hit) -> int:
         """Add a hit; returns its site's index."""
+        varying = hit.varying
         site = self.site(hit.breakpoint, hit.thread, hit.frames, hit.truncated, hit.signal, hit.launched_by,
-                         hit.values)
-        self.add(hit.seq, hit.time, site)
+                         varying.shared if varying is not None else hit.values)
+        self.add(hit.seq, hit.time, site, varying)
         return site
 
     def extend(self, hits: Iterable[Hit]) -> None:
@@ -97,6 +113,8 @@ class HitTable(Sequence[Hit]):
         self.seqs = array("q", (seqs[i] for i in order))
         self.times = array("d", (self.times[i] for i in order))
         self.rows = array("i", (self.rows[i] for i in order))
+        if self.vary is not None:
+            self.vary = array("i", (self.vary[i] for i in order))
 
     # --- reading -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -105,12 +123,36 @@ class HitTable(Sequence[Hit]):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return self.sites[self.rows[index]].hit(self.seqs[index], self.times[index])
+        hit = self.sites[self.rows[index]].hit(self.seqs[index], self.times[index])
+        if self.vary is not None and self.vary[index]:
+            self._own_values(hit, self.vary[index] - 1)
+        return hit
 
     def __iter__(self) -> Iterator[Hit]:
+        if self.vary is not None:
+            for i in range(len(self)):
+                yield self[i]
+            return
         sites = self.sites
         for seq, time, row in zip(self.seqs, self.times, self.rows):
             yield sites[row].hit(seq, time)
+
+    _MERGED_KEPT = 1024  # merges kept: a view asks for the same few hits again and again
+
+    def _own_values(self, hit: Hit, index: int) -> None:
+        """The hit's values with what changes from hit to hit put back (``Varying.merged``), and its
+        ``varying`` kept, so that a table it is appended to stores it apart again."""
+        merged = self._merged.get(index)
+        varying = self.varyings[index]
+        if merged is None:
+            if len(self._merged) >= self._MERGED_KEPT:
+                self._merged.clear()
+            merged = self._merged[index] = varying.merged()
+        hit.values, hit.varying = merged, varying
+
+    def varying_of(self, index: int) -> int | None:
+        """The index in ``varyings`` of hit ``index``'s own values, None if it has none."""
+        return self.vary[index] - 1 if self.vary is not None and self.vary[index] else None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (HitTable, list, tuple)):
@@ -150,13 +192,21 @@ class HitTable(Sequence[Hit]):
         """The hits whose site passes ``keep_site(site)``, sharing this table's sites."""
         out = HitTable()
         out.sites, out._site_index = list(self.sites), dict(self._site_index)
+        out.varyings, out._varying_index = list(self.varyings), dict(self._varying_index)
         keep = {i for i, s in enumerate(self.sites) if keep_site(s)}
         if len(keep) == len(self.sites):
             out.seqs, out.times, out.rows = array("q", self.seqs), array("d", self.times), array("i", self.rows)
+            out.vary = array("i", self.vary) if self.vary is not None else None
             return out
-        for seq, time, row in zip(self.seqs, self.times, self.rows):
+        if self.vary is not None:
+            out.vary = array("i")
+        for i, (seq, time, row) in enumerate(zip(self.seqs, self.times, self.rows)):
             if row in keep:
-                out.add(seq, time, row)
+                out.seqs.append(seq)
+                out.times.append(time)
+                out.rows.append(row)
+                if out.vary is not None and self.vary is not None:
+                    out.vary.append(self.vary[i])
         return out
 
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Sequence
 
-from tracer.session.records import FILL_NAME_FIELDS, SCHEMA
+from tracer.session.records import FILL_NAME_FIELDS, SCHEMA, merge_varying
 
 LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")
@@ -338,7 +338,7 @@ class Launch:
 
 
 _ARG_TYPES = {"type": STR, "name": STR, "where": STR, "unreadable": STR, "keyset": INT, "none": BOOL,
-              "address": INT, "length": INT}
+              "address": INT, "length": INT, "vary": INT}
 
 
 @dataclass(eq=False)
@@ -382,6 +382,22 @@ def values_of(data: Any, frames: list[Frame]) -> tuple[FrameValues, ...] | None:
     return tuple(FrameValues.from_dict(v, frames, f"values {i}") for i, v in enumerate(objects("values", data)))
 
 
+@dataclass(frozen=True, eq=False)
+class Varying:
+    """What one hit carried that changes from hit to hit (``records.VARYING``: data pointers, a small
+    tensor's values), apart from what its site shares, so that a loop over fresh tensors keeps one site:
+    ``items[i]`` are the fields of the argument or tensor of ``shared`` marked ``"vary": i``."""
+
+    shared: tuple[FrameValues, ...]
+    items: tuple[dict, ...]
+
+    def merged(self) -> tuple[FrameValues, ...]:
+        """The hit's own values: ``shared`` with its items put back (the decision is the shared one's)."""
+        items = list(self.items)
+        return tuple(FrameValues(fv.frame, tuple(merge_varying(a, items) for a in fv.args), fv.tls, fv.tls_note,
+                                 fv.decision) for fv in self.shared)
+
+
 @dataclass(slots=True)  # a million hits of a hot breakpoint: ~80 bytes each, not ~400
 class Hit:
     seq: int
@@ -393,6 +409,9 @@ class Hit:
     signal: str | None = None  # set when the stop is a crash rather than a breakpoint
     launched_by: "Launch | None" = None  # a parallel worker's hit: who launched its region
     values: "tuple[FrameValues, ...] | None" = None  # what frames carried (arguments, TLS key sets)
+    # What changes from hit to hit, apart (``Varying``): set, ``values`` is either ``varying.shared`` (a hit
+    # as ``storage.HitReader`` reads it) or its merge (from a ``HitTable``, which keeps the two apart).
+    varying: "Varying | None" = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -408,8 +427,9 @@ class Hit:
             d["signal"] = self.signal
         if self.launched_by is not None:
             d["launched_by"] = self.launched_by.to_dict()
-        if self.values:
-            d["values"] = [v.to_dict(_index_of(self.frames, v.frame)) for v in self.values]
+        values = self.varying.merged() if self.varying is not None and self.values is self.varying.shared else self.values
+        if values:
+            d["values"] = [v.to_dict(_index_of(self.frames, v.frame)) for v in values]
         return d
 
     @classmethod

@@ -22,8 +22,14 @@ descriptor (several writers never interleave, and a file cut anywhere keeps ever
                    value? | keyset? | tensor? | tensors? | none? | address? | unreadable?, ...}``:
                    tracer/gdb/agent/argvalues.py), ``tls`` the thread's local dispatch key sets as stored
                    (``[included, excluded]``, each XORed with torch's defaults: storage decodes them). A
-                   site refers to it (``site.args``): hits that carried the same values share a site
-``hit``            schema 2: ``{seq, time, site, signal?, launched_by?}``, after the definitions it
+                   site refers to it (``site.args``): hits that carried the same values share a site.
+                   What changes from hit to hit (``VARYING``: a tensor's ``data_ptr`` and ``impl``, a small
+                   tensor's ``values``, an object's ``address``) is not in it: the argument or tensor it
+                   was taken from holds ``"vary": i`` instead, and the hit names a ``vary`` record
+``vary``           ``{id, items: [{field: value}, ...]}`` (additive): the fields ``VARYING`` took out of a
+                   hit's ``args``, ``items[i]`` for the object marked ``"vary": i``; each distinct list once
+                   (a loop over one tensor writes one; a loop whose small tensors change value, one a hit)
+``hit``            schema 2: ``{seq, time, site, vary?, signal?, launched_by?}``, after the definitions it
                    refers to (the same ``write()``: a hit is never on disk before them). Schema 1:
                    ``{seq, breakpoint, thread, time, frames: [...], truncated?, signal?, launched_by?}``;
                    both load. ``launched_by``
@@ -68,6 +74,10 @@ STACK = "stack"
 SITE = "site"
 PROCESS = "process"
 ARGS = "args"
+VARY = "vary"
+# An argument's or tensor's fields that change from hit to hit while its shape, dtype and key set do not:
+# kept out of the interned ``args`` record (a loop over fresh small tensors would write one a hit).
+VARYING = ("data_ptr", "impl", "values", "address")
 
 
 class BadRecord(ValueError):
@@ -137,6 +147,70 @@ def breakpoint_removed(spec: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Interning (schema 2): each distinct frame, stack and site written once
 # --------------------------------------------------------------------------------------------
+def split_varying(values: list) -> tuple[list, list[dict]]:
+    """``values`` (``args`` above) as (what hits share, what changes from hit to hit): each argument or
+    tensor that had ``VARYING`` fields is a copy without them, marked ``"vary": i``, and ``items[i]``
+    holds them. The dicts given are not changed (the agent may keep them)."""
+    items: list[dict] = []
+
+    def take(d: dict) -> dict:
+        moved = {k: d[k] for k in VARYING if k in d}
+        if not moved:
+            return d
+        kept = {k: v for k, v in d.items() if k not in moved}
+        kept["vary"] = len(items)
+        items.append(moved)
+        return kept
+
+    shared = []
+    for fv in values:
+        args = fv.get("args")
+        if not args:
+            shared.append(fv)
+            continue
+        new_args = []
+        for arg in args:
+            if type(arg) is not dict:
+                new_args.append(arg)
+                continue
+            t, ts = arg.get("tensor"), arg.get("tensors")
+            if type(t) is dict:
+                arg = dict(arg, tensor=take(t))
+            if type(ts) is list:
+                arg = dict(arg, tensors=[take(x) if type(x) is dict else x for x in ts])
+            new_args.append(take(arg))
+        shared.append(dict(fv, args=new_args))
+    return shared, items
+
+
+def merge_varying(arg: dict, items: list) -> dict:
+    """An argument of a shared ``args`` record with a hit's ``vary`` items put back (``split_varying``
+    undone); the same dict when nothing in it was taken out."""
+    t, ts = arg.get("tensor"), arg.get("tensors")
+    if "vary" not in arg and not (type(t) is dict and "vary" in t) and not (
+            type(ts) is list and any(type(x) is dict and "vary" in x for x in ts)):
+        return arg
+
+    def back(d: dict) -> dict:
+        i = d.get("vary")
+        if type(i) is not int:
+            return d
+        out = {k: v for k, v in d.items() if k != "vary"}
+        if 0 <= i < len(items) and type(items[i]) is dict:
+            out.update(items[i])
+        else:
+            out["unreadable"] = out.get("unreadable") or "this hit's own fields (data pointer, values) are missing"
+        return out
+
+    merged = back(arg)
+    arg = dict(arg) if merged is arg else merged  # never the site's own dict: its hits share it
+    if type(t) is dict:
+        arg["tensor"] = back(t)
+    if type(ts) is list:
+        arg["tensors"] = [back(x) if type(x) is dict else x for x in ts]
+    return arg
+
+
 class Interner:
     """The agent's side of schema 2: a hit becomes one small line, after the definitions it is the
     first to need. Everything goes out in one ``write()``, so a hit is never on disk before them."""
@@ -146,12 +220,14 @@ class Interner:
         self._stacks: dict[tuple, int] = {}  # (frame ids, truncated) -> id
         self._sites: dict[tuple, int] = {}  # (breakpoint, thread id, name, lwp, python name, pid, stack id, args id) -> id
         self._args: dict[str, int] = {}  # args JSON -> id
+        self._vary: dict[str, int] = {}  # vary items JSON -> id (the latest VARY_KEPT only)
+        self._vary_next = 1
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
 
     def rollback(self) -> None:
         """The last hit was not written (disk full): what it defined is not in the file either."""
         for table, key in self._new:
-            del table[key]
+            table.pop(key, None)
         self._new = []
 
     def _stack(self, frames: list, truncated: bool, out: list[str]) -> int:
@@ -178,6 +254,23 @@ class Interner:
             out.append(_dumps(stack_rec))
         return sid
 
+    VARY_KEPT = 256  # distinct vary lists remembered: a loop over fresh tensors makes one a hit, never repeated
+
+    def _varying(self, items: list[dict], out: list[str]) -> int | None:
+        """The id of this hit's ``vary`` items, their record added to ``out`` if new."""
+        if not items:
+            return None
+        text = _dumps(items)
+        vid = self._vary.get(text)
+        if vid is None:
+            if len(self._vary) >= self.VARY_KEPT:
+                self._vary.clear()
+            vid = self._vary[text] = self._vary_next
+            self._vary_next += 1
+            self._new.append((self._vary, text))
+            out.append('{"type":"vary","id":%d,"items":%s}' % (vid, text))
+        return vid
+
     def _values(self, values: list | None, out: list[str]) -> int | None:
         """The id of this ``args`` description, its record added to ``out`` if new."""
         if not values:
@@ -198,7 +291,11 @@ class Interner:
         out: list[str] = []
         self._new = []
         sid = self._stack(frames, truncated, out)
+        items: list[dict] = []
+        if values:
+            values, items = split_varying(values)
         aid = self._values(values, out)
+        vid = self._varying(items, out)
         key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"),
                thread.get("pid"), sid, aid)
         site_id = self._sites.get(key)
@@ -210,6 +307,8 @@ class Interner:
                 site["args"] = aid
             out.append(_dumps(site))
         rec = '{"type":"hit","seq":%d,"time":%r,"site":%d' % (seq, time, site_id)
+        if vid is not None:
+            rec += ',"vary":%d' % vid
         if signal:
             rec += ',"signal":' + _dumps(signal)
         if launched_by is not None:
@@ -308,6 +407,7 @@ class Reader:
         self.sites: dict[int, tuple[Any, Any, int]] = {}  # id -> (breakpoint, thread, stack id)
         self.args: dict[int, list] = {}  # args id -> [{frame, args, tls?}]
         self.site_args: dict[int, int] = {}  # site id -> its args id
+        self.vary: dict[int, list] = {}  # vary id -> its items
 
     def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         """The record, complete; None for a frame or site definition (kept for the hits that follow).
@@ -328,6 +428,11 @@ class Reader:
             aid = self.site_args.get(site_id)
             if aid is not None:
                 out["values"], out["values_id"] = self.args[aid], aid
+            vid = rec.get("vary")
+            if vid is not None:
+                if vid not in self.vary:
+                    raise BadRecord(f"a hit of undefined vary items {vid}")
+                out["vary"], out["vary_id"] = self.vary[vid], vid
             launch = rec.get("launched_by")
             if launch is not None:
                 launch = dict(launch)
@@ -365,6 +470,12 @@ class Reader:
                                                     and type(f.get("args", [])) is list for f in carried):
                 raise BadRecord("an args record whose frames are not [{frame, args}]")
             self.args[int(rec["id"])] = carried
+            return None
+        if kind == VARY:
+            items = rec.get("items")
+            if type(items) is not list or not all(type(x) is dict for x in items):
+                raise BadRecord("a vary record whose items are not [{field: value}]")
+            self.vary[int(rec["id"])] = items
             return None
         return rec
 

@@ -8,6 +8,7 @@ off before its fill lost nothing.
 """
 from __future__ import annotations
 
+from array import array
 import datetime as _dt
 import io
 import os
@@ -24,7 +25,7 @@ from tracer.errors import SessionError
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
 from tracer.session.model import (BOOL, INT, NUM, SCHEMA, STR, STRS, Breakpoint, Frame, Hit, Launch, Process, RecordError, Session,
-                          SessionInfo, Thread, check, fill_path, objects, values_of)
+                          SessionInfo, Thread, Varying, check, fill_path, objects, values_of)
 
 SUFFIX = ".jsonl"
 
@@ -100,6 +101,7 @@ class HitReader:
         self.records = records.Reader(Frame.from_dict)
         self._threads: dict[int, Thread] = {}  # site id -> its thread
         self._values: dict[tuple[int, int], Any] = {}  # (args id, stack id) -> its FrameValues, shared
+        self._varying: dict[tuple[int, int, int], Varying] = {}  # (args id, stack id, vary id) -> the latest
 
     def feed(self, rec: dict[str, Any]) -> Hit | dict[str, Any] | None:
         """A ``Hit`` for a hit record, else what ``records.Reader.feed`` returns."""
@@ -129,9 +131,17 @@ class HitReader:
             values = self._values.get(key)
             if values is None:
                 values = self._values[key] = values_of(out["values"], out["frames"])
+        varying = None
+        if values is not None and out.get("vary") is not None:  # kept apart: a HitTable merges on demand
+            vkey = (out["values_id"], out["stack"], out["vary_id"])
+            varying = self._varying.get(vkey)
+            if varying is None:
+                if len(self._varying) >= 4096:  # one a hit in a loop over fresh tensors: only repeats are shared
+                    self._varying.clear()
+                varying = self._varying[vkey] = Varying(values, tuple(out["vary"]))
         return Hit(seq=seq, breakpoint=out["breakpoint"], thread=thread, time=float(time or 0.0),
                    frames=out["frames"], truncated=out["truncated"], signal=out["signal"], launched_by=launch,
-                   values=values)
+                   values=values, varying=varying)
 
 
 # A hit line as the agent's Interner writes it for a hit with no signal and no launcher: read without
@@ -210,6 +220,8 @@ def _plain_chunk(chunk: bytes, plain_sites: dict[int, int], table: HitTable) -> 
     table.seqs.extend(map(int, seqs))
     table.times.extend(map(float, times))
     table.rows.extend(map(plain_sites.__getitem__, map(int, sites)))
+    if table.vary is not None:  # plain hits have no values of their own
+        table.vary.extend(array("i", bytes(4 * len(seqs))))
     return True
 
 
