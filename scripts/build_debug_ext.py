@@ -1,8 +1,9 @@
 """Build the pttrace_demo operator library with -g -O0 and print the path of the built .so.
 
-The library (scripts/debug_ext/) registers ``pttrace_demo::scale_add`` (CPU kernel) and
-``pttrace_demo::scale_add_twice`` (CompositeImplicitAutograd) with TORCH_LIBRARY / TORCH_LIBRARY_IMPL:
-a real debug build whose frames carry DWARF file:line, for the tests and the demo.
+The library (scripts/debug_ext/) registers ``pttrace_demo::scale_add`` (CPU kernel),
+``pttrace_demo::scale_add_twice`` (CompositeImplicitAutograd) and ``pttrace_demo::boxed_scale`` (a boxed
+CPU kernel: its arguments an IValue stack) with TORCH_LIBRARY / TORCH_LIBRARY_IMPL: a real debug build
+whose frames carry DWARF file:line, for the tests and the demo.
 
 Building takes ~20 s, so the result is cached in ``$PTTRACE_CACHE/debug_ext`` (default
 ``tests/.cache/debug_ext``) together with a stamp of its inputs; while the stamp matches, this script

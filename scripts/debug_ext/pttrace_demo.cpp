@@ -3,7 +3,9 @@
 //
 //   pttrace_demo::scale_add(a, b, alpha) = a + alpha * b     CPU kernel: scale_add_cpu
 //   pttrace_demo::scale_add_twice(a, b, alpha)                CompositeImplicitAutograd: calls scale_add twice
+//   pttrace_demo::boxed_scale(a, times, label) = a * times    CPU, a boxed kernel: boxed_scale_cpu
 #include <ATen/ATen.h>
+#include <ATen/core/stack.h>
 #include <torch/library.h>
 
 #include "pttrace_demo.h"
@@ -46,15 +48,35 @@ at::Tensor scale_add_twice(const at::Tensor& a, const at::Tensor& b, double alph
   return op.call(once, b, alpha);
 }
 
+// A boxed kernel: its arguments arrive as IValues on the dispatcher's stack (a std::vector<c10::IValue>),
+// as every op's do under TorchScript's interpreter or a fallback. Stopped here, gdb's
+// `call ((c10::IValue *)stack._M_impl._M_start)->dump()` prints the first argument, and `stack`
+// is a reference, as in the JIT's own operators.
+void boxed_scale_stack(torch::jit::Stack& stack) {
+  const std::string label = stack[2].toStringRef();
+  const int64_t times = stack[1].toInt();
+  at::Tensor out = stack[0].toTensor().mul(static_cast<double>(times));
+  torch::jit::drop(stack, 3);
+  torch::jit::push(stack, std::move(out));
+}
+
+// The boxed signature itself, with the key set the dispatcher plumbs through: `stack` is a pointer
+// here (`call ((c10::IValue *)stack->_M_impl._M_start)->dump()`).
+void boxed_scale_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  boxed_scale_stack(*stack);
+}
+
 }  // namespace pttrace_demo
 
 TORCH_LIBRARY(pttrace_demo, m) {
   m.def("scale_add(Tensor a, Tensor b, float alpha) -> Tensor");
   m.def("scale_add_twice(Tensor a, Tensor b, float alpha) -> Tensor");
+  m.def("boxed_scale(Tensor a, int times, str label) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(pttrace_demo, CPU, m) {
   m.impl("scale_add", &pttrace_demo::scale_add_cpu);
+  m.impl("boxed_scale", torch::CppFunction::makeFromBoxedFunction<&pttrace_demo::boxed_scale_cpu>());
 }
 
 TORCH_LIBRARY_IMPL(pttrace_demo, CompositeImplicitAutograd, m) {

@@ -146,6 +146,58 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
 
 
+def output_text(app) -> str:
+    return "\n".join(x.plain for x in app.query_one(OutputLog)._lines)
+
+
+@pytest.mark.gdb
+def test_the_seeds_ivalue_dump_in_a_boxed_kernel(tmp_path, debug_ext):
+    # GIVEN the debug extension's boxed kernel (its arguments are IValues on the dispatcher's stack), the
+    # target stopped in the function it hands the stack to by reference
+    code = (f"import torch; torch.ops.load_library({str(debug_ext)!r}); a = torch.arange(4, dtype=torch.float32); "
+            "print('result', torch.ops.pttrace_demo.boxed_scale(a, 3, 'seventeen'))")
+    config = TraceConfig(breakpoints=("pttrace_demo::boxed_scale_stack",), python=sys.executable, code=code,
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            path = app.call_path
+            assert path.frames[path.selected_frame_index()].short == "pttrace_demo::boxed_scale_stack"
+            assert any(f.short == "pttrace_demo::boxed_scale_cpu" for f in path.frames)
+
+            # WHEN the seeds' line is typed as they write it THEN IValue::dump (libtorch_cpu.so) runs in the
+            # target and prints the op's first argument, the tensor it was given, in the output pane
+            await ask(pilot, app, "call ((c10::IValue *)stack._M_impl._M_start)->dump()")
+            await wait_until(pilot, lambda: "[ CPUFloatType{4} ]" in output_text(app), timeout=allowance(20))
+            dumped = output_text(app).split("(gdb) call ((c10::IValue *)stack._M_impl._M_start)->dump()")[-1]
+            assert re.search(r"^\s*0\n\s*1\n\s*2\n\s*3\n\[ CPUFloatType\{4\} \]", dumped, re.M), dumped
+
+            # WHEN `up` selects the boxed kernel, whose stack is a pointer THEN `stack->` reaches the
+            # other arguments: the int and the string the op was called with
+            said = await ask(pilot, app, "up")
+            assert said.startswith("#1  ") and "pttrace_demo::boxed_scale_cpu" in said, said
+            await ask(pilot, app, "call ((c10::IValue *)stack->_M_impl._M_start)[2].dump()")
+            await wait_until(pilot, lambda: re.search(r"^seventeen$", output_text(app), re.M), timeout=allowance(20))
+            await ask(pilot, app, "call ((c10::IValue *)stack->_M_impl._M_start)[1].dump()")
+            await wait_until(pilot, lambda: re.search(r"^3$", output_text(app), re.M), timeout=allowance(20))
+            await pilot.press("escape")
+
+            # WHEN c lets the run end THEN the op returned what it always does: the dumps changed nothing
+            await pilot.press("c")
+            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
+            await wait_until(pilot, lambda: "result tensor([0., 3., 6., 9.])" in output_text(app),
+                             timeout=allowance(10))
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(600))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+
+
 @pytest.mark.gdb
 def test_prompt_on_the_release_wheel(tmp_path):
     # GIVEN hello-world.py stopped in the CPU sigmoid kernel of the release wheel (no DWARF)
