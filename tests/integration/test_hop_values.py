@@ -159,3 +159,30 @@ def test_show_and_json_give_them(recording, tmp_path):
     assert {"sizes", "strides", "dtype", "device", "requires_grad"} <= set(tensor)
     frame = doc["frames"][doc["stacks"][first["stack"]][entry["frame"]]]
     assert frame["short"] == "at::_ops::sigmoid::call"
+
+
+def test_each_parameter_is_named_where_a_source_names_it(recording, tmp_path):
+    """The operator header's schema names an entry's parameters, a structured kernel's own declaration in
+    torch/include names its (and gives its return type: it is read), the debug build's DWARF names the
+    extension's kernel; a static kernel of a .cpp file that no source names says unnamed."""
+    session, _, path = recording
+
+    def args_at(short):
+        hit = next(h for h in session.hits if h.innermost.short == short)
+        return carried(hit).args
+
+    entry = args_at("at::_ops::sigmoid::call")
+    assert [(a["name"], a["named_by"]) for a in entry] == [("self", "schema")]
+    impl = args_at("at::native::structured_sigmoid_out::impl")
+    assert [a["name"] for a in impl] == ["self", "out"] and impl[0]["named_by"].startswith(
+        "declaration ATen/ops/sigmoid_native.h:")
+    assert impl[0]["tensor"]["sizes"] == [2, 3] and "unreadable" not in impl[0]
+    meta = args_at("at::meta::structured_sigmoid::meta")
+    assert [a["name"] for a in meta] == ["self"] and meta[0]["named_by"].startswith("declaration ATen/ops/sigmoid_meta.h:")
+    kernel = next(h for h in session.hits if (h.innermost.function or "").startswith("pttrace_demo::scale_add_cpu"))
+    assert [(a["name"], a["named_by"]) for a in carried(kernel).args] == [("a", "DWARF"), ("b", "DWARF"),
+                                                                          ("alpha", "DWARF")]
+    stub = args_at("at::native::AVX2::sigmoid_kernel")
+    assert "name" not in stub[0]
+    shown = run_pttrace("show", str(path))
+    assert "#0 unnamed at::TensorIteratorBase&" in shown.stdout and "out: float32[2, 3]" in shown.stdout

@@ -92,8 +92,9 @@ def value_text(arg: dict) -> str:
 
 
 def arg_text(arg: dict, index: int) -> str:
-    """One line: ``self: float32[2, 3] ...`` (``#1 at::Tensor const&: ...`` without a name)."""
-    name = arg.get("name") or f"#{index} {arg.get('type') or '?'}"
+    """One line: ``self: float32[2, 3] ...`` (``#1 unnamed at::Tensor const&: ...`` where no source names
+    it: no DWARF, no operator header, no declaration in torch's headers)."""
+    name = arg.get("name") or f"#{index} unnamed {arg.get('type') or '?'}"
     return f"{name}: {value_text(arg)}"
 
 

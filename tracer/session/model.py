@@ -338,7 +338,8 @@ class Launch:
 
 
 _ARG_TYPES = {"type": STR, "name": STR, "where": STR, "unreadable": STR, "keyset": INT, "none": BOOL,
-              "address": INT, "length": INT, "vary": INT}
+              "address": INT, "length": INT, "vary": INT,
+              "named_by": STR}
 
 
 @dataclass(eq=False)

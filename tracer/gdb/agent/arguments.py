@@ -12,7 +12,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from tracer.dispatch import arg_abi, keyset_abi, op_headers
+from tracer.dispatch import arg_abi, declarations, keyset_abi, op_headers
 from tracer.gdb.agent import argvalues
 from tracer.gdb.agent.keyset import _debug_signature, _op_returns, _type_name
 
@@ -23,6 +23,10 @@ _KERNEL = re.compile(r"^(?:torch::autograd::VariableType|torch::ADInplaceOrView|
                      r"at::functionalization)::(?:\(anonymous namespace\)::)?(\w+)\(|"
                      r"^at::(?:\(anonymous namespace\)::)?wrapper_[A-Za-z0-9]+_(\w+)\(")
 MAX_ARGS = 32  # a function with more parameters than this has its first MAX_ARGS read
+# Where a parameter's name comes from (an argument's ``named_by``); without one it is unnamed.
+NAMED_BY_SCHEMA = "schema"  # the operator's ATen/ops/<op>_ops.h (the schema's names, as torchgen wrote them)
+NAMED_BY_DECLARATION = "declaration"  # the function's own declaration in torch/include (declarations.py)
+NAMED_BY_DWARF = "DWARF"  # a debug build's debug information
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Plan:
     names: tuple[str | None, ...]
     op: str | None = None  # ``at::_ops::<op>::call``/``redispatch``: the operator's struct name
     why: str | None = None  # no plan: why (the name has no parameter list)
+    named_by: str | None = None  # where the names come from: NAMED_BY_*
 
 
 _plans: dict[tuple[str, str | None], Plan] = {}
@@ -63,17 +68,45 @@ def _make_plan(frame, name: str, library: str | None) -> Plan:
             token = k.group(1) or k.group(2)
             tokens = list(dict.fromkeys([token, token.replace("_out", "", 1), token.lstrip("_")]))
             declared = op_headers.matching(op_headers.include_dir(library), tokens, sig.params)
+    named_by = None
     if declared is not None:
         has_this = False if m or sig.has_this is None else sig.has_this
         sig = keyset_abi.Signature(sig.params, has_this, sig.returns or op_headers.demangled(declared.returns))
         if len(declared.names) == len(sig.params):
-            names = declared.names
+            names, named_by = declared.names, NAMED_BY_SCHEMA
+    else:
+        own = declarations.find(op_headers.include_dir(library), name.split("(", 1)[0], sig.params)
+        if own is not None:
+            has_this = own.member if sig.has_this is None else sig.has_this
+            sig = keyset_abi.Signature(sig.params, has_this, sig.returns or op_headers.demangled(own.returns))
+            names, named_by = own.names, f"{NAMED_BY_DECLARATION} {own.where}"
     locations = keyset_abi.arguments(sig)
+    debug = None
     if any(loc.how is None for loc in locations):
         debug = _debug_signature(frame)  # a debug build: DWARF knows `this` and the return type
         if debug is not None and len(debug.params) == len(sig.params):
             locations = keyset_abi.arguments(debug)
-    return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op)
+    if named_by is None:
+        dwarf = _debug_names(frame)
+        if dwarf is not None and len(dwarf) == len(sig.params):
+            names, named_by = dwarf, NAMED_BY_DWARF
+    return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op, named_by=named_by)
+
+
+def _debug_names(frame) -> tuple[str | None, ...] | None:
+    """The parameters' names from a debug build's DWARF (``this`` left out); None without it."""
+    try:
+        block = frame.block()
+        function = frame.function()
+    except RuntimeError:  # no debug information for this pc
+        return None
+    want = function.name if function is not None else None
+    while block is not None and (block.function is None or (want is not None and block.function.name != want)):
+        block = block.superblock
+    if block is None:
+        return None
+    names = tuple(s.name for s in block if s.is_argument and s.name != "this")
+    return names or None
 
 
 def read_entry(frame, name: str | None, library: str | None, read_memory) -> list[dict] | None:
@@ -119,6 +152,8 @@ def _parts(p: Plan) -> tuple:
             head = {"type": loc.type, "where": loc.where}
             if arg_name:
                 head["name"] = arg_name
+                if p.named_by:
+                    head["named_by"] = p.named_by
             parts.append((loc, head, loc.how is not None and argvalues.needs_layout(loc.object_type)))
         found = _parts_of[id(p)] = (p, tuple(parts))
     return found[1]
@@ -172,7 +207,7 @@ def read_debug(frame) -> list[dict] | None:
     for symbol in block:
         if not symbol.is_argument:
             continue
-        arg = {"name": symbol.name, "type": _type_name(symbol.type), "where": "DWARF"}
+        arg = {"name": symbol.name, "type": _type_name(symbol.type), "where": "DWARF", "named_by": NAMED_BY_DWARF}
         try:
             value = frame.read_var(symbol)
             if getattr(value, "is_optimized_out", False):
