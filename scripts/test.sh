@@ -10,4 +10,5 @@ fi
 .venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
 # The type checker first (pyproject.toml's [tool.mypy]): a type error fails the run as a test would.
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
+# --durations=20: every run names its slowest tests (the suite is kept under 10 minutes).
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 tests "$@"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, gdb_pids, run_pttrace
-from tests.support import allowance, fifo_line, stop_process
+from tests.support import allowance, fifo_line, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -56,7 +56,7 @@ class Target:
     def finish(self) -> int:
         self.stop_file.touch()
         try:
-            return self.proc.wait(30)
+            return self.proc.wait(allowance(30))
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -124,14 +124,18 @@ def test_target_exit_while_attached_is_completed(tmp_path):
     th = threading.Thread(target=attach)
     th.start()
     # Wait until hits are being recorded, then let the target end by itself.
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
+
+    def recording():
+        assert th.is_alive(), f"pttrace ended before its first hit: {getattr(result.get('proc'), 'stderr', None)}"
         files = list((tmp_path / "s").glob("*.jsonl")) if (tmp_path / "s").exists() else []
-        if files and '"type":"hit"' in files[0].read_text():
-            break
-        time.sleep(0.1)
-    target.stop_file.touch()
-    th.join(120)
+        return bool(files) and '"type":"hit"' in files[0].read_text()
+
+    try:
+        wait_for(recording, 60, "the attached target's first hit in the session", step=0.1)
+    finally:
+        target.stop_file.touch()
+        th.join(allowance(120))
+    assert not th.is_alive(), "pttrace did not end after its target did"
     assert result["proc"].returncode == 0, result["proc"].stderr
     session = storage.load(next((tmp_path / "s").glob("*.jsonl")))
     assert session.info.status == "completed"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
-from tests.support import Lines
+from tests.support import Lines, allowance, wait_for
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -205,8 +205,6 @@ print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
 
 
 def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_path):
-    import time
-
     script, ready, go, stop = tmp_path / "parent.py", tmp_path / "ready", tmp_path / "go", tmp_path / "stop"
     script.write_text(ATTACHED_FAMILY)
     target = subprocess.Popen([sys.executable, str(script), str(ready), str(go), str(stop)], stdout=subprocess.PIPE,
@@ -214,16 +212,14 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
     before = gdb_pids()
     sessions = tmp_path / "sessions"
     try:
-        deadline = time.monotonic() + 120
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(ready.exists, 120, "the parent's ready file")
         tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--duration", "25", "--break",
                                    "THPVariable_tensor", "--session-dir", str(sessions)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it forks its worker.
-        _wait_for_a_hit(tracer, sessions, deadline)
+        _wait_for_a_hit(tracer, sessions)
         go.touch()
-        out, err = tracer.communicate(timeout=180)
+        out, err = tracer.communicate(timeout=allowance(180))
         assert tracer.returncode == 0, err
         assert gdb_pids() <= before, "a gdb was left running"
         session = storage.load(next(sessions.glob("*.jsonl")))
@@ -344,7 +340,6 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
     # starts (its session file is the first sign of that). pttrace killed then, the keeper continues it
     # and it does its work; the parent, detached by its gdb, waits for it and ends.
     import signal
-    import time
 
     ready, go, marker = tmp_path / "ready", tmp_path / "go", tmp_path / "ran"
     (tmp_path / "parent.py").write_text(HELD_PARENT)
@@ -353,29 +348,26 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
     before = gdb_pids()
     tracer = None
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(ready.exists, 60, "the parent's ready file")
         tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", "Py_BytesMain",
                                    "--break", "THPVariable_tensor", "--session-dir", str(sessions)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it starts its child.
-        _wait_for_a_hit(tracer, sessions, time.monotonic() + 120)
+        _wait_for_a_hit(tracer, sessions)
         go.touch()
-        deadline = time.monotonic() + 120
-        while not list(sessions.glob("*.children/*.jsonl")) and time.monotonic() < deadline:
+
+        def child_held():
             assert tracer.poll() is None, "pttrace ended before the child was held"
-            time.sleep(0.01)
+            return list(sessions.glob("*.children/*.jsonl"))
+
+        wait_for(child_held, 120, "the held child's session file", step=0.01)
         assert not marker.exists(), "the child ran before its recorder attached"
         tracer.send_signal(signal.SIGKILL)
-        tracer.wait(30)
-        assert target.wait(60) == 0, "the parent did not end"
+        tracer.wait(allowance(30))
+        assert target.wait(allowance(60)) == 0, "the parent did not end"
         assert marker.read_text() == "ran", "the held child was left stopped"
-        deadline = time.monotonic() + 30
-        while gdb_pids() - before and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert gdb_pids() <= before, "a gdb was left running"
+        wait_for(lambda: gdb_pids() <= before, 30, "the child's gdb to end", why=lambda: gdb_pids() - before)
     finally:
         for proc in (tracer, target):
             if proc is not None and proc.poll() is None:
@@ -445,13 +437,13 @@ def test_a_process_that_executes_by_a_raw_system_call_is_let_go_or_handed_over_a
         assert not alive(pid), f"process {pid} was left behind"
 
 
-def _wait_for_a_hit(tracer, sessions, deadline: float) -> None:
-    """Until the session in ``sessions`` holds a hit (gdb is attached and recording), ``tracer`` ends, or
-    ``deadline`` (time.monotonic()) passes."""
-    import time
+def _wait_for_a_hit(tracer, sessions, timeout: float = 120) -> None:
+    """Until the session in ``sessions`` holds a hit (gdb is attached and recording); fails when
+    ``tracer`` ends first or after ``allowance(timeout)``."""
 
-    while time.monotonic() < deadline and tracer.poll() is None:
+    def recording():
+        assert tracer.poll() is None, f"pttrace ended ({tracer.returncode}) before its first hit"
         files = list(sessions.glob("*.jsonl"))
-        if files and b'"type":"hit"' in files[0].read_bytes():
-            return
-        time.sleep(0.05)
+        return bool(files) and b'"type":"hit"' in files[0].read_bytes()
+
+    wait_for(recording, timeout, "the attached parent's first hit in the session", step=0.05)

@@ -25,7 +25,7 @@ import pytest
 
 from tests import pythons
 from tests.conftest import PTTRACE, run_pttrace
-from tests.support import Lines
+from tests.support import Lines, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -122,6 +122,24 @@ def test_run_interleaves_each_group_at_its_eval_frame(recorded):
     assert (where["in_exec"] == at - 1) == (not recorded["name"].endswith("3.10"))
 
 
+def runs_on(pid: int) -> None:
+    """The detached target runs on: no tracer, not stopped, and its main thread keeps sleeping between
+    calls of bin() (its voluntary context switches go on growing)."""
+
+    def status() -> dict:
+        with open(f"/proc/{pid}/status") as fh:
+            return dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+
+    first = int(status()["voluntary_ctxt_switches"])
+
+    def running() -> bool:
+        now = status()
+        return (now["TracerPid"].strip() == "0" and now["State"].split()[0] in "RS"
+                and int(now["voluntary_ctxt_switches"]) > first + 2)
+
+    wait_for(running, 30, "the detached target to run on", why=status)
+
+
 @pytest.fixture(scope="module", params=["pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13", "debian-3.11",
                                                "stripped-3.12"])
 def attached(request, tmp_path_factory):
@@ -139,8 +157,7 @@ def attached(request, tmp_path_factory):
         proc = run_pttrace("attach", "--batch", "--session-dir", str(out), "--break", BREAK, "--max-hits", "6",
                            *DEPTH, str(target.pid), env={"PTTRACE_STACK_REUSE_STATS": str(stats)})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        time.sleep(0.2)
-        assert target.poll() is None  # detached, still running
+        runs_on(target.pid)
         return {"session": _session(out), "reuse": json.loads(stats.read_text()), "pid": target.pid}
     finally:
         target.kill()

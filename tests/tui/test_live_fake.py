@@ -144,10 +144,11 @@ def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fi
 
 def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
     """A breakpoint hit during ``import torch`` comes before a key pressed once the target runs."""
-    gdb_up = threading.Event()
+    gdb_up, starting = threading.Event(), threading.Event()
     run = fake_source.run
 
     def slow_start(emit):
+        starting.set()
         gdb_up.wait(10)
         run(emit)
 
@@ -156,7 +157,7 @@ def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
     async def scenario():
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause(0.1)
+            await wait_until(pilot, starting.is_set)  # the app has asked for gdb: it is starting
             assert app.state.gdb == "starting" and app.check_action("toggle_mode", ()) is True
             assert app.check_action("control", ("step",)) is None  # the others wait for gdb
             await pilot.press("m")

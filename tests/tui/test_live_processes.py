@@ -86,7 +86,16 @@ def fork_run(tmp_path_factory):
                 before = source._stops
                 await pilot.press("c")
             await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
-            await pilot.pause(0.5)
+
+            def all_shown():
+                """every hit shown under a heading for each process, and every process's end known"""
+                procs = app.state.processes.values()
+                return (len(app.hits_table.shown) == len(app.state.hits) + len(procs)
+                        and all(p.outcome != "running" for p in procs))
+
+            await wait_until(pilot, all_shown, timeout=30, step=0.1,
+                             why=lambda: (len(app.hits_table.shown), len(app.state.hits),
+                                          [p.to_dict() for p in app.state.processes.values()]))
             seen["grouped_end"] = headings(app.hits_table)
             seen["title_end"] = app.hits_table.border_title
             seen["end_seqs"] = [h.seq for h in app.state.hits]

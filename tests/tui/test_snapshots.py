@@ -32,12 +32,12 @@ async def settled(pilot) -> None:
         # idle) does not bump: a row painted before that keeps its old widths until the next change.
         table._clear_caches()
         table.refresh()
-    await pilot.pause(0.1)
+    await pilot.wait_for_scheduled_animations()  # the screen's messages handled and the app idle
     # The call path centres its cursor row after a refresh; on a busy machine a resize may come
     # between: centre it once more so that the picture does not depend on the order.
     path = app.call_path
     path.scroll_to_center_row(path.cursor_row)
-    await pilot.pause(0.05)
+    await pilot.wait_for_scheduled_animations()
 
 
 def viewer(fixture_session):
@@ -84,7 +84,7 @@ def test_live_add_breakpoint_dialog(snap_compare, fixture_session):
         pilot.app.screen.query_one("Input").cursor_blink = False  # a blinking cursor makes two pictures
         await pilot.press(*"sigm")
         await wait_until(pilot, lambda: pilot.app.screen.query_one("OptionList").option_count == 3)
-        await pilot.pause(0.1)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(make_app(source), terminal_size=SIZE, run_before=dialog)
     source.request_stop()
@@ -109,7 +109,7 @@ def test_live_stopped_then_quit_asks(snap_compare, fixture_session):
         app.clear_notifications()  # the mode change's toast would stay or go with the machine's speed
         await pilot.press("q")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmQuit")
-        await pilot.pause(0.1)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(make_app(source), terminal_size=SIZE, run_before=stopped)
     source.request_stop()
@@ -147,8 +147,8 @@ def test_live_stopped_at_80x24(snap_compare, fixture_session):
         await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None)
         await settled(pilot)
         app.clear_notifications()
+        await wait_until(pilot, lambda: app.call_path.vertical_scrollbar.position == app.call_path.scroll_y)
         await pilot.wait_for_scheduled_animations()
-        await pilot.pause(0.3)  # the call path centres its cursor row after a refresh
 
     assert snap_compare(make_app(source), terminal_size=(80, 24), run_before=stopped)
     source.request_stop()

@@ -193,6 +193,11 @@ class CallPathTable(RowJumps, DataTable):
                 self.scroll_end(animate=False, immediate=True)  # frame #0 at a stop: the pane's end, exactly
             else:
                 self.scroll_to(y=max(0, row - visible // 2), animate=False)
+            if self.show_vertical_scrollbar:
+                # Textual moves the scrollbar's thumb only when scroll_y changes while the bar is shown: a
+                # scroll made before the new rows showed the bar left the thumb at the top, the view at
+                # the bottom (seen in the 80x24 snapshot, one run in three under load).
+                self.vertical_scrollbar.position = self.scroll_target_y
 
     def _cells(self, row: PathRow, frames: list[Frame]) -> tuple:
         if row.kind == "fold":
