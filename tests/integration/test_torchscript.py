@@ -1,38 +1,55 @@
-"""TorchScript under pttrace: what is recorded where a hit passes through the interpreter, checked
-against the program (tests/targets/jit_script.py). pttrace does not read the scripted function, line
-and node from the interpreter's memory yet: the session says so, and the interpreter's frame says so."""
+"""TorchScript under pttrace: at a hit whose stack passes through the interpreter, the scripted function, its
+line and the graph node, read from the interpreter's memory, on the interpreter's frame, in every view;
+checked against the program's own lines (tests/targets/jit_script.py: a scripted function calling another
+inside a loop's if, relu in its else, and a torch.jit.trace'd function). One recording for all."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sysconfig
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids
+from tracer import settings
 from tracer.export import paths as P
+from tracer.scripted import interp_layout as IL
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
 
 TARGET = ROOT / "tests" / "targets" / "jit_script.py"
 SOURCE = TARGET.read_text().splitlines()
+TORCH = Path(sysconfig.get_paths()["purelib"]) / "torch"
 
 
 def line_of(text: str) -> int:
     return next(n for n, line in enumerate(SOURCE, 1) if text in line)
 
 
+def place(text: str) -> tuple[str, int, str]:
+    """(file, line, the line's text) of the program line holding ``text``."""
+    n = line_of(text)
+    return str(TARGET), n, SOURCE[n - 1].strip()
+
+
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
+    # The interpreter's layout, as pttrace's recorder finds it (its cache): established here first, since a
+    # run that finds none starts the probe in the background and reads no TorchScript until it is written.
+    layout = IL.establish(str(TORCH / "lib" / "libtorch_cpu.so"), str(TORCH / "include"), settings.cache_dir())
+    assert not layout.problems, layout.problems
     tmp = tmp_path_factory.mktemp("jit")
     before = gdb_pids()
     proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), "-b", "wrapper_CPU_sigmoid",
-                           str(TARGET)], capture_output=True, text=True, timeout=600, cwd=tmp,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           "-b", "at::native::relu", str(TARGET)], capture_output=True, text=True, timeout=900,
+                          cwd=tmp, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert gdb_pids() <= before, "a gdb was left running"
     files = sorted(tmp.glob("*.jsonl"))
     assert proc.returncode == 0 and len(files) == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
-    return proc, storage.load(files[0])
+    return proc, storage.load(files[0]), files[0]
 
 
 def user_line(hit) -> int | None:
@@ -41,25 +58,76 @@ def user_line(hit) -> int | None:
                  if f.kind == "python" and f.file and f.file.endswith("jit_script.py")), None)
 
 
+def interpreter_frames(hit):
+    return [f for f in hit.frames if f.kind == "native" and P.is_interpreter_loop(f.function)]
+
+
+def ts_places(hit) -> list[tuple]:
+    """(function, file, line, text, node) of each TorchScript row at the hit's interpreter frames."""
+    return [(r.function, r.file, r.line, r.text, r.node) for f in interpreter_frames(hit) for r in P.torchscript_rows(f)]
+
+
 def test_sigmoid_runs_where_the_program_says(recording):
-    _, session = recording
+    _, session, _ = recording
+    sig = [h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid"]
     # outer(x, 3) calls inner at i = 0 and i = 2 (the if's even branch); traced(x) runs sigmoid once;
     # torch.jit.trace runs plain in Python (plain's line) and checks the trace by running it (trace's line)
-    lines = sorted(user_line(h) for h in session.hits)
+    lines = sorted(user_line(h) for h in sig)
     outer_line, traced_line = line_of("z = outer(x, 3)"), line_of("w = traced(x)")
     assert lines.count(outer_line) == 2 and lines.count(traced_line) == 1, lines
     tracing = {line_of("return torch.sigmoid(x + 1.0)"), line_of("traced = torch.jit.trace(")}
     assert set(lines) - {outer_line, traced_line} == tracing, lines
 
 
-def test_interpreter_frames_are_torchscript_and_say_what_is_not_read(recording):
-    proc, session = recording
-    through = [h for h in session.hits if user_line(h) in (line_of("z = outer(x, 3)"), line_of("w = traced(x)"))]
+def test_a_scripted_call_inlined_in_a_loops_if_is_two_lines_at_the_interpreter(recording):
+    _, session, _ = recording
+    through = [h for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid" and user_line(h) == line_of("z = outer(x, 3)")]
+    assert len(through) == 2
     for hit in through:
-        loops = [f for f in hit.frames if P.is_interpreter_loop(f.function)]
+        loops = interpreter_frames(hit)
         assert loops and all(f.layer == "torchscript" for f in loops)
-        assert P.frame_note(loops[0]) == "TorchScript: its function, line and graph node are not read"
-        assert hit.frames[-1].function.endswith("wrapper_CPU_sigmoid(at::Tensor const&)") or \
-            "wrapper_CPU_sigmoid" in hit.frames[-1].function
-    assert any("hits passed through TorchScript's interpreter" in w for w in session.info.warnings)
-    assert "TorchScript's interpreter" in proc.stdout  # the summary's warnings
+        assert ts_places(hit) == [("outer", *place("y = inner(y)"), None),
+                                  ("inner", *place("return torch.sigmoid(x) * 2.0"), "aten::sigmoid")]
+
+
+def test_relu_in_the_loops_else_branch(recording):
+    _, session, _ = recording
+    relu = [h for h in session.hits if h.breakpoint == "at::native::relu"]
+    assert len(relu) == 1, [user_line(h) for h in relu]  # i = 1 of range(3)
+    assert user_line(relu[0]) == line_of("z = outer(x, 3)")
+    assert ts_places(relu[0]) == [("outer", *place("y = torch.relu(y + 1.0)"), "aten::relu")]
+
+
+def test_a_traced_function_keeps_its_source_line(recording):
+    _, session, _ = recording
+    # torch.jit.trace records each op's Python line as the node's source range: the traced graph has them
+    for hit in session.hits:
+        if user_line(hit) in (line_of("w = traced(x)"), line_of("traced = torch.jit.trace(")) and interpreter_frames(hit):
+            assert ts_places(hit) == [("plain", *place("return torch.sigmoid(x + 1.0)"), "aten::sigmoid")]
+    assert any(user_line(h) == line_of("w = traced(x)") and ts_places(h) for h in session.hits)
+
+
+def test_nothing_is_said_to_be_unread_and_every_view_shows_the_lines(recording, tmp_path):
+    proc, session, path = recording
+    assert not any("TorchScript" in w for w in session.info.warnings), session.info.warnings
+    inner = place("return torch.sigmoid(x) * 2.0")
+    # the summary (relu's first hit is in outer) and show: the scripted line under the interpreter frame,
+    # with its text and node
+    relu = place("y = torch.relu(y + 1.0)")
+    assert f"TorchScript outer  {relu[0]}:{relu[1]}  {relu[2]}  [aten::relu]" in proc.stdout
+    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert show.returncode == 0 and f"↳ TorchScript outer  {inner[0]}:{line_of('y = inner(y)')}" in show.stdout
+    assert "are not read" not in show.stdout and "were not read" not in show.stdout
+    md = tmp_path / "notes.md"
+    out = subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    notes = md.read_text()
+    assert "is TorchScript's interpreter**, running" in notes
+    assert f"| `inner` | `{inner[0]}:{inner[1]}` | `{inner[2]}` | `aten::sigmoid` |" in notes
+    out = subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(tmp_path / "s.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "s.json").read_text())
+    levels = [lv for fr in data["frames"] for lv in fr.get("torchscript") or []]
+    assert {"function": "inner", "file": inner[0], "line": inner[1], "text": inner[2]} in \
+        [p for lv in levels for p in lv["places"]]

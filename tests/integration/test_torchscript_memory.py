@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, gdb_pids
+from tracer import settings
 from tracer.scripted import interp_layout as IL
 
 pytestmark = pytest.mark.gdb
@@ -28,7 +29,7 @@ def line_of(text: str) -> int:
 
 
 def hits(tmp_path, symbol: str) -> list[dict]:
-    layout = IL.establish(str(TORCH / "lib" / "libtorch_cpu.so"), str(TORCH / "include"), ROOT / "tests" / ".cache")
+    layout = IL.establish(str(TORCH / "lib" / "libtorch_cpu.so"), str(TORCH / "include"), settings.cache_dir())
     assert not layout.problems, layout.problems
     path = tmp_path / "layout.json"
     path.write_text(json.dumps(IL.asdict(layout)))

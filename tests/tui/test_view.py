@@ -64,6 +64,7 @@ def test_saved_session_fills_every_pane():
             # THEN the first hit is selected and its innermost Python line is in the source pane
             assert app.call_path.hit.seq == 1
             source = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: source.frame is not None)  # (the call path's FrameSelected message)
             assert source.frame.file.endswith("scripts/hello-world.py") and source.frame.line == 10
             assert "▶10 x = torch.tensor([1.0, 2.0, 3.0])" in pane_text(source)
             status = str(app.query_one("#status").render())

@@ -33,8 +33,11 @@ def _sections(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_tls_state_is_found_in_libtorch_cpu():
-    slot, offset = IL.tls_location(str(LIB))
+    slot, offset, loops = IL.tls_location(str(LIB))
     got, got_size = _sections(LIB)[".got"]
+    text, text_size = _sections(LIB)[".text"]
+    # runTemplate<false> and runTemplate<true>: the interpreter's loop, inside the code
+    assert len(loops) >= 2 and all(text <= start and start + size <= text + text_size for start, size in loops)
     tbss, tbss_size = _sections(LIB)[".tbss"]
     assert got <= slot < got + got_size  # the module id is a GOT slot the loader fills
     tdata = _sections(LIB).get(".tdata", (tbss, 0))

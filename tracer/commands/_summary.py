@@ -10,7 +10,7 @@ from rich.text import Text
 from tracer.commands._console import make_console
 from tracer.errors import PttraceError
 from tracer.export import processes as PR
-from tracer.export.paths import frame_location, visible_frames
+from tracer.export.paths import frame_location, frame_note, is_interpreter_loop, torchscript_rows, visible_frames
 from tracer.session.model import Breakpoint, Session
 from tracer.text.escape import visible
 
@@ -132,6 +132,13 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
                                  (f.short or f.function or hex(f.address or 0)),
                                  (key, "bold"), (f"  {os.path.basename(f.library or '?')}{place}", "dim"))
         console.print(line, overflow="ellipsis", no_wrap=True)
+        if f.kind == "native" and is_interpreter_loop(f.function):
+            rows = torchscript_rows(f)
+            for r in rows:  # the scripted levels the interpreter ran, under its frame
+                console.print(Text(f"      ↳ {r.label(cwd)}", style="yellow" if r.why else "steel_blue"),
+                              overflow="ellipsis", no_wrap=True)
+            if not rows:
+                console.print(Text(f"      ↳ {frame_note(f)}", style="yellow"), overflow="ellipsis", no_wrap=True)
     _print_carried(console, bp, session, first)
 
 

@@ -417,8 +417,8 @@ class MarkdownRenderer:
         if brief:  # an import-time path: its table says enough, the excerpts would bury the paths studied
             return lines
         for i, frame in enumerate(path.frames, 1):
-            lines += self.frame_details(i, frame)
-            lines += self.kernel_details(i, P.generated_kernel(path.frames, i - 1, self.cwd))
+            lines += self.frame_details(i, frame) + self.kernel_details(i, P.generated_kernel(path.frames, i - 1, self.cwd))
+            lines += torchscript_details(i, frame, self.session, self.cwd)
         return lines
 
     def kernel_details(self, i: int, kernel) -> list[str]:
@@ -597,6 +597,31 @@ class MarkdownRenderer:
         if recorded:
             return fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
         return []
+
+
+def torchscript_details(i: int, frame: Frame, session: Session, cwd: str | None) -> list[str]:
+    """Frame ``i`` is TorchScript's interpreter: the scripted lines it ran and their graph nodes (read from
+    its memory), then the graphs of those functions."""
+    if frame.kind != "native" or not P.is_interpreter_loop(frame.function):
+        return []
+    rows = P.torchscript_rows(frame)
+    if not rows:
+        return [f"**Frame {i} is TorchScript's interpreter.** {text(P.frame_note(frame) or '')}", ""]
+    out = [f"**Frame {i} is TorchScript's interpreter**, running (outermost first):", "",
+           row(["scripted function", "file:line", "line", "graph node"]), "|---|---|---|---|"]
+    for r in rows:
+        where = f"{P.display_path(r.file, cwd) or '?'}:{r.line if r.line is not None else '?'}"
+        out.append(row([code(r.function or "?", in_table=True), code(where, in_table=True) if r.file else "",
+                        code(r.text, in_table=True) if r.text else (text(f"not read: {r.why}") if r.why else ""),
+                        code(r.node, in_table=True) if r.node else ""]))
+    out.append("")
+    for graph in P.frame_graphs(frame, session):
+        out += [f"The graph of {code(graph.function or '?')} (what {code('graph->dump()')} prints, read from "
+                f"memory; {text(P.GRAPH_NOT_READ)}):", ""]
+        out += fenced("\n".join(graph.dump())) + [""]
+        if graph.why:
+            out += [f"Not read: {text(graph.why)}.", ""]
+    return out
 
 
 def carried_cell(hit, frame: Frame) -> str:

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 from tracer.export.source import repo_path
 from tracer.session.hit_table import HitTable, SiteHits
+from tracer.session import torchscript as ts
 from tracer.session.model import Frame, Hit
 
 
@@ -37,14 +38,72 @@ def frame_note(frame: Frame) -> str | None:
     if frame.compiled:
         return f"compiled: {frame.compiled}"
     if frame.kind == "native" and is_interpreter_loop(frame.function):
-        return "TorchScript: its function, line and graph node are not read"
+        if frame.torchscript is None:
+            return "TorchScript: its function, line and graph node were not read (the session's warnings say why)"
+        rows = torchscript_rows(frame)
+        if not rows or all(r.why for r in rows):
+            return "TorchScript: not read: " + "; ".join(dict.fromkeys(r.why or "" for r in rows))
+        return "TorchScript " + " → ".join(f"{r.function or '?'} {os.path.basename(r.file or '?')}:{r.line or '?'}"
+                                           + (f" {r.node}" if r.node else "") for r in rows if not r.why)
     return None
+
+
+@dataclass(frozen=True)
+class TsRow:
+    """One line of TorchScript at an interpreter frame: a scripted function at a line (``node``: the graph
+    node it runs, on the innermost line of each level), or why a level was not read."""
+
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    text: str | None = None
+    node: str | None = None
+    why: str | None = None
+
+    def label(self, cwd: str | None = None) -> str:
+        if self.why and not self.file:
+            return f"TorchScript: not read: {self.why}"
+        where = f"{display_path(self.file, cwd) or '?'}:{self.line if self.line is not None else '?'}"
+        out = f"TorchScript {self.function or '?'}  {where}"
+        if self.text:
+            out += f"  {self.text}"
+        if self.node:
+            out += f"  [{self.node}]"
+        if self.why:
+            out += f"  ({self.why})"
+        return out
+
+
+GRAPH_NOT_READ = "value types and node attributes (a constant's value) are not read"
+
+
+def frame_graphs(frame: Frame, session) -> list:
+    """The graphs (``session.torchscript.TsGraph``) of the scripted functions an interpreter frame ran,
+    outermost first, each once."""
+    graphs = getattr(session, "graphs", None) or {}
+    ids = dict.fromkeys(level.graph for level in frame.torchscript or () if level.graph is not None)
+    return [graphs[i] for i in ids if i in graphs]
+
+
+def torchscript_rows(frame: Frame) -> list[TsRow]:
+    """The scripted lines an interpreter frame was running, outermost first: per level the calls inlining
+    replaced, then the node's own line with its graph node."""
+    rows: list[TsRow] = []
+    for level in frame.torchscript or ():
+        if not level.places:
+            rows.append(TsRow(function=level.function, node=level.node, why=level.why or "no source range"))
+            continue
+        for k, p in enumerate(level.places):
+            last = k == len(level.places) - 1
+            rows.append(TsRow(p.function, p.file, p.line, p.text, level.node if last else None,
+                              level.why if last else None))
+    return rows
 
 
 def is_interpreter_loop(function: str | None) -> bool:
     """TorchScript's interpreter loop (``InterpreterStateImpl::runTemplate``/``runImpl``), where the
-    scripted function's frames would be interleaved."""
-    return function is not None and "torch::jit::InterpreterStateImpl::run" in function
+    scripted function's levels are interleaved."""
+    return ts.is_interpreter_loop(function)
 
 
 def generated_kernel(frames: list[Frame], i: int, cwd: str | None = None):

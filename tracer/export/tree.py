@@ -51,9 +51,12 @@ def frame_text(frame: Frame, cwd: str | None = None, dim: bool = False, finder=N
         t.append(f"  {frame.source.strip()}", style="italic" if not dim else "grey50")
     if frame.inlined:
         t.append("  (inlined)", style="grey50")
+    rows = P.torchscript_rows(frame) if frame.torchscript else []
     note = P.frame_note(frame)
-    if note:
+    if note and not rows:
         t.append(f"  [{note}]", style="bold steel_blue" if not dim else "grey50")
+    for r in rows:  # the scripted levels it runs, interleaved here as Python frames are at eval frames
+        t.append(f"\n  ↳ {r.label(cwd)}", style=("yellow" if r.why else "bold steel_blue") if not dim else "grey50")
     if not loc and finder is not None and frame.kind != "python":
         t.append_text(_found_line(frame, cwd, finder, dim))
     return t

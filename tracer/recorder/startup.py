@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from tracer.gdb.mi import MiConnection, mi_quote
-from tracer.recorder import launch, resolve, shutdown
+from tracer.recorder import launch, resolve, shutdown, torchscript
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
@@ -25,6 +25,7 @@ from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS, ProcessTa
 from tracer.recorder.reactions import Reactions
 from tracer.recorder.tailer import SessionTailer
 from tracer.session import storage
+from tracer.settings import cache_dir
 from tracer.session.model import SessionInfo
 
 log = logging.getLogger("pttrace.recorder")
@@ -129,6 +130,7 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             "log": str(settings.log_file.resolve()) if settings.log_file else None,
             "follow_children": cfg.follow_children,
             "values": values,
+            "torchscript": torchscript.agent_config(torch_libs, cache_dir()),
         }))
     except BaseException:
         if terminal is not None:

@@ -28,14 +28,18 @@ import os
 import re
 import struct
 import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tracer.values.layout import build_id
 
-FORMAT = 1
+FORMAT = 2
 TLS_SYMBOL = b"_ZN5torch3jitL18tls_int_state_ptr_E"
+# The interpreter's loop: a hit whose stack has a pc in one of these reads the interpreter's frames
+RUN_PREFIXES = (b"_ZN5torch3jit20InterpreterStateImpl11runTemplate", b"_ZN5torch3jit20InterpreterStateImpl7runImpl")
 R_X86_64_DTPMOD64 = 16
 STT_TLS = 6
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -53,6 +57,11 @@ FIELDS = (
     ("source_line_starts", "Source", "line_starting_offsets_"),
     ("call_callee", "InlinedCallStack", "callee_"), ("call_name", "InlinedCallStack", "fn_name_"),
     ("call_range", "InlinedCallStack", "source_range_"),
+    # the graph a CodeImpl runs, walked node by node (what graph->dump() prints)
+    ("code_graph", "CodeImpl", "graph_"), ("graph_block", "Graph", "block_"),
+    ("block_output", "Block", "output_"), ("block_input", "Block", "input_"),
+    ("node_next", "Node", "next_in_graph"), ("node_inputs", "Node", "inputs_"), ("node_outputs", "Node", "outputs_"),
+    ("node_blocks", "Node", "blocks_"), ("value_unique", "Value", "unique_"), ("value_name", "Value", "unique_name_"),
 )
 SIZES = (("frame_size", "Frame"), ("range_size", "SourceRange"))
 _HEADERS = ("torch/csrc/jit/runtime/interpreter/code_impl.h", "torch/csrc/jit/runtime/interpreter/frame.h",
@@ -67,21 +76,24 @@ class InterpreterLayout:
     tls_offset: int | None = None  # tls_int_state_ptr_ within the module's TLS block
     offsets: dict[str, int] = field(default_factory=dict)
     symbols: list[str] = field(default_factory=list)  # builtin c10::Symbol value -> "ns::name"
+    run_ranges: list[list[int]] = field(default_factory=list)  # [offset, size] of the interpreter's loop
     problems: list[str] = field(default_factory=list)
 
     def symbol(self, kind: int) -> str | None:
         return self.symbols[kind] if 0 <= kind < len(self.symbols) else None
 
 
-def tls_location(library: str) -> tuple[int, int]:
-    """(GOT slot of the library's own TLS module id, offset of tls_int_state_ptr_ in its TLS block).
-    Raises ValueError with one sentence when the library has neither."""
+def tls_location(library: str) -> tuple[int, int, list[list[int]]]:
+    """(GOT slot of the library's own TLS module id, offset of tls_int_state_ptr_ in its TLS block, the
+    [offset, size] of the interpreter loop's functions). Raises ValueError with one sentence when the
+    library has no TLS slot or variable."""
     with open(library, "rb") as f:
         data = f.read()
     head = _EHDR.unpack_from(data, 0)
     shoff, shentsize, shnum = head[6], head[11], head[12]
     sections = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
     slot = offset = None
+    ranges: list[list[int]] = []
     for sh in sections:
         if sh[1] == 4 and slot is None:  # SHT_RELA
             for r_offset, r_info, _ in _RELA.iter_unpack(data[sh[4]:sh[4] + sh[5]]):
@@ -94,15 +106,17 @@ def tls_location(library: str) -> tuple[int, int]:
             at = names.find(b"\0" + TLS_SYMBOL + b"\0")
             if at < 0:
                 continue
-            for st_name, st_info, _, _, st_value, _ in _SYM.iter_unpack(data[sh[4]:sh[4] + sh[5]]):
+            loops = {m.start() + 1 for p in RUN_PREFIXES for m in re.finditer(b"\0" + re.escape(p), names)}
+            for st_name, st_info, _, _, st_value, st_size in _SYM.iter_unpack(data[sh[4]:sh[4] + sh[5]]):
                 if st_name == at + 1 and st_info & 0xF == STT_TLS:
                     offset = st_value
-                    break
+                elif st_name in loops and st_value and st_size:
+                    ranges.append([st_value, st_size])
     if slot is None:
         raise ValueError(f"{os.path.basename(library)} has no TLS module-id relocation of its own")
     if offset is None:
         raise ValueError(f"{os.path.basename(library)}'s symbol table has no {TLS_SYMBOL.decode()}")
-    return slot, offset
+    return slot, offset, sorted(ranges)
 
 
 def _probe_source() -> str:
@@ -160,18 +174,32 @@ def builtin_symbols(include: str, compiler: str = "g++", timeout: float = 300) -
     return names
 
 
-def establish(libtorch_cpu: str, include: str, cache_dir: Path | None) -> InterpreterLayout:
-    """The layout of this build, from the cache when its build-id was seen before."""
+def cache_path(libtorch_cpu: str, cache_dir: Path | None) -> Path | None:
     key = build_id(libtorch_cpu)
-    path = cache_dir / "scripted" / f"interpreter-{FORMAT}-{key}.json" if cache_dir is not None and key else None
-    if path is not None and path.exists():
-        try:
-            return InterpreterLayout(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            pass
+    return cache_dir / "scripted" / f"interpreter-{FORMAT}-{key}.json" if cache_dir is not None and key else None
+
+
+def cached(libtorch_cpu: str, cache_dir: Path | None) -> InterpreterLayout | None:
+    """The layout established before for this build, or None."""
+    path = cache_path(libtorch_cpu, cache_dir)
+    if path is None or not path.exists():
+        return None
+    try:
+        return InterpreterLayout(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def establish(libtorch_cpu: str, include: str, cache_dir: Path | None) -> InterpreterLayout:
+    """The layout of this build, from the cache when its build-id was seen before. Only a layout without
+    problems is cached: a probe that failed (no g++, a timeout under load) is tried again next time."""
+    found = cached(libtorch_cpu, cache_dir)
+    if found is not None:
+        return found
+    path = cache_path(libtorch_cpu, cache_dir)
     layout = InterpreterLayout()
     try:
-        layout.tls_modid_slot, layout.tls_offset = tls_location(libtorch_cpu)
+        layout.tls_modid_slot, layout.tls_offset, layout.run_ranges = tls_location(libtorch_cpu)
     except (OSError, ValueError, struct.error) as exc:
         layout.problems.append(f"the interpreter's thread-local state cannot be found: {exc}")
     try:
@@ -182,9 +210,68 @@ def establish(libtorch_cpu: str, include: str, cache_dir: Path | None) -> Interp
         layout.symbols = builtin_symbols(include)
     except ValueError as exc:
         layout.problems.append(f"graph node kinds are not named: {exc}")
-    if path is not None:
+    if path is not None and not layout.problems:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(asdict(layout)))
         os.replace(tmp, path)
     return layout
+
+
+def start_establishing(libtorch_cpu: str, include: str, cache_dir: Path) -> Path | None:
+    """Establish the layout in a process of its own (``python -m tracer.scripted.interp_layout``), which
+    outlives a short run so that the next one finds it cached; one at a time per build (a lock file with
+    its pid). Returns where the layout will be written, or None when it cannot be."""
+    path = cache_path(libtorch_cpu, cache_dir)
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_suffix(".lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        if _holder_alive(lock):
+            return path
+        lock.unlink(missing_ok=True)
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return path
+    package_parent = str(Path(__file__).resolve().parent.parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tracer.scripted.interp_layout", libtorch_cpu, include,
+                                 str(cache_dir), str(lock)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+    except OSError:
+        os.close(fd)
+        lock.unlink(missing_ok=True)
+        return None
+    os.write(fd, str(proc.pid).encode())
+    os.close(fd)
+    return path
+
+
+def _holder_alive(lock: Path) -> bool:
+    try:
+        pid = int(lock.read_text().strip() or 0)
+        if pid <= 0:
+            return time.time() - lock.stat().st_mtime < 10  # being written
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def main(argv: list[str]) -> int:
+    """``LIBTORCH_CPU INCLUDE CACHE_DIR LOCK``: establish and cache, then drop the lock."""
+    libtorch_cpu, include, cache_dir, lock = argv
+    try:
+        establish(libtorch_cpu, include, Path(cache_dir))
+    finally:
+        Path(lock).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from tracer.session.records import FILL_NAME_FIELDS, SCHEMA, merge_varying
+from tracer.session.torchscript import TsLevel, TsRecordError, levels_from
 
 LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispatcher", "autograd", "kernel", "parallel", "generated",
           "runtime")
@@ -131,6 +132,8 @@ class Frame:
     # A Python frame whose code dynamo replaced: the compiled graph(s) it runs instead ("graph 1"),
     # from the __compiled_fn_N its code loads (tracer/gdb/agent/pycode.py).
     compiled: str | None = None
+    # TorchScript's interpreter loop: the scripted levels it was running (tracer/session/torchscript.py)
+    torchscript: tuple[TsLevel, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow copy equals ``asdict`` (which deep-copies, ~20x slower).
@@ -152,6 +155,10 @@ class Frame:
             d.pop("offset", None)
         if self.compiled is None:
             d.pop("compiled", None)
+        if self.torchscript is None:
+            d.pop("torchscript", None)
+        else:
+            d["torchscript"] = [level.to_dict() for level in self.torchscript]
         return d
 
     @classmethod
@@ -164,7 +171,13 @@ class Frame:
         check(what, data, _FRAME_TYPES, ("kind",))
         if list not in shape and _field_names(cls) >= data.keys():
             _GOOD_FRAME_SHAPES.add(shape)
-        return cls(**_pick(cls, data))  # keys from a newer or older writer are left out
+        frame = cls(**_pick(cls, data))  # keys from a newer or older writer are left out
+        if "torchscript" in data:
+            try:
+                frame.torchscript = levels_from(data["torchscript"])
+            except TsRecordError as exc:
+                raise RecordError(f"{what}: {exc}") from None
+        return frame
 
     def fill_key(self, innermost: bool) -> tuple | None:
         """Its key in ``fill`` records, or None if it needs none (not innermost: its pc is a return
@@ -199,6 +212,8 @@ class Frame:
         """What makes two frames "the same place" when grouping call paths."""
         if self.kind == "python":
             return ("py", self.file, self.line, self.function)
+        if self.torchscript:  # the scripted lines it ran tell paths apart, as Python lines do
+            return ("c", self.library, self.function, tuple(level.key() for level in self.torchscript))
         return ("c", self.library, self.function or (hex(self.address) if self.address else None))
 
 
@@ -549,6 +564,7 @@ class Session:
     schema: int = SCHEMA
     processes: list[Process] = field(default_factory=list)  # in the order they started
     evals: dict = field(default_factory=dict)  # --eval: hit seq -> [session.evals.Evaluated], in --eval order
+    graphs: dict = field(default_factory=dict)  # TorchScript: graph id -> session.torchscript.TsGraph
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,8 @@ from typing import Any, Iterator, Sequence
 
 from tracer import settings
 from tracer.session import evals, records
+from tracer.session import torchscript as TS
+from tracer.session import ts_status as ts_views
 from tracer.errors import SessionError
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
@@ -242,6 +244,7 @@ class _Gathered:
         self.op_tables: dict[str, Any] = {}  # struct -> {op, rows}: the --op operators' dispatch tables
         self.processes: dict[int, Process] = {}
         self.evals: dict[int, list] = {}  # --eval: hit seq -> its values (session.evals)
+        self.ts = ts_views.TsGathered()  # TorchScript: the agent's status records and the graphs
 
     def take(self, kind: object, rec: Any, raw: dict[str, Any]) -> str | None:
         """One record, as ``HitReader.feed`` made it; why it is not one, if it is not."""
@@ -276,6 +279,8 @@ class _Gathered:
         elif kind == evals.EVALS:
             seq, values = evals.read(rec)
             self.evals[seq] = values
+        elif kind in (TS.STATUS, TS.GRAPH):
+            return self.ts.take(kind, rec)
         elif kind == "end":
             self.ended = check("the end record", rec, _END_TYPES)
             self.ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
@@ -329,6 +334,7 @@ class _Gathered:
         session.hits = table
         session.processes = list(self.processes.values())
         session.evals = self.evals
+        session.graphs = self.ts.graphs
         return session
 
 
@@ -389,8 +395,8 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
     if _depth < 4 and not more:
         _merge_children(session, table, path, _depth, _read if _read is not None else {path.resolve()})
     session.info.warnings = fold_warnings(session.info.warnings)
-    if not head and _through_torchscript(table):
-        session.info.warnings.append(TORCHSCRIPT_NOT_READ)
+    if not head:
+        session.info.warnings.extend(got.ts.warnings(table))
     return session
 
 
@@ -401,18 +407,6 @@ def _kept_locations(before: Breakpoint | None, after: Breakpoint) -> Breakpoint:
     if before is not None and before.locations and not after.locations:
         after.locations, after.pending, after.suggestions, after.error = before.locations, False, [], None
     return after
-
-
-TORCHSCRIPT_NOT_READ = (
-    "hits passed through TorchScript's interpreter: pttrace does not read which scripted function, source "
-    "line and graph node it was running, nor its graph (graph->dump() would call into the target, which "
-    "pttrace never does, and reading them from memory is not done yet): its frames are shown as the "
-    "interpreter's native frames; the program itself can print them (fn.graph, fn.code)")
-
-
-def _through_torchscript(table: HitTable) -> bool:
-    return any(f.kind == "native" and f.function and "torch::jit::InterpreterStateImpl::run" in f.function
-               for frames in table.frame_lists() for f in frames)
 
 
 def _merge_children(session: Session, table: HitTable, path: Path, depth: int, read: set[Path]) -> None:

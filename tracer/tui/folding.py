@@ -20,7 +20,7 @@ from tracer.session.model import Frame
 
 @dataclass(frozen=True)
 class PathRow:
-    kind: str  # "frame" | "fold"
+    kind: str  # "frame" | "fold" | "ts" (a TorchScript line under its interpreter frame; fold: its index)
     start: int  # index of the (first) frame in the hit's frames
     end: int  # one past the last frame: a frame row has end == start + 1
     fold: str | None = None  # "start-up" | "interpreter" for a fold row
@@ -28,7 +28,7 @@ class PathRow:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.start}"
+        return f"{self.kind}:{self.start}" + (f":{self.fold}" if self.kind == "ts" else "")
 
 
 def fold_runs(frames: list[Frame]) -> list[tuple[int, int, str]]:
@@ -73,6 +73,20 @@ def path_rows(frames: list[Frame], unfold_all: bool = False, opened: frozenset[i
         hidden = 0
         i += 1
     return rows
+
+
+def with_torchscript(rows: list[PathRow], frames: list[Frame]) -> list[PathRow]:
+    """After each shown interpreter frame that ran TorchScript, a row per scripted line it ran
+    (``export.paths.torchscript_rows``), interleaved as Python frames are at eval frames."""
+    from tracer.export.paths import torchscript_rows
+
+    out: list[PathRow] = []
+    for row in rows:
+        out.append(row)
+        if row.kind == "frame" and frames[row.start].torchscript:
+            n = len(torchscript_rows(frames[row.start]))
+            out += [PathRow("ts", row.start, row.start + 1, fold=str(k)) for k in range(n)]
+    return out
 
 
 def folded_counts(rows: list[PathRow]) -> dict[str, int]:

@@ -42,6 +42,7 @@ from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
+from tracer.gdb.agent.torchscript import READER as TORCHSCRIPT
 
 
 def install_values(values: dict) -> None:
@@ -85,6 +86,7 @@ def _setup(arg: str) -> None:
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     FOLLOW.configure(cfg.get("follow"))
     install_values(cfg.get("values") or {})
+    TORCHSCRIPT.configure(cfg.get("torchscript"))
     PROCESSES.follow = bool(cfg.get("follow_children"))
     if PROCESSES.follow:
         for function in EXEC_FUNCTIONS:

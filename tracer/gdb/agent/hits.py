@@ -15,6 +15,7 @@ from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
+from tracer.gdb.agent.torchscript import mark_torchscript
 
 
 def thread_info() -> dict:
@@ -127,6 +128,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     frames, truncated = call_path(newest)
     kernels_by_caller(frames)
     mark_compiled(frames)
+    mark_torchscript(frames, newest)
     if keyset is not None and frames:
         frames[-1] = dict(frames[-1], keyset=keyset)
     elif keyset_note and frames:  # it takes one, which could not be read: why, never a guess

@@ -100,6 +100,11 @@ def mapped_base(lib: str) -> int | None:
     return None
 
 
+def lib_base(lib: str) -> int | None:
+    """The library's load base in the current process (its CFI-only copy's, which is the same)."""
+    return _lib_base(lib)
+
+
 def _lib_base(lib: str) -> int | None:
     cfi = STATE.cfi_libs.get(lib)
     if cfi is not None:

@@ -7,7 +7,7 @@ from textual.widgets import DataTable
 
 from tracer.export import paths as P
 from tracer.session.model import Frame, Hit
-from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts, path_rows
+from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts, path_rows, with_torchscript
 from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,
                                       layer_style, searched_texts)
@@ -17,7 +17,7 @@ def _place(frame: Frame) -> tuple:
     """Everything a row shows of a frame: two hits with equal places draw the same rows.
     (``Frame.key()`` groups paths by function: a step inside one function keeps its key.)"""
     return (frame.kind, frame.library, frame.function, frame.short, frame.address, frame.file, frame.line,
-            frame.source, frame.layer, frame.dispatch_key, frame.keyset, frame.keyset_note)
+            frame.source, frame.layer, frame.dispatch_key, frame.keyset, frame.keyset_note, frame.torchscript)
 
 
 def _path_key(hit: Hit) -> tuple:
@@ -33,6 +33,17 @@ def followed_text(label: str | None) -> str | None:
         return None
     root, child = op.split(FOLLOWED, 1)[0], op.rsplit(FOLLOWED, 1)[1]
     return f"{child}, inside {root} (--follow-ops)"
+
+
+def _ts_cells(r: P.TsRow) -> tuple:
+    """A scripted line the interpreter frame above it ran: its function, graph node, file:line and text."""
+    if r.why and not r.file:
+        return ("", Text("torchscript", style=layer_style("torchscript")), Text("  ↳ not read", style="yellow"),
+                "", "", Text(r.why, style="yellow italic", no_wrap=True))
+    where = f"{r.file.rsplit('/', 1)[-1] if r.file else '?'}:{r.line if r.line is not None else '?'}"
+    return ("", Text("torchscript", style=layer_style("torchscript")), Text(f"  ↳ {r.function or '?'}", style="bold"),
+            Text(r.node, style="bold cyan") if r.node else "", Text(where, style="green", no_wrap=True),
+            Text(r.text or "", style="italic grey70", no_wrap=True))
 
 
 class CallPathTable(RowJumps, DataTable):
@@ -120,7 +131,7 @@ class CallPathTable(RowJumps, DataTable):
         if not self._rows or not 0 <= self.cursor_row < len(self._rows):
             return None
         row = self._rows[self.cursor_row]
-        return row.start if row.kind == "frame" else None
+        return row.start if row.kind in ("frame", "ts") else None
 
     def stop_over(self, why: str) -> None:
         """The target has left the stop shown (it runs on, or the run ended): the title says so, never
@@ -150,7 +161,7 @@ class CallPathTable(RowJumps, DataTable):
 
     def _rebuild(self, select_frame: int | None) -> None:
         frames = self.frames
-        self._rows = path_rows(frames, self.unfold_all, self._opened)
+        self._rows = with_torchscript(path_rows(frames, self.unfold_all, self._opened), frames)
         self.clear(columns=True)  # columns too: their widths only ever grow (d twice hid columns)
         self._add_columns()
         for row in self._rows:
@@ -205,6 +216,8 @@ class CallPathTable(RowJumps, DataTable):
             return ("", Text(row.fold or "", style="grey50"),
                     Text(f"⋯ {n} {row.fold} frame{'s' if n != 1 else ''} (enter opens)", style="grey50 italic"),
                     "", "", "")
+        if row.kind == "ts":
+            return _ts_cells(P.torchscript_rows(frames[row.start])[int(row.fold or 0)])
         hidden = Text(f"+{row.hidden}", style="grey50") if row.hidden else ""
         f = frames[row.start]
         layer = P.layer_of(f)
@@ -214,7 +227,7 @@ class CallPathTable(RowJumps, DataTable):
             code = Text("called with " + (", ".join(f.keys) or "(empty)"), style="green", no_wrap=True)
         elif f.keyset_note:
             code = Text("key set not read: " + f.keyset_note, style="grey50 italic", no_wrap=True)
-        note = P.frame_note(f)
+        note = None if f.torchscript else P.frame_note(f)  # (TorchScript's lines have rows of their own)
         if note:  # what ran in its place or what it implements (compiled code): first, then its line
             code = Text.assemble((f"[{note}] ", "bold #7fa7d9"), code, no_wrap=True)
         name = frame_name(f, self.full_names, self.name_width)
