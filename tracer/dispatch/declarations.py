@@ -20,8 +20,9 @@ from tracer.text.cxxtext import split_top
 
 _SUFFIX = {"native": "_native.h", "meta": "_meta.h"}  # at::<ns> -> its headers' suffix; others: _<ns>_dispatch.h
 _STRUCT = re.compile(r"struct TORCH_API (\w+)[^{;]*\{(.*?)\n\};", re.S)
-_DECL = re.compile(r"^\s*(?:TORCH_API\s+)?(?:static\s+)?(?:inline\s+)?([\w:<>,\s&*]+?)\s*\b(\w+)\(([^;{}]*)\)\s*"
-                   r"(?:const\s*)?(?:override\s*)?;", re.M)
+# A declaration on one line or a few: its parameters may hold defaults such as ``={}`` or ``=at::Scalar(1)``.
+_DECL = re.compile(r"^\s*(?:TORCH_API\s+)?(?:static\s+)?(?:inline\s+)?([\w:<>,\s&*]+?)\s*\b(\w+)"
+                   r"\(((?:[^;{}()]|\{\}|\([^()]*\))*)\)\s*(?:const\s*)?(?:override\s*)?;", re.M)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ _OPS = re.compile(r"^at::_ops::(\w+)::(call|redispatch)\(")
 # Kernels named after their operator: the generated autograd/tracing kernels and the backends' wrappers.
 _KERNEL = re.compile(r"^(?:torch::autograd::VariableType|torch::ADInplaceOrView|torch::TraceType|"
                      r"at::functionalization)::(?:\(anonymous namespace\)::)?(\w+)\(|"
-                     r"^at::(?:\(anonymous namespace\)::)?wrapper_[A-Za-z0-9]+_(\w+)\(")
+                     r"^at::(?:\(anonymous namespace\)::)*wrapper_[A-Za-z0-9]+_(\w+)\(")
 MAX_ARGS = 32  # a function with more parameters than this has its first MAX_ARGS read
 # Where a parameter's name comes from (an argument's ``named_by``); without one it is unnamed.
 NAMED_BY_SCHEMA = "schema"  # the operator's ATen/ops/<op>_ops.h (the schema's names, as torchgen wrote them)
@@ -37,7 +37,7 @@ class Plan:
     names: tuple[str | None, ...]
     op: str | None = None  # ``at::_ops::<op>::call``/``redispatch``: the operator's struct name
     why: str | None = None  # no plan: why (the name has no parameter list)
-    named_by: str | None = None  # where the names come from: NAMED_BY_*
+    named_by: tuple[str | None, ...] = ()  # where each name comes from: NAMED_BY_*
 
 
 _plans: dict[tuple[str, str | None], Plan] = {}
@@ -57,40 +57,72 @@ def _make_plan(frame, name: str, library: str | None) -> Plan:
     if sig is None:
         return Plan((), (), why="its name has no parameter list")
     names: tuple[str | None, ...] = (None,) * len(sig.params)
+    named_by: tuple[str | None, ...] = names
     m = _OPS.match(name)
     op = m.group(1) if m else None
+    ops_dir = op_headers.include_dir(library)
     declared = None
     if m:
-        declared = op_headers.signature(op_headers.include_dir(library), m.group(1), m.group(2))
+        declared = op_headers.signature(ops_dir, m.group(1), m.group(2))
     else:
         k = _KERNEL.match(name)
         if k:
-            token = k.group(1) or k.group(2)
-            tokens = list(dict.fromkeys([token, token.replace("_out", "", 1), token.lstrip("_")]))
-            declared = op_headers.matching(op_headers.include_dir(library), tokens, sig.params)
-    named_by = None
+            declared = op_headers.matching(ops_dir, _tokens(k.group(1) or k.group(2)), sig.params)
     if declared is not None:
         has_this = False if m or sig.has_this is None else sig.has_this
         sig = keyset_abi.Signature(sig.params, has_this, sig.returns or op_headers.demangled(declared.returns))
         if len(declared.names) == len(sig.params):
-            names, named_by = declared.names, NAMED_BY_SCHEMA
+            names, named_by = declared.names, (NAMED_BY_SCHEMA,) * len(sig.params)
+    elif _ADAPTER.match(name):
+        names, named_by = _adapter_names(ops_dir, name, sig.params)
     else:
-        own = declarations.find(op_headers.include_dir(library), name.split("(", 1)[0], sig.params)
+        own = declarations.find(ops_dir, name.split("(", 1)[0], sig.params)
         if own is not None:
             has_this = own.member if sig.has_this is None else sig.has_this
             sig = keyset_abi.Signature(sig.params, has_this, sig.returns or op_headers.demangled(own.returns))
-            names, named_by = own.names, f"{NAMED_BY_DECLARATION} {own.where}"
+            names, named_by = own.names, (f"{NAMED_BY_DECLARATION} {own.where}",) * len(sig.params)
     locations = keyset_abi.arguments(sig)
-    debug = None
     if any(loc.how is None for loc in locations):
         debug = _debug_signature(frame)  # a debug build: DWARF knows `this` and the return type
         if debug is not None and len(debug.params) == len(sig.params):
             locations = keyset_abi.arguments(debug)
-    if named_by is None:
+    if not any(names):
         dwarf = _debug_names(frame)
         if dwarf is not None and len(dwarf) == len(sig.params):
-            names, named_by = dwarf, NAMED_BY_DWARF
-    return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op, named_by=named_by)
+            names, named_by = dwarf, (NAMED_BY_DWARF,) * len(sig.params)
+    return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op, named_by=named_by[:MAX_ARGS])
+
+
+def _tokens(token: str) -> list[str]:
+    """The ``at::_ops`` structs a kernel named after its operator may be of: torchgen's wrappers put the
+    overload first (``wrapper_CPU_memory_format_empty``: ``empty_memory_format``)."""
+    bare = token.lstrip("_")
+    out = [token, token.replace("_out", "", 1), bare]
+    out += [bare[i + 1:] + "_" + bare[:i] for i, ch in enumerate(bare) if ch == "_" and 0 < i < len(bare) - 1]
+    return list(dict.fromkeys(out))
+
+
+# The boxing adapter of an unboxed kernel: ``call(OperatorKernel* functor, DispatchKeySet dispatchKeySet,
+# ParameterTypes... args)`` (make_boxed_from_unboxed_functor.h), its pack the wrapped kernel's operator's.
+_ADAPTER = re.compile(r"^c10::impl::wrap_kernel_functor_unboxed_<.*?&([A-Za-z_][\w:() ]*?)>")
+_ADAPTER_HEAD = ("c10::OperatorKernel*", "c10::DispatchKeySet")
+_ADAPTER_DECL = f"{NAMED_BY_DECLARATION} ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h"
+
+
+def _adapter_names(ops_dir, name: str, params: tuple[str, ...]) -> tuple[tuple, tuple]:
+    """A boxing adapter's parameter names: its own two from its template's declaration, the rest from the
+    schema of the operator whose kernel it wraps (unnamed where the kernel is not named after one)."""
+    names: list[str | None] = [None] * len(params)
+    named_by: list[str | None] = [None] * len(params)
+    if params[:2] != _ADAPTER_HEAD:
+        return tuple(names), tuple(named_by)
+    names[:2], named_by[:2] = ["functor", "dispatchKeySet"], [_ADAPTER_DECL] * 2
+    wrapped = _ADAPTER.match(name)
+    k = _KERNEL.match(wrapped.group(1).strip() + "(") if wrapped else None
+    declared = op_headers.matching(ops_dir, _tokens(k.group(1) or k.group(2)), params[2:]) if k else None
+    if declared is not None and len(declared.names) == len(params) - 2:
+        names[2:], named_by[2:] = list(declared.names), [NAMED_BY_SCHEMA] * (len(params) - 2)
+    return tuple(names), tuple(named_by)
 
 
 def _debug_names(frame) -> tuple[str | None, ...] | None:
@@ -148,12 +180,12 @@ def _parts(p: Plan) -> tuple:
     found = _parts_of.get(id(p))
     if found is None or found[0] is not p:
         parts = []
-        for loc, arg_name in zip(p.locations, p.names):
+        for i, (loc, arg_name) in enumerate(zip(p.locations, p.names)):
             head = {"type": loc.type, "where": loc.where}
             if arg_name:
                 head["name"] = arg_name
-                if p.named_by:
-                    head["named_by"] = p.named_by
+                if i < len(p.named_by) and p.named_by[i]:
+                    head["named_by"] = p.named_by[i]
             parts.append((loc, head, loc.how is not None and argvalues.needs_layout(loc.object_type)))
         found = _parts_of[id(p)] = (p, tuple(parts))
     return found[1]
