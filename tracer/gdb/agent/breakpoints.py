@@ -2,6 +2,8 @@
 (``--op``, and ``--break`` names it knows exactly), placed as their library maps."""
 from __future__ import annotations
 
+from typing import Any
+
 import gdb  # type: ignore[import-not-found]
 
 from tracer.session import records
@@ -80,6 +82,7 @@ class TraceBreakpoint(gdb.Breakpoint):
             STATE.pending_bp = self
             STATE.stop_requested = False
             return True
+        innermost: dict[str, Any]  # the innermost frame's record (a cached one, or a copy with a name)
         try:
             newest = gdb.newest_frame()
             innermost = native.describe(newest, 0)
@@ -152,7 +155,7 @@ def _read_memory(address: int, length: int):
     return gdb.selected_inferior().read_memory(address, length)
 
 
-def record_stashed(spec: str, newest) -> bool:
+def record_stashed(spec: str | None, newest) -> bool:
     """The shared boxing templates that called this kernel (stash.py): a hit each, outermost first.
     False when the stack passes through libraries without symbols: then with the kernel's hit, after."""
     frames, truncated = call_path(newest)

@@ -59,7 +59,7 @@ class Follow:
         self.trigger_item = cfg.get("trigger")
         self.entries = {os.path.realpath(lib): ([r[0] for r in ranges], ranges)
                         for lib, ranges in (cfg.get("entries") or {}).items()}
-        self._real: dict[str, str] = {}
+        self._real = {}
 
     def entry_of(self, frame: dict) -> tuple[str, str] | None:
         """(struct, "call"|"redispatch") if the native frame is in an ``at::_ops`` entry."""
@@ -81,7 +81,9 @@ class Follow:
         return None
 
     def is_root_label(self, label: str | None) -> bool:
-        return bool(label) and label.split("[", 1)[0] in self.roots.values()
+        if not label:
+            return False
+        return label.split("[", 1)[0] in self.roots.values()
 
     def root_of(self, frames: list[dict]) -> str | None:
         """The label of the innermost root whose entry or redispatch is on this stack, or None."""

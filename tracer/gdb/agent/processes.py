@@ -72,7 +72,7 @@ class Processes:
         num = inferior.num
         if num != self.current:
             self._saved[self.current] = CACHES.__dict__
-            CACHES.__dict__ = self._saved.pop(num, None) or Caches().__dict__
+            CACHES.__dict__ = self._saved.pop(num, {}) or Caches().__dict__
             self.current = num
         pid = inferior.pid or None
         if pid and self.pid_of.get(num) != pid:

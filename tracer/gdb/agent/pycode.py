@@ -48,6 +48,7 @@ class PyFrameRecord(CachedFrame):
     """A Python frame's record, knowing the code object it ran (not written: for ``compiled.py``)."""
 
     __slots__ = ("code",)
+    code: int  # the code object's address (0: not known)
 
 
 def frame_record(frame, sources: SourceLines, names: list[str] | None = None) -> CachedFrame:

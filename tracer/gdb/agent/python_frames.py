@@ -26,7 +26,6 @@ from tracer.pyruntime.objects import ThreadNames
 
 _VERSION_IN_NAME = re.compile(r"python3\.(\d+)")
 _MAX_THREADS = 4096
-_UNSEEN = object()  # a thread whose threading name was not looked up since threads last changed
 _MAX_RECORDS = 1 << 16
 _NOT_SHOWN = "Python frames are not shown, native frames are"
 _PATIENCE = 20  # hits without a Python thread before saying so
@@ -83,7 +82,7 @@ class CPythonFrames:
         ``CACHES.runtime``: None until checked after the last change of the target's libraries."""
         if CACHES.runtime is None:
             CACHES.runtime = self._find_runtime()
-        return CACHES.runtime
+        return bool(CACHES.runtime)  # None: not readable yet (asked again at the next hit)
 
     def _find_runtime(self) -> bool | None:
         address = _symbol_address("_PyRuntime")
@@ -149,9 +148,8 @@ class CPythonFrames:
         know. Read from ``threading._active`` when a thread is first seen after threads started or ended:
         one read of its thread state per hit otherwise."""
         lwp = thread.ptid[1]
-        known = CACHES.py_name_of_lwp.get(lwp, _UNSEEN)
-        if known is not _UNSEEN:
-            return known
+        if lwp in CACHES.py_name_of_lwp:  # looked up since threads last changed (None: not threading's)
+            return CACHES.py_name_of_lwp[lwp]
         if not CACHES.py_runtime or not self.available():
             return None
         state = self._tstate(thread)

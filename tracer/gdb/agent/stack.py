@@ -63,7 +63,7 @@ def _reuse_walk(walk: reuse.Walk, thread) -> list | None:
         return None
     if not reuse.stack_matches(walk, mem):
         return None
-    groups = ()
+    groups: list | None = []  # a walk without eval frames has no Python frames to put in
     if walk.n_eval:
         groups = FRAMES.thread_groups(thread, walk.n_eval)
         if groups is None:
@@ -81,13 +81,9 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
         return [], False
     key = None
     if STATS.enabled:
-        try:
-            thread = gdb.selected_thread()
-            key = (thread.global_num, f.pc(), int(f.read_register("sp")))
-        except READ_ERRORS:
-            key = None
-        walk = CACHES.walks.get(key) if key is not None else None
-        if walk is not None:
+        thread = gdb.selected_thread()
+        key = _stack_key(thread, f)
+        if key is not None and (walk := CACHES.walks.get(key)) is not None:
             frames = _reuse_walk(walk, thread)
             if frames is not None:
                 STATS.reused += 1
@@ -100,7 +96,7 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
             del CACHES.walks[key]
         STATS.walked += 1
     frames, truncated, entries = _walk(f, py, key is not None)
-    if entries is not None and not truncated:
+    if key is not None and entries is not None and not truncated:
         walk = reuse.make_walk(entries)
         if walk is not None:
             if len(CACHES.walks) >= reuse.MAX_WALKS:
@@ -123,6 +119,41 @@ def _slot(f, pc: int, prev_inline: bool) -> tuple[object, bool, bool]:
         return None, prev_inline, False
     slot = None if prev_inline else (int(f.read_register("sp")) - SLOT, pc.to_bytes(SLOT, _ORDER))
     return slot, ftype == gdb.INLINE_FRAME, True
+
+
+def _stack_key(thread, f) -> tuple[int, int, int] | None:
+    """(thread, pc, sp) of a frame: an activation, as the caches of walks and suffixes know it."""
+    try:
+        return thread.global_num, f.pc(), int(f.read_register("sp"))
+    except READ_ERRORS:
+        return None
+
+
+def _extend_with_suffix(frames: list, entries: list | None, cached: tuple,
+                        max_depth: int) -> tuple[bool, list | None]:
+    """Put a cached start-up suffix (``CACHES.suffix``) at the old end of ``frames``: whether that cut
+    them at max_depth, and the walk's reuse entries with the suffix's slots (None: not reusable)."""
+    suffix = cached[0]
+    room = max_depth - len(frames)
+    if len(suffix) > room:
+        frames.extend(suffix[:room])
+        return True, entries
+    frames.extend(suffix)
+    if entries is not None:
+        lo, _size, checks = cached[1]
+        if len(checks) != len(suffix):
+            return False, None
+        entries.extend((x, (lo + off, want)) for x, (off, want) in zip(suffix, checks))
+    return False, entries
+
+
+def _remember_suffix(frames: list, key: tuple[int, int, int], start: int, suffix_gdb: list) -> None:
+    """Cache the frames from ``start`` on (those older than the outermost ``PyEval_EvalCode``, at
+    ``key``) for the next hits of this activation, if they are all plain native start-up frames."""
+    if all(x["kind"] == "native" and x["function"] not in (EVAL_FRAME, ANCHOR) for x in frames[start:]):
+        slots = _suffix_slots(suffix_gdb)
+        if slots is not None:
+            CACHES.suffix[key] = (frames[start:], slots)
 
 
 def _walk(f, py: bool, collect: bool):
@@ -163,7 +194,7 @@ def _walk(f, py: bool, collect: bool):
                 entries = None
         if exact and not info.get("inlined"):
             exact = False  # the first real frame ends the run of frames at the stop's own pc
-        if name == EVAL_FRAME and py and not info.get("inlined"):
+        if name == EVAL_FRAME and groups is not None and not info.get("inlined"):
             pyframes = groups.next()
             if pyframes:
                 if entries is not None:
@@ -187,26 +218,12 @@ def _walk(f, py: bool, collect: bool):
         if name == ANCHOR and not info.get("inlined"):
             # Its callers are C start-up frames, the same at every hit as long as this activation
             # (same thread, pc and stack address) is live: reuse them instead of unwinding again.
-            try:
-                key = (gdb.selected_thread().global_num, pc, int(f.read_register("sp")))
-            except READ_ERRORS:
-                key = None
+            key = _stack_key(gdb.selected_thread(), f)
             cached = CACHES.suffix.get(key) if key is not None else None
             if cached is not None and _suffix_still_valid(cached[1]):
-                suffix = cached[0]
-                room = max_depth - len(frames)
-                if len(suffix) > room:
-                    frames.extend(suffix[:room])
-                    truncated = True
-                else:
-                    frames.extend(suffix)
-                    if entries is not None:
-                        lo, _size, checks = cached[1]
-                        if len(checks) == len(suffix):
-                            entries.extend((x, (lo + off, want)) for x, (off, want) in zip(suffix, checks))
-                        else:
-                            entries = None
-                        complete = True
+                reusable = entries is not None
+                truncated, entries = _extend_with_suffix(frames, entries, cached, max_depth)
+                complete = reusable and not truncated
                 break
             anchor_key = (key, len(frames)) if key is not None else None
             suffix_gdb = []
@@ -218,11 +235,7 @@ def _walk(f, py: bool, collect: bool):
     else:
         complete = True
         if anchor_key is not None and suffix_gdb:
-            key, start = anchor_key
-            if all(x["kind"] == "native" and x["function"] not in (EVAL_FRAME, ANCHOR) for x in frames[start:]):
-                slots = _suffix_slots(suffix_gdb)
-                if slots is not None:
-                    CACHES.suffix[key] = (frames[start:], slots)
+            _remember_suffix(frames, *anchor_key, suffix_gdb)
     if groups is not None and complete and not truncated:
         groups.finish()
     return frames, truncated, (entries if complete and not truncated else None)

@@ -23,16 +23,17 @@ _MAX = 64  # entries kept per thread: a template whose kernel is never ours does
 
 class Stash:
     def __init__(self) -> None:
-        self.by_thread: dict[int, list[tuple]] = {}  # thread -> [(start, end, keyset, why)], oldest first
+        # thread -> [(start, end, keyset, why)], oldest first
+        self.by_thread: dict[int, list[tuple[int, int, int | None, str | None]]] = {}
         self.placed: dict[int, "StashBreakpoint"] = {}  # absolute address -> its breakpoint (one per address)
 
-    def keep(self, thread: int, start: int, end: int, keyset, why) -> None:
+    def keep(self, thread: int, start: int, end: int, keyset: int | None, why: str | None) -> None:
         entries = self.by_thread.setdefault(thread, [])
         entries.append((start, end, keyset, why))
         if len(entries) > _MAX:
             del entries[: len(entries) - _MAX]
 
-    def claim(self, thread: int, frames: list[dict]) -> list[tuple[int, object, object]]:
+    def claim(self, thread: int, frames: list[dict]) -> list[tuple[int, int | None, str | None]]:
         """(index in ``frames``, keyset, why) of the stashed templates that called the innermost frame,
         innermost last; forgets the thread's stash."""
         entries = self.by_thread.pop(thread, [])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.gdb.agent.reuse import Walk
+
 
 class State:
     """The settings ``pttrace-setup`` gave and what the run has done so far."""
@@ -56,8 +58,8 @@ class Caches:
         self.symbols_loaded: dict[str, bool] = {}
         # The frames older than the outermost PyEval_EvalCode (run_mod, Py_RunMain, main, _start...):
         # (thread, pc, sp of that frame) -> (frames, return-address slots).
-        self.suffix: dict[tuple, tuple] = {}
-        self.walks: dict[tuple, tuple] = {}  # (thread, innermost pc, sp) -> a reusable walk (reuse.py)
+        self.suffix: dict[tuple[int, int, int], tuple] = {}
+        self.walks: dict[tuple[int, int, int], Walk] = {}  # (thread, innermost pc, sp) -> a reusable walk (reuse.py)
         self.tstates: dict[int, int] = {}  # thread's global number -> the address of its PyThreadState
         self.runtime: bool | None = None  # Python frames readable; None: not checked since the last change
         # The target's CPython runtime (tracer.pyruntime.PythonRuntime, with its code objects read so far)
