@@ -184,8 +184,9 @@ def _parts(p: Plan) -> tuple:
             head = {"type": loc.type, "where": loc.where}
             if arg_name:
                 head["name"] = arg_name
-                if i < len(p.named_by) and p.named_by[i]:
-                    head["named_by"] = p.named_by[i]
+                named_by = p.named_by[i] if i < len(p.named_by) else None
+                if named_by:
+                    head["named_by"] = named_by
             parts.append((loc, head, loc.how is not None and argvalues.needs_layout(loc.object_type)))
         found = _parts_of[id(p)] = (p, tuple(parts))
     return found[1]
