@@ -186,3 +186,17 @@ def test_each_parameter_is_named_where_a_source_names_it(recording, tmp_path):
     assert "name" not in stub[0]
     shown = run_pttrace("show", str(path))
     assert "#0 unnamed at::TensorIteratorBase&" in shown.stdout and "out: float32[2, 3]" in shown.stdout
+
+
+def test_the_extensions_shared_templates_carry_their_arguments(recording):
+    """A TORCH_LIBRARY operator's boxing templates become hops at a later stop (stash.py): their
+    arguments are the ones read at their own entry, kept with the stash."""
+    session, oracle, _ = recording
+    want = next(o for o in oracle if o["case"] == "ext")
+    adapter = [h for h in session.hits if h.innermost.short == "c10::impl::wrap_kernel_functor_unboxed_<…>::call"
+               and "pttrace_demo" in (h.innermost.library or "")]
+    assert adapter, sorted({h.innermost.short for h in session.hits})
+    args = carried(adapter[0]).args
+    assert [a.get("name") for a in args[:2]] == ["functor", "dispatchKeySet"]
+    assert [a["tensor"]["sizes"] for a in args if "tensor" in a] == [t["sizes"] for t in want["tensors"]]
+    assert args[-1]["value"] == 2.5

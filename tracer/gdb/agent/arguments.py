@@ -86,10 +86,11 @@ def _make_plan(frame, name: str, library: str | None) -> Plan:
         debug = _debug_signature(frame)  # a debug build: DWARF knows `this` and the return type
         if debug is not None and len(debug.params) == len(sig.params):
             locations = keyset_abi.arguments(debug)
-    if not any(names):
+    if not all(names):
         dwarf = _debug_names(frame)
-        if dwarf is not None and len(dwarf) == len(sig.params):
-            names, named_by = dwarf, (NAMED_BY_DWARF,) * len(sig.params)
+        if dwarf is not None and len(dwarf) == len(sig.params):  # the names no other source gave
+            named_by = tuple(b if n else NAMED_BY_DWARF for n, b in zip(names, named_by))
+            names = tuple(n or d for n, d in zip(names, dwarf))
     return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op, named_by=named_by[:MAX_ARGS])
 
 
@@ -104,7 +105,7 @@ def _tokens(token: str) -> list[str]:
 
 # The boxing adapter of an unboxed kernel: ``call(OperatorKernel* functor, DispatchKeySet dispatchKeySet,
 # ParameterTypes... args)`` (make_boxed_from_unboxed_functor.h), its pack the wrapped kernel's operator's.
-_ADAPTER = re.compile(r"^c10::impl::wrap_kernel_functor_unboxed_<.*?&([A-Za-z_][\w:() ]*?)>")
+_ADAPTER = re.compile(r"^c10::impl::wrap_kernel_functor_unboxed_<(?:.*?&([A-Za-z_][\w:() ]*?)>)?")
 _ADAPTER_HEAD = ("c10::OperatorKernel*", "c10::DispatchKeySet")
 _ADAPTER_DECL = f"{NAMED_BY_DECLARATION} ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h"
 
@@ -118,7 +119,7 @@ def _adapter_names(ops_dir, name: str, params: tuple[str, ...]) -> tuple[tuple, 
         return tuple(names), tuple(named_by)
     names[:2], named_by[:2] = ["functor", "dispatchKeySet"], [_ADAPTER_DECL] * 2
     wrapped = _ADAPTER.match(name)
-    k = _KERNEL.match(wrapped.group(1).strip() + "(") if wrapped else None
+    k = _KERNEL.match(wrapped.group(1).strip() + "(") if wrapped and wrapped.group(1) else None
     declared = op_headers.matching(ops_dir, _tokens(k.group(1) or k.group(2)), params[2:]) if k else None
     if declared is not None and len(declared.names) == len(params) - 2:
         names[2:], named_by[2:] = list(declared.names), [NAMED_BY_SCHEMA] * (len(params) - 2)

@@ -163,8 +163,8 @@ def record_stashed(spec: str | None, newest) -> bool:
         return False
     if truncated:
         return True  # the outer part of the stack is cut: the templates' hits would be, too
-    for i, keyset, why in stash.STASH.claim(stash.thread_number(), frames):
-        record_frames(spec, frames[: i + 1], keyset=keyset, keyset_note=why)
+    for i, keyset, why, values in stash.STASH.claim(stash.thread_number(), frames):
+        record_frames(spec, frames[: i + 1], keyset=keyset, keyset_note=why, values=values)
     return True
 
 

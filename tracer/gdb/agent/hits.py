@@ -65,9 +65,9 @@ def kernels_by_caller(frames: list) -> None:
 
 
 def record_frames(spec: str | None, frames: list[dict], keyset: int | None = None,
-                  keyset_note: str | None = None) -> None:
+                  keyset_note: str | None = None, values: dict | None = None) -> None:
     """Record a hit whose stack was read at a later stop (a TORCH_LIBRARY operator's shared templates:
-    stash.py): ``frames``, outermost first, the innermost with the key set read at its entry."""
+    stash.py): ``frames``, outermost first, the innermost with the key set and ``values`` read at its entry."""
     frames = list(frames)
     kernels_by_caller(frames)
     if keyset is not None and frames:
@@ -75,7 +75,8 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
     elif keyset_note and frames:
         frames[-1] = dict(frames[-1], keyset_note=keyset_note)
     STATE.hits += 1
-    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, False, None, None)
+    carried = [dict(values, frame=len(frames) - 1)] if values and frames else None
+    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, False, None, None, carried)
     write_not_evaluated(STATE.hits, "this hit's call path was read at a later stop")
 
 

@@ -4,7 +4,7 @@
 functor<WrapFunctionIntoRuntimeFunctor_<R (*)(ARGS)>>::call`` and kin) are instantiated once per function
 *type*, and run for every operator with a kernel of that type. At its entry such a template is one of this
 operator's hops only if this operator's kernel then runs below it, which is not known yet. So a *stash*
-breakpoint keeps what the hop would record (its function and the key set read at entry, a register read)
+breakpoint keeps what the hop would record (its function, the key set and the arguments read at entry)
 and lets the target go on; when a kernel of the operator is hit (an ``unstash`` breakpoint), the stashed
 templates that are the kernel's direct callers on its stack become hits first, outermost first, each with
 the stack down to its own frame. Stashed entries no kernel claims are dropped.
@@ -23,19 +23,20 @@ _MAX = 64  # entries kept per thread: a template whose kernel is never ours does
 
 class Stash:
     def __init__(self) -> None:
-        # thread -> [(start, end, keyset, why)], oldest first
-        self.by_thread: dict[int, list[tuple[int, int, int | None, str | None]]] = {}
+        # thread -> [(start, end, keyset, why, values)], oldest first
+        self.by_thread: dict[int, list[tuple[int, int, int | None, str | None, dict | None]]] = {}
         self.placed: dict[int, "StashBreakpoint"] = {}  # absolute address -> its breakpoint (one per address)
 
-    def keep(self, thread: int, start: int, end: int, keyset: int | None, why: str | None) -> None:
+    def keep(self, thread: int, start: int, end: int, keyset: int | None, why: str | None,
+             values: dict | None = None) -> None:
         entries = self.by_thread.setdefault(thread, [])
-        entries.append((start, end, keyset, why))
+        entries.append((start, end, keyset, why, values))
         if len(entries) > _MAX:
             del entries[: len(entries) - _MAX]
 
-    def claim(self, thread: int, frames: list[dict]) -> list[tuple[int, int | None, str | None]]:
-        """(index in ``frames``, keyset, why) of the stashed templates that called the innermost frame,
-        innermost last; forgets the thread's stash."""
+    def claim(self, thread: int, frames: list[dict]) -> list[tuple[int, int | None, str | None, dict | None]]:
+        """(index in ``frames``, keyset, why, values) of the stashed templates that called the innermost
+        frame, innermost last; forgets the thread's stash."""
         entries = self.by_thread.pop(thread, [])
         out = []
         for i in range(len(frames) - 2, -1, -1):
@@ -46,8 +47,8 @@ class Stash:
             match = next((j for j in range(len(entries) - 1, -1, -1) if entries[j][0] <= pc < entries[j][1]), None)
             if match is None:
                 break
-            _s, _e, keyset, why = entries.pop(match)
-            out.append((i, keyset, why))
+            _s, _e, keyset, why, values = entries.pop(match)
+            out.append((i, keyset, why, values))
         out.reverse()
         return out
 
@@ -71,9 +72,13 @@ class StashBreakpoint(gdb.Breakpoint):
         self.pt_function, self.pt_library = function, library
 
     def stop(self) -> bool:
+        from tracer.gdb.agent.breakpoints import entry_values  # breakpoints imports this module
+
         try:
-            keyset, why = entry_keyset(gdb.newest_frame(), self.pt_function, self.pt_library, _read_memory)
-            STASH.keep(thread_number(), self.pt_start, self.pt_end, keyset, why)
+            frame = gdb.newest_frame()
+            keyset, why = entry_keyset(frame, self.pt_function, self.pt_library, _read_memory)
+            values = entry_values(frame, self.pt_function, self.pt_library)  # at its entry: only now
+            STASH.keep(thread_number(), self.pt_start, self.pt_end, keyset, why, values)
         except READ_ERRORS as exc:
             LOG.info("stash at %s: %s", self.pt_function, exc)
         except Exception as exc:  # the edge of a gdb callback: never let a bad read kill the run
