@@ -267,3 +267,13 @@ def test_arguments_read_at_an_entry_from_registers_and_the_stack():
     assert "tensor" in args[0] or "address" in args[0] or "unreadable" in args[0]  # tracer.values' part
     # a function whose name has no parameter list has none to read
     assert arguments.read_entry(EntryFrame(regs), "sigmoid_kernel", None, mem) is None
+
+
+def test_an_object_known_by_its_address_is_no_shape():
+    """Hits whose only difference is an object's address (a kernel functor, a stack) are one shape."""
+    hits_args = [[{"name": "functor", "type": "c10::OperatorKernel*", "where": "rdi", "address": a},
+                  {"name": "self", "type": "at::Tensor const&", "where": "*rsi",
+                   "tensor": {"sizes": [2], "dtype": "float32"}}] for a in (0x1000, 0x2000)]
+    shared = {"name": "functor", "type": "c10::OperatorKernel*", "where": "rdi", "vary": 0}  # as a site keeps it
+    texts = {", ".join(V.shape_text(a) for a in args) for args in hits_args}
+    assert texts == {"c10::OperatorKernel*, float32[2]"} and V.shape_text(shared) == "c10::OperatorKernel*"

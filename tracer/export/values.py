@@ -136,6 +136,10 @@ def frame_values(hit: Hit, frame) -> FrameValues | None:
     return None
 
 
+_VALUE_KEYS = ("value", "keyset", "none", "unreadable", "scalar_type", "layout", "memory_format", "qscheme",
+               "device_type", "device")
+
+
 def shape_text(arg: dict) -> str:
     """An argument's shape, for telling hits of one path apart: ``float32[2, 3]``, a scalar's value."""
     t = arg.get("tensor")
@@ -144,6 +148,8 @@ def shape_text(arg: dict) -> str:
             "undefined" if t.get("undefined") else "tensor")
     if "tensors" in arg:
         return "[" + ", ".join(shape_text({"tensor": x}) for x in arg["tensors"]) + "]"
+    if not any(k in arg for k in _VALUE_KEYS):
+        return str(arg.get("type") or "?")  # an object known by its address only: hits differ there, not in shape
     return value_text(arg)
 
 
