@@ -173,6 +173,7 @@ def _int_array(read_memory, base: str, element: str, data: int, length: int):
         return Opaque(base, data)
     shown = min(length, MAX_INTS)
     mem = Memory(read_memory)
+    values: tuple[bool | int | float | str, ...]  # a str: a symbolic SymInt, or how many more there are
     if element == "bool":
         values = tuple(mem.boolean(data + i, "a bool") for i in range(shown))
     elif element == "double":

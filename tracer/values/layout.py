@@ -52,6 +52,29 @@ class Dtype:
     is_floating_point: bool = False
 
 
+# The TensorImpl and StorageImpl offsets no tensor is read without.
+_IMPL_FIELDS = ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt", "key_set",
+                "storage", "storage_data", "autograd_meta")
+
+
+@dataclass(frozen=True)
+class ImplFields:
+    """``TorchLayout``'s offsets that a tensor is read by, every one established (``TorchLayout.impl_fields``),
+    and ``span``: the bytes of a TensorImpl the tensor reader reads at once, up to the last field it uses."""
+
+    sizes_and_strides: int
+    inline_dims: int
+    storage_offset: int
+    numel: int
+    data_type: int
+    device_opt: int
+    key_set: int
+    storage: int
+    storage_data: int
+    autograd_meta: int
+    span: int
+
+
 @dataclass(frozen=True)
 class TorchLayout:
     """Byte offsets in one torch build (None: not established; ``problems`` says why)."""
@@ -115,15 +138,18 @@ class TorchLayout:
     @cached_property
     def tensor_missing(self) -> list[str]:
         """The TensorImpl fields a tensor cannot be read without that this layout lacks."""
-        return [n for n in ("sizes_and_strides", "inline_dims", "storage_offset", "numel", "data_type", "device_opt",
-                            "key_set", "storage", "storage_data", "autograd_meta") if getattr(self, n) is None]
+        return [n for n in _IMPL_FIELDS if getattr(self, n) is None]
 
     @cached_property
-    def impl_span(self) -> int:
-        """Bytes of a TensorImpl the tensor reader reads at once: up to the last field it uses."""
-        return max(self.key_set + 8, self.device_opt + 3, self.data_type + 2, self.numel + 8,
-                   self.storage_offset + 8, self.storage + 8, self.autograd_meta + 8, (self.extra_meta or 0) + 8,
-                   self.sizes_and_strides + 8 * (1 + 2 * self.inline_dims))
+    def impl_fields(self) -> ImplFields | None:
+        """The offsets a tensor is read by; None while one is not established (``tensor_missing`` names it)."""
+        if self.tensor_missing:
+            return None
+        found: dict[str, int] = {n: getattr(self, n) for n in _IMPL_FIELDS}
+        span = max(found["key_set"] + 8, found["device_opt"] + 3, found["data_type"] + 2, found["numel"] + 8,
+                   found["storage_offset"] + 8, found["storage"] + 8, found["autograd_meta"] + 8,
+                   (self.extra_meta or 0) + 8, found["sizes_and_strides"] + 8 * (1 + 2 * found["inline_dims"]))
+        return ImplFields(**found, span=span)
 
     @cached_property
     def _enum_tables(self) -> dict[str, dict[int, str]]:
@@ -320,9 +346,10 @@ def cache_key(python: str, libraries: list[str]) -> str | None:
     if len(libs) < 3:
         return None
     ids = [build_id(p) for p in libs]
-    if None in ids:
+    known = [i for i in ids if i is not None]
+    if len(known) < len(ids):
         return None
-    parts = [str(FORMAT), os.path.realpath(python)] + ids
+    parts = [str(FORMAT), os.path.realpath(python)] + known
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 

@@ -195,7 +195,7 @@ def _boxed(mem: Memory, layout: TorchLayout, list_ptr: int, symbolize) -> Tensor
     impl = mem.pointer(check_pointer(list_ptr, "the boxed list"), "the list's ListImpl")
     begin, end = mem.words(impl + _LIST_IMPL_VECTOR, 2, signed=False)
     count = _count(begin, end, _IVALUE)
-    out = []
+    out: list[TensorValue | UndefinedTensor | Unreadable] = []
     for i in range(min(count, MAX_TENSORS)):
         payload, tag = mem.u64(begin + i * _IVALUE), mem.u32(begin + i * _IVALUE + 8)
         if tag != layout.ivalue_tags.index("Tensor"):

@@ -13,9 +13,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from . import elements
-from .layout import TorchLayout
+from .layout import ImplFields, TorchLayout
 from .memory import BadValue, Memory, Snapshot, Unreadable, check_pointer
 
 MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
@@ -70,7 +71,7 @@ class TensorValue:
     kind = "tensor"
 
     def to_dict(self) -> dict:
-        out = {"kind": self.kind, "sizes": list(self.sizes),
+        out: dict[str, Any] = {"kind": self.kind, "sizes": list(self.sizes),
                "strides": list(self.strides) if self.strides is not None else None,
                "storage_offset": self.storage_offset, "numel": self.numel, "dtype": self.dtype,
                "device": self.device, "layout": self.layout, "requires_grad": self.requires_grad,
@@ -135,22 +136,23 @@ def read_tensor_impl(read_memory, layout: TorchLayout, impl: int, symbolize=None
 
 def read_impl(mem: Memory, layout: TorchLayout, impl: int, symbolize=None) -> TensorValue | UndefinedTensor | Unreadable:
     """The tensor whose ``TensorImpl`` is at ``impl``."""
-    missing = layout.tensor_missing
-    if missing:
+    fields = layout.impl_fields
+    if fields is None:
         why = "; ".join(layout.problems) or "no layout"
-        return Unreadable(f"the layout of this torch has no {', '.join(missing)} ({why})", TENSOR_TYPE, impl)
+        missing = ", ".join(layout.tensor_missing)
+        return Unreadable(f"the layout of this torch has no {missing} ({why})", TENSOR_TYPE, impl)
     try:
-        return _read(mem, layout, impl, symbolize)
+        return _read(mem, layout, fields, impl, symbolize)
     except BadValue as exc:
         return Unreadable(str(exc), TENSOR_TYPE, impl)
 
 
-def _shape(mem: Memory, lay: TorchLayout, impl: int, blk: bytes) -> tuple:
+def _shape(mem: Memory, lay: TorchLayout, f: ImplFields, impl: int, blk: bytes) -> tuple:
     """What the TensorImpl's own bytes say, checked: (key set, device, dtype, sizes, strides, numel, storage
     offset, layout, whether these bytes alone decide it), or (None, ...) for the undefined tensor."""
-    sas, inline = lay.sizes_and_strides, lay.inline_dims
-    key_set, = _U64.unpack_from(blk, lay.key_set)
-    dev = blk[lay.device_opt : lay.device_opt + 3]
+    sas, inline = f.sizes_and_strides, f.inline_dims
+    key_set, = _U64.unpack_from(blk, f.key_set)
+    dev = blk[f.device_opt : f.device_opt + 3]
     if dev[2] == 0:
         if lay.undefined_key_set is not None and key_set == lay.undefined_key_set:
             return (None,) * 9
@@ -158,7 +160,7 @@ def _shape(mem: Memory, lay: TorchLayout, impl: int, blk: bytes) -> tuple:
     if dev[2] != 1:
         raise BadValue(f"the device's optional flag is {dev[2]}, not a bool")
     device = _device(lay, dev[0], dev[1] - 256 if dev[1] > 127 else dev[1])
-    index, = _U16.unpack_from(blk, lay.data_type)
+    index, = _U16.unpack_from(blk, f.data_type)
     dtype = lay.dtype(index)
     if dtype is None:
         raise BadValue(f"dtype index {index} is not one of this torch's dtypes")
@@ -175,8 +177,8 @@ def _shape(mem: Memory, lay: TorchLayout, impl: int, blk: bytes) -> tuple:
         sizes, strides = words[:ndim], words[ndim:]
     _check_extents(sizes, "size")
     _check_extents(strides, "stride")
-    numel, = _I64.unpack_from(blk, lay.numel)
-    offset, = _I64.unpack_from(blk, lay.storage_offset)
+    numel, = _I64.unpack_from(blk, f.numel)
+    offset, = _I64.unpack_from(blk, f.storage_offset)
     layout_name = _layout(lay, key_set)
     if layout_name == "sparse_csr" and lay.compressed_layout is not None:  # the key is the family's
         own = False
@@ -194,10 +196,10 @@ def _shape(mem: Memory, lay: TorchLayout, impl: int, blk: bytes) -> tuple:
     return key_set, device, dtype, tuple(sizes), tuple(strides), numel, offset, layout_name, own
 
 
-def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | UndefinedTensor:
+def _read(mem: Memory, lay: TorchLayout, f: ImplFields, impl: int, symbolize) -> TensorValue | UndefinedTensor:
     """One read of the TensorImpl's fields (each read is a gdb call inside the agent), then the storage's
     data pointer, the AutogradMeta if there is one, and the values of a small CPU tensor."""
-    blk = mem.bytes(impl, lay.impl_span)
+    blk = mem.bytes(impl, f.span)
     if lay.extra_meta is not None and blk[lay.extra_meta : lay.extra_meta + 8] != bytes(8):
         extra = check_pointer(_U64.unpack_from(blk, lay.extra_meta)[0], "the ExtraMeta pointer")
         if mem.u64(extra):
@@ -205,21 +207,21 @@ def _read(mem: Memory, lay: TorchLayout, impl: int, symbolize) -> TensorValue | 
     shapes = lay.shape_cache
     shape = shapes.get(blk)
     if shape is None:
-        shape = _shape(mem, lay, impl, blk)
+        shape = _shape(mem, lay, f, impl, blk)
         if shape[-1] and len(shapes) < _SHAPES_MAX:
             shapes[blk] = shape
     if shape[0] is None:
         return UndefinedTensor(impl)
     key_set, device, dtype, sizes, strides, numel, offset, layout_name, _ = shape
-    storage = check_pointer(_U64.unpack_from(blk, lay.storage)[0], "the storage pointer", null=True)
+    storage = check_pointer(_U64.unpack_from(blk, f.storage)[0], "the storage pointer", null=True)
     data = None
     if storage:
-        sto = Snapshot(mem, storage, max(lay.storage_data, lay.storage_nbytes or 0) + 8)  # one read for both
-        base = sto.pointer(storage + lay.storage_data, "the storage's data pointer", null=True, align=1)
+        sto = Snapshot(mem, storage, max(f.storage_data, lay.storage_nbytes or 0) + 8)  # one read for both
+        base = sto.pointer(storage + f.storage_data, "the storage's data pointer", null=True, align=1)
         data = base + offset * dtype.itemsize if base else 0
         if layout_name == "strided" and numel and lay.storage_nbytes is not None and dtype.name not in _PACKED:
             _check_inside(sto.i64(storage + lay.storage_nbytes), offset, sizes, strides, dtype.itemsize)
-    meta = check_pointer(_U64.unpack_from(blk, lay.autograd_meta)[0], "the AutogradMeta pointer", null=True)
+    meta = check_pointer(_U64.unpack_from(blk, f.autograd_meta)[0], "the AutogradMeta pointer", null=True)
     requires_grad, grad_fn, is_view, note = _autograd(mem, lay, meta, symbolize) if meta else (False, None, False, None)
     values = None
     if layout_name == "strided" and device == "cpu" and 0 < numel <= MAX_VALUES and data:
@@ -263,12 +265,13 @@ def _layout(lay: TorchLayout, key_set: int) -> str:
 
 def _autograd(mem: Memory, lay: TorchLayout, meta: int, symbolize) -> tuple[bool, str | None, bool, str | None]:
     """(requires_grad, grad_fn's name, is_view, note) from the tensor's AutogradMeta at ``meta``."""
-    if None in (lay.grad_fn, lay.requires_grad, lay.is_view):
+    grad_fn, requires_grad, view = lay.grad_fn, lay.requires_grad, lay.is_view
+    if grad_fn is None or requires_grad is None or view is None:
         raise BadValue("the layout of this torch does not place AutogradMeta's fields")
-    mem = Snapshot(mem, meta, max(lay.grad_fn + 8, lay.requires_grad + 1, lay.is_view + 1))
-    flag = mem.boolean(meta + lay.requires_grad, "requires_grad_")
-    is_view = mem.boolean(meta + lay.is_view, "is_view_")
-    node = mem.pointer(meta + lay.grad_fn, "grad_fn_", null=True)
+    mem = Snapshot(mem, meta, max(grad_fn + 8, requires_grad + 1, view + 1))
+    flag = mem.boolean(meta + requires_grad, "requires_grad_")
+    is_view = mem.boolean(meta + view, "is_view_")
+    node = mem.pointer(meta + grad_fn, "grad_fn_", null=True)
     if not node:
         return flag, None, is_view, None
     name, note = node_name(mem, node, symbolize)
@@ -316,16 +319,17 @@ def _join(a: str | None, b: str | None) -> str | None:
 def _check_tensor_type(mem: Memory, layout: TorchLayout, obj: int) -> None:
     """The object's type is torch's tensor type or derives from it (torch.Tensor, nn.Parameter, a subclass);
     else BadValue naming the object's type (the ``args`` tuple of a binding, say)."""
-    if None in (layout.py_tp_name, layout.py_tp_base) or not layout.py_tensor_base:
+    tp_name, tp_base = layout.py_tp_name, layout.py_tp_base
+    if tp_name is None or tp_base is None or not layout.py_tensor_base:
         return  # not established: the tensor's own checks still apply
     cls = mem.pointer(obj + 8, "the object's type")
     first = None
     for _ in range(32):  # a class hierarchy deeper than this is not a tensor's
-        name = _c_string(mem, mem.pointer(cls + layout.py_tp_name, "tp_name", align=1))
+        name = _c_string(mem, mem.pointer(cls + tp_name, "tp_name", align=1))
         first = first or name
         if name == layout.py_tensor_base:
             return
-        cls = mem.pointer(cls + layout.py_tp_base, "tp_base", null=True)
+        cls = mem.pointer(cls + tp_base, "tp_base", null=True)
         if not cls:
             break
     raise BadValue(f"a {first} object, not a tensor")
