@@ -19,7 +19,7 @@ from tracer.export import processes as PR
 from tracer.export.local_files import SourceTrust
 from tracer.export.source import SourceReader, commit_url, github_url, language, pinned_ref
 from tracer.session.hit_table import HitTable
-from tracer.session.model import Breakpoint, Frame, Session
+from tracer.session.model import Breakpoint, Frame, Hit, Session
 
 # ---------------------------------------------------------------- escaping
 
@@ -87,6 +87,9 @@ def plural(n: int, word: str) -> str:
 
 
 class MarkdownRenderer:
+    """The document: the session's facts, its breakpoints, what --eval printed, and its call paths; a
+    frame's rows and sources are ``FrameText``'s, the operator calls' tables ``operator_calls``'."""
+
     def __init__(self, session: Session, all_frames: bool = False, context: int = 2,
                  reader: SourceReader | None = None, finder=None, trust: SourceTrust | None = None):
         self.session = session
@@ -99,6 +102,7 @@ class MarkdownRenderer:
         self.reader = reader or SourceReader(session.info.cwd, finder.local_file if finder else None, trust)
         self.ref = pinned_ref(self.info.torch_git_version, self.info.torch_version)
         self.cwd = self.info.cwd
+        self.frames = FrameText(self.reader, finder, self.ref, self.cwd, context)
 
     # -- top
     def render(self) -> str:
@@ -114,7 +118,7 @@ class MarkdownRenderer:
             shown.sort()
         paths = P.group(shown, self.all_frames)
         # The body first: finding sources may add warnings, which the header shows.
-        body = (self.processes() + self.breakpoints() + self.operator_calls(calls)
+        body = (self.processes() + self.breakpoints() + operator_calls(calls, self.cwd)
                 + self.call_paths(paths, calls) + self.evaluated() + self.getting_source(paths))
         out = self.header(paths, calls) + body
         return "\n".join(out).rstrip() + "\n"
@@ -207,70 +211,6 @@ class MarkdownRenderer:
                 + (f" in {', '.join(code(x, in_table=True) for x in libs)}" if libs else ""))
         listed = "<br>".join(hcode(n) for n in names)
         return f"{head}<details><summary>their names</summary>{listed}</details>"
-
-    # -- operator calls
-    def operator_calls(self, calls: list[O.OpCall]) -> list[str]:
-        if not calls:
-            return []
-        lines = ["## Operator calls", "",
-                 f"The {plural(sum(len(c.hits) for c in calls), 'hit')} of the operators' breakpoints are "
-                 f"{plural(len(calls), 'call')}: each call's hops in the order they ran, with the "
-                 "`DispatchKeySet` each was called with and the keys handled since the hop before. "
-                 "Calls are grouped by the Python line they came from; calls that took the same hops with "
-                 "the same key sets are shown once.", ""]
-        for site in O.by_call_site(calls):
-            lines += self.call_site(site)
-        return lines
-
-    def call_site(self, site: O.CallSite) -> list[str]:
-        frame = site.frame
-        where = P.frame_location(frame, self.cwd) if frame is not None else None
-        heading = f"### {code(where)}" if where else "### (no Python frame)"
-        if frame is not None and frame.source:
-            heading += f": {code(frame.source.strip())}"
-        lines = [heading, ""]
-        for calls in site.variants:
-            first = calls[0]
-            seqs = [h.seq for c in calls for h in c.hits]
-            followed = first.followed()
-            op, *others = [o for o in first.ops() if O.FOLLOWED not in o] or ["?"]
-            head = f"{plural(len(calls), 'call')} of {code(O.qualified(op))}"
-            if others:
-                head += ", through functions resolved for " + ", ".join(code(O.qualified(o)) for o in others)
-            if followed:
-                head += (", with the operators it called (`--follow-ops`), each under the one that called it: "
-                         + ", ".join(code(o) for o in followed))
-            span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
-            lines += [f"{head} ({span})", ""]
-            heads = ["#", "operator"][: 1 + bool(followed)] + ["hop", "layer", "called with", "since the hop before"]
-            lines += with_carried(heads, [(self.hop_row(i, hop, followed=bool(followed)), hop.hit, hop.frame)
-                                          for i, hop in enumerate(first.hops(), 1)]) + [""]
-        return lines
-
-    def hop_row(self, i: int, hop: O.Hop, followed: bool = False) -> str:
-        from tracer.dispatch.ops import capability_of_label, keyset_text
-
-        f = hop.frame
-        name = code(P.short_of(f), in_table=True)
-        if f.dispatch_key:
-            name += f" [{text(f.dispatch_key)}]"
-        cap = capability_of_label(hop.hit.breakpoint)
-        if cap:
-            name += f" ({text(cap)} build)"
-        if hop.keys is not None:
-            called = ", ".join(text(k) for k in hop.keys) or "(empty)"
-        else:
-            called = f"<i>{text(keyset_text(f))}</i>"
-        change = []
-        if hop.handled():
-            change.append("handled " + ", ".join(text(k) for k in hop.handled()))
-        if hop.added():
-            change.append("added " + ", ".join(text(k) for k in hop.added()))
-        cells = [str(i), name, P.layer_of(f), called, "; ".join(change)]
-        if followed:  # which operator the hop is a function of, indented by how deep it nests
-            indent = "&nbsp;&nbsp;" * hop.depth + ("↳ " if hop.depth else "")
-            cells.insert(1, indent + code(hop.op or "?", in_table=True))
-        return row(cells)
 
     def locations(self, bp: Breakpoint) -> str:
         parts: list[str] = []
@@ -383,8 +323,7 @@ class MarkdownRenderer:
             facts.append("breakpoint " + ", ".join(code(b) for b in path.breakpoints))
         if PR.several(self.session):
             pids = list(dict.fromkeys(h.thread.pid for h in path.hits))
-            labels = [(self.session.process(pid).label if self.session.process(pid) else f"pid {pid}")
-                      for pid in pids[:5]]
+            labels = [_process_label(self.session, pid) for pid in pids[:5]]
             facts.append(("process " if len(pids) == 1 else "processes ") + ", ".join(text(x) for x in labels)
                          + (f" and {len(pids) - 5} more" if len(pids) > 5 else ""))
         threads = path.threads
@@ -410,16 +349,235 @@ class MarkdownRenderer:
             return lines + ["No frames were recorded for this stop.", ""]
         lines += ["Layers: " + " → ".join(path.layers), ""]
         if not brief:
-            lines += self.mermaid(n, path)
+            lines += mermaid(n, path)
         lines += with_carried(["#", "layer", "function", "dispatch key", "library", "file:line"],
-                              [(self.frame_row(i, f), path.first, f) for i, f in enumerate(path.frames, 1)])
+                              [(self.frames.row(i, f), path.first, f) for i, f in enumerate(path.frames, 1)])
         lines += [""] + shape_lines(path)
         if brief:  # an import-time path: its table says enough, the excerpts would bury the paths studied
             return lines
         for i, frame in enumerate(path.frames, 1):
-            lines += self.frame_details(i, frame) + self.kernel_details(i, P.generated_kernel(path.frames, i - 1, self.cwd))
+            lines += self.frames.details(i, frame)
+            lines += self.frames.kernel_details(i, P.generated_kernel(path.frames, i - 1, self.cwd))
             lines += torchscript_details(i, frame, self.session, self.cwd)
         return lines
+
+    def getting_source(self, paths: list[P.CallPath]) -> list[str]:
+        """How to get the C++ behind the frames that only point at a header, a yaml entry or nothing."""
+        bare = {f.key() for p in paths for f in p.frames if f.kind == "native" and not f.file}
+        if not bare:
+            return []
+        commit = self.info.torch_git_version
+        checkout = (f"`git clone https://github.com/pytorch/pytorch && git -C pytorch checkout {commit}`"
+                    if commit else "a checkout of PyTorch at the traced version (`torch.version.git_version`)")
+        return ["## Getting the C++ source", "",
+                f"{plural(len(bare), 'native frame')} above {'has' if len(bare) == 1 else 'have'} no file:line: "
+                "the library has symbols but no DWARF (a release wheel). What is shown for them comes from the "
+                "headers and codegen inputs the wheel ships (`torch/include`, `native_functions.yaml`, "
+                "`derivatives.yaml`). For the `.cpp` files behind them:", "",
+                f"- check out PyTorch at this session's commit, {checkout}, and export again with "
+                f"`pttrace export {self.info.id} --source-dir pytorch` (`show` and `view` take it too): each frame "
+                "gets its definition's file:line in the checkout;",
+                "- or build PyTorch with debug information (`DEBUG=1` or `REL_WITH_DEB_INFO=1` "
+                "`python setup.py develop`) and record again: every frame gets its file:line from DWARF.", ""]
+
+
+def operator_calls(calls: list[O.OpCall], cwd: str | None) -> list[str]:
+    """*Operator calls*: each call's hops, grouped by the Python line the calls came from."""
+    if not calls:
+        return []
+    lines = ["## Operator calls", "",
+             f"The {plural(sum(len(c.hits) for c in calls), 'hit')} of the operators' breakpoints are "
+             f"{plural(len(calls), 'call')}: each call's hops in the order they ran, with the "
+             "`DispatchKeySet` each was called with and the keys handled since the hop before. "
+             "Calls are grouped by the Python line they came from; calls that took the same hops with "
+             "the same key sets are shown once.", ""]
+    for site in O.by_call_site(calls):
+        lines += _call_site(site, cwd)
+    return lines
+
+
+def _call_site(site: O.CallSite, cwd: str | None) -> list[str]:
+    frame = site.frame
+    where = P.frame_location(frame, cwd) if frame is not None else None
+    heading = f"### {code(where)}" if where else "### (no Python frame)"
+    if frame is not None and frame.source:
+        heading += f": {code(frame.source.strip())}"
+    lines = [heading, ""]
+    for calls in site.variants:
+        first = calls[0]
+        seqs = [h.seq for c in calls for h in c.hits]
+        followed = first.followed()
+        op, *others = [o for o in first.ops() if O.FOLLOWED not in o] or ["?"]
+        head = f"{plural(len(calls), 'call')} of {code(O.qualified(op))}"
+        if others:
+            head += ", through functions resolved for " + ", ".join(code(O.qualified(o)) for o in others)
+        if followed:
+            head += (", with the operators it called (`--follow-ops`), each under the one that called it: "
+                     + ", ".join(code(o) for o in followed))
+        span = f"hit #{seqs[0]}" if len(seqs) == 1 else f"hits #{min(seqs)} to #{max(seqs)}"
+        lines += [f"{head} ({span})", ""]
+        heads = ["#", "operator"][: 1 + bool(followed)] + ["hop", "layer", "called with", "since the hop before"]
+        lines += with_carried(heads, [(_hop_row(i, hop, followed=bool(followed)), hop.hit, hop.frame)
+                                      for i, hop in enumerate(first.hops(), 1)]) + [""]
+    return lines
+
+
+def _hop_row(i: int, hop: O.Hop, followed: bool = False) -> str:
+    from tracer.dispatch.ops import capability_of_label, keyset_text
+
+    f = hop.frame
+    name = code(P.short_of(f), in_table=True)
+    if f.dispatch_key:
+        name += f" [{text(f.dispatch_key)}]"
+    cap = capability_of_label(hop.hit.breakpoint)
+    if cap:
+        name += f" ({text(cap)} build)"
+    if hop.keys is not None:
+        called = ", ".join(text(k) for k in hop.keys) or "(empty)"
+    else:
+        called = f"<i>{text(keyset_text(f))}</i>"
+    change = []
+    if hop.handled():
+        change.append("handled " + ", ".join(text(k) for k in hop.handled()))
+    if hop.added():
+        change.append("added " + ", ".join(text(k) for k in hop.added()))
+    cells = [str(i), name, P.layer_of(f), called, "; ".join(change)]
+    if followed:  # which operator the hop is a function of, indented by how deep it nests
+        indent = "&nbsp;&nbsp;" * hop.depth + ("↳ " if hop.depth else "")
+        cells.insert(1, indent + code(hop.op or "?", in_table=True))
+    return row(cells)
+
+
+def mermaid(n: int, path: P.CallPath) -> list[str]:
+    """One node per run of consecutive frames in the same layer, outermost first."""
+    runs: list[tuple[str, list[Frame]]] = []
+    for f in path.frames:
+        layer = P.layer_of(f)
+        if runs and runs[-1][0] == layer:
+            runs[-1][1].append(f)
+        else:
+            runs.append((layer, [f]))
+    lines = ["```mermaid", "flowchart LR"]
+    for i, (layer, frames) in enumerate(runs):
+        names = P.short_of(frames[0])
+        if len(frames) > 1:
+            names += f" … {P.short_of(frames[-1])}" if len(frames) > 2 else f", {P.short_of(frames[-1])}"
+        label = mermaid_label(f"{layer}: {names}")
+        lines.append(f'  p{n}n{i}["{label}"]:::{layer}')
+    if len(runs) > 1:
+        lines.append("  " + " --> ".join(f"p{n}n{i}" for i in range(len(runs))))
+    for layer in dict.fromkeys(layer for layer, _ in runs):
+        lines.append(f"  classDef {layer} fill:{_LAYER_COLOURS.get(layer, '#ffffff')},stroke:#555555")
+    lines += ["```", ""]
+    return lines
+
+
+class FrameText:
+    """A frame as the page shows it: its row in a path's table, its details with the source around its line
+    (from DWARF, or found without it), and the inductor kernel it runs."""
+
+    def __init__(self, reader: SourceReader, finder, ref: str | None, cwd: str | None, context: int) -> None:
+        self.reader = reader
+        self.finder = finder  # a tracer.sources.SourceFinder: sources of frames without DWARF
+        self.ref = ref  # the torch commit GitHub links point at
+        self.cwd = cwd
+        self.context = context
+
+    def row(self, i: int, frame: Frame) -> str:
+        name = code(P.short_of(frame), in_table=True)
+        if frame.inlined:
+            name += " (inlined)"
+        note = P.frame_note(frame)
+        if note:
+            name += f" ({text(note)})"
+        key = P.dispatch_key_of(frame)
+        lib = P.library_name(frame)
+        return row([str(i), P.layer_of(frame), name, text(key) if key else "", code(lib, in_table=True) if lib else "",
+                    self.where(frame)])
+
+    def where(self, frame: Frame) -> str:
+        loc = P.frame_location(frame, self.cwd)
+        if loc is None:
+            refs = self.refs(frame)
+            if not refs:
+                return ""
+            more = f" (+{len(refs) - 1})" if len(refs) > 1 else ""
+            return f"{refs[0].label}: {self.ref_link(refs[0], in_table=True)}{more}"
+        url = github_url(frame.file, frame.line, self.ref)
+        return link(code(loc, in_table=True), url) if url else code(loc, in_table=True)
+
+    def refs(self, frame: Frame) -> list:
+        if self.finder is None or frame.kind == "python" or frame.file:
+            return []
+        return self.finder.refs(frame.function, frame.library)
+
+    def ref_link(self, ref, in_table: bool = False) -> str:
+        where = f"{P.display_path(ref.file, self.cwd)}:{ref.line}" if ref.line else P.display_path(ref.file, self.cwd)
+        url = github_url(ref.file, ref.line, self.ref)
+        return link(code(where, in_table), url) if url else code(where, in_table)
+
+    def details(self, i: int, frame: Frame) -> list[str]:
+        layer = P.layer_of(frame)
+        summary = f"{i}. {hcode(P.short_of(frame))} ({html.escape(layer)})"
+        body: list[str] = []
+        if frame.kind != "python" and frame.function:
+            body += ["Full name:", ""] + fenced(frame.function, "text") + [""]
+        facts = []
+        # Paths as the reader's own machine would have them: under site-packages, the working directory or
+        # PyTorch's tree, not under the recording machine's home or venv.
+        if frame.library:
+            facts.append(f"library {code(P.display_path(frame.library, self.cwd))}")
+        if frame.address is not None:
+            facts.append(f"address {code(hex(frame.address))}")
+        if frame.file:
+            facts.append(f"file {code(P.frame_location(frame, self.cwd))}")
+        if frame.decl_file or frame.decl_line:
+            decl_file = P.display_path(frame.decl_file or frame.file, self.cwd)
+            decl = f"{decl_file}:{frame.decl_line}" if frame.decl_line else decl_file
+            facts.append(f"declared at {code(decl)}")
+        if frame.inlined:
+            facts.append("inlined into its caller")
+        if facts:
+            body += ["- " + f for f in facts] + [""]
+        url = github_url(frame.file, frame.line, self.ref)
+        if url and self.ref:  # a link has a commit to point at
+            label = code(P.frame_location(frame, self.cwd))
+            body += [f"On GitHub at {code(self.ref[:12])}: {link(label, url)}", ""]
+        body += self.source(frame)
+        body += self.found_sources(frame)
+        if not body:
+            return []
+        return ["<details>", f"<summary>{summary}</summary>", "", *body, "</details>", ""]
+
+    def source(self, frame: Frame) -> list[str]:
+        lang = language(frame.file) or ("python" if frame.kind == "python" else "")
+        # Only a file that is plausibly this frame's source is quoted (local_files.source_lines): for a
+        # Python frame, one whose line says what the recording says; else the line as it ran.
+        excerpt = self.reader.excerpt(frame, self.context)
+        recorded = frame.source if frame.kind == "python" else None
+        if excerpt is not None:
+            width = len(str(excerpt[-1][0]))
+            body = "\n".join(f"{'>' if n == frame.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
+            return fenced(body, lang) + [""]
+        if recorded:
+            return fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
+        return []
+
+    def found_sources(self, frame: Frame) -> list[str]:
+        """The places pttrace found for a frame without DWARF, each with its excerpt."""
+        refs = self.refs(frame)
+        if not refs:
+            return []
+        out = ["Source found without DWARF (labelled by how it was found):", ""]
+        for ref in refs:
+            several = f" (one of {ref.candidates} that fit)" if ref.candidates > 1 else ""
+            out += [f"- **{text(ref.label)}**{several}: {self.ref_link(ref)} {code(ref.what)}", ""]
+            excerpt = self.reader.found_excerpt(ref.file, ref.line, self.context)
+            if excerpt is not None:
+                width = len(str(excerpt[-1][0]))
+                lines = "\n".join(f"{'>' if n == ref.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
+                out += [f"  {x}" for x in fenced(lines, language(ref.file))] + [""]
+        return out
 
     def kernel_details(self, i: int, kernel) -> list[str]:
         """Frame ``i`` runs an inductor kernel: which, its ops and FX nodes, the user's lines they came
@@ -460,144 +618,6 @@ class MarkdownRenderer:
         body = "\n".join(f"{'>' if n == mark else ' '} {n:>{width}}  {t}" for n, t in excerpt)
         return fenced(body, language(file)) + [""]
 
-    def getting_source(self, paths: list[P.CallPath]) -> list[str]:
-        """How to get the C++ behind the frames that only point at a header, a yaml entry or nothing."""
-        bare = {f.key() for p in paths for f in p.frames if f.kind == "native" and not f.file}
-        if not bare:
-            return []
-        commit = self.info.torch_git_version
-        checkout = (f"`git clone https://github.com/pytorch/pytorch && git -C pytorch checkout {commit}`"
-                    if commit else "a checkout of PyTorch at the traced version (`torch.version.git_version`)")
-        return ["## Getting the C++ source", "",
-                f"{plural(len(bare), 'native frame')} above {'has' if len(bare) == 1 else 'have'} no file:line: "
-                "the library has symbols but no DWARF (a release wheel). What is shown for them comes from the "
-                "headers and codegen inputs the wheel ships (`torch/include`, `native_functions.yaml`, "
-                "`derivatives.yaml`). For the `.cpp` files behind them:", "",
-                f"- check out PyTorch at this session's commit, {checkout}, and export again with "
-                f"`pttrace export {self.info.id} --source-dir pytorch` (`show` and `view` take it too): each frame "
-                "gets its definition's file:line in the checkout;",
-                "- or build PyTorch with debug information (`DEBUG=1` or `REL_WITH_DEB_INFO=1` "
-                "`python setup.py develop`) and record again: every frame gets its file:line from DWARF.", ""]
-
-    def mermaid(self, n: int, path: P.CallPath) -> list[str]:
-        """One node per run of consecutive frames in the same layer, outermost first."""
-        runs: list[tuple[str, list[Frame]]] = []
-        for f in path.frames:
-            layer = P.layer_of(f)
-            if runs and runs[-1][0] == layer:
-                runs[-1][1].append(f)
-            else:
-                runs.append((layer, [f]))
-        lines = ["```mermaid", "flowchart LR"]
-        for i, (layer, frames) in enumerate(runs):
-            names = P.short_of(frames[0])
-            if len(frames) > 1:
-                names += f" … {P.short_of(frames[-1])}" if len(frames) > 2 else f", {P.short_of(frames[-1])}"
-            label = mermaid_label(f"{layer}: {names}")
-            lines.append(f'  p{n}n{i}["{label}"]:::{layer}')
-        if len(runs) > 1:
-            lines.append("  " + " --> ".join(f"p{n}n{i}" for i in range(len(runs))))
-        for layer in dict.fromkeys(layer for layer, _ in runs):
-            lines.append(f"  classDef {layer} fill:{_LAYER_COLOURS.get(layer, '#ffffff')},stroke:#555555")
-        lines += ["```", ""]
-        return lines
-
-    def frame_row(self, i: int, frame: Frame) -> str:
-        name = code(P.short_of(frame), in_table=True)
-        if frame.inlined:
-            name += " (inlined)"
-        note = P.frame_note(frame)
-        if note:
-            name += f" ({text(note)})"
-        key = P.dispatch_key_of(frame)
-        lib = P.library_name(frame)
-        return row([str(i), P.layer_of(frame), name, text(key) if key else "", code(lib, in_table=True) if lib else "",
-                    self.where(frame)])
-
-    def refs(self, frame: Frame) -> list:
-        if self.finder is None or frame.kind == "python" or frame.file:
-            return []
-        return self.finder.refs(frame.function, frame.library)
-
-    def ref_link(self, ref, in_table: bool = False) -> str:
-        where = f"{P.display_path(ref.file, self.cwd)}:{ref.line}" if ref.line else P.display_path(ref.file, self.cwd)
-        url = github_url(ref.file, ref.line, self.ref)
-        return link(code(where, in_table), url) if url else code(where, in_table)
-
-    def where(self, frame: Frame) -> str:
-        loc = P.frame_location(frame, self.cwd)
-        if loc is None:
-            refs = self.refs(frame)
-            if not refs:
-                return ""
-            more = f" (+{len(refs) - 1})" if len(refs) > 1 else ""
-            return f"{refs[0].label}: {self.ref_link(refs[0], in_table=True)}{more}"
-        url = github_url(frame.file, frame.line, self.ref)
-        return link(code(loc, in_table=True), url) if url else code(loc, in_table=True)
-
-    def frame_details(self, i: int, frame: Frame) -> list[str]:
-        layer = P.layer_of(frame)
-        summary = f"{i}. {hcode(P.short_of(frame))} ({html.escape(layer)})"
-        body: list[str] = []
-        if frame.kind != "python" and frame.function:
-            body += ["Full name:", ""] + fenced(frame.function, "text") + [""]
-        facts = []
-        # Paths as the reader's own machine would have them: under site-packages, the working directory or
-        # PyTorch's tree, not under the recording machine's home or venv.
-        if frame.library:
-            facts.append(f"library {code(P.display_path(frame.library, self.cwd))}")
-        if frame.address is not None:
-            facts.append(f"address {code(hex(frame.address))}")
-        if frame.file:
-            facts.append(f"file {code(P.frame_location(frame, self.cwd))}")
-        if frame.decl_file or frame.decl_line:
-            decl_file = P.display_path(frame.decl_file or frame.file, self.cwd)
-            decl = f"{decl_file}:{frame.decl_line}" if frame.decl_line else decl_file
-            facts.append(f"declared at {code(decl)}")
-        if frame.inlined:
-            facts.append("inlined into its caller")
-        if facts:
-            body += ["- " + f for f in facts] + [""]
-        url = github_url(frame.file, frame.line, self.ref)
-        if url:
-            label = code(P.frame_location(frame, self.cwd))
-            body += [f"On GitHub at {code(self.ref[:12])}: {link(label, url)}", ""]
-        body += self.source(frame)
-        body += self.found_sources(frame)
-        if not body:
-            return []
-        return ["<details>", f"<summary>{summary}</summary>", "", *body, "</details>", ""]
-
-    def found_sources(self, frame: Frame) -> list[str]:
-        """The places pttrace found for a frame without DWARF, each with its excerpt."""
-        refs = self.refs(frame)
-        if not refs:
-            return []
-        out = ["Source found without DWARF (labelled by how it was found):", ""]
-        for ref in refs:
-            several = f" (one of {ref.candidates} that fit)" if ref.candidates > 1 else ""
-            out += [f"- **{text(ref.label)}**{several}: {self.ref_link(ref)} {code(ref.what)}", ""]
-            excerpt = self.reader.found_excerpt(ref.file, ref.line, self.context)
-            if excerpt is not None:
-                width = len(str(excerpt[-1][0]))
-                lines = "\n".join(f"{'>' if n == ref.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
-                out += [f"  {x}" for x in fenced(lines, language(ref.file))] + [""]
-        return out
-
-    def source(self, frame: Frame) -> list[str]:
-        lang = language(frame.file) or ("python" if frame.kind == "python" else "")
-        # Only a file that is plausibly this frame's source is quoted (local_files.source_lines): for a
-        # Python frame, one whose line says what the recording says; else the line as it ran.
-        excerpt = self.reader.excerpt(frame, self.context)
-        recorded = frame.source if frame.kind == "python" else None
-        if excerpt is not None:
-            width = len(str(excerpt[-1][0]))
-            body = "\n".join(f"{'>' if n == frame.line else ' '} {n:>{width}}  {t}" for n, t in excerpt)
-            return fenced(body, lang) + [""]
-        if recorded:
-            return fenced(f"> {frame.line}  {recorded.strip()}" if frame.line else recorded.strip(), lang) + [""]
-        return []
-
 
 def torchscript_details(i: int, frame: Frame, session: Session, cwd: str | None) -> list[str]:
     """Frame ``i`` is TorchScript's interpreter: the scripted lines it ran and their graph nodes (read from
@@ -624,7 +644,7 @@ def torchscript_details(i: int, frame: Frame, session: Session, cwd: str | None)
     return out
 
 
-def carried_cell(hit, frame: Frame) -> str:
+def carried_cell(hit: Hit, frame: Frame) -> str:
     """What ``frame`` carried at ``hit``: a line an argument, then the dispatcher's decision."""
     fv = V.frame_values(hit, frame)
     if fv is None:
@@ -633,7 +653,12 @@ def carried_cell(hit, frame: Frame) -> str:
     return "<br>".join(text(x) for x in lines) or " "
 
 
-def with_carried(heads: list[str], rows: list[tuple[str, object, Frame]]) -> list[str]:
+def _process_label(session: Session, pid: int | None) -> str:
+    process = session.process(pid)
+    return process.label if process else f"pid {pid}"
+
+
+def with_carried(heads: list[str], rows: list[tuple[str, Hit, Frame]]) -> list[str]:
     """A table, with a *carried* column when a row's hit carried values (a session recorded before
     values were read keeps its tables as they were): ``rows`` are (row, hit, frame)."""
     carried = any(hit.values for _, hit, _ in rows)

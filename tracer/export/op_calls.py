@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from tracer.export import paths as P
 from tracer.session.model import Frame, Hit
@@ -132,7 +133,7 @@ def _below(first: Hit, hit: Hit) -> bool:
     return b[n - 1].kind == a[-1].kind and b[n - 1].function == a[-1].function
 
 
-def group_calls(hits: list[Hit]) -> list[OpCall]:
+def group_calls(hits: Iterable[Hit]) -> list[OpCall]:
     """The operator calls of a session's ``--op`` hits, in the order they began."""
     calls: list[OpCall] = []
     open_calls: dict[object, OpCall] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, overload
 
 from tracer.export.source import repo_path
 from tracer.session.hit_table import HitTable, SiteHits
@@ -153,6 +153,14 @@ def in_packages(file: str) -> bool:
     return bool(_PACKAGES_RE.search(file) or re.search(r"/lib/python3\.\d+/", file))
 
 
+@overload
+def display_path(file: str, cwd: str | None = None) -> str: ...
+@overload
+def display_path(file: None, cwd: str | None = None) -> None: ...
+@overload
+def display_path(file: str | None, cwd: str | None = None) -> str | None: ...
+
+
 def display_path(file: str | None, cwd: str | None = None) -> str | None:
     """A path short enough for a table cell: relative to site-packages, the cwd, or PyTorch's tree."""
     if not file:
@@ -230,7 +238,7 @@ def is_ancestor(outer: list[Frame], inner: list[Frame]) -> bool:
     return len(inner) >= n and inner[n - 1].kind == outer[-1].kind and inner[n - 1].function == outer[-1].function
 
 
-def launch_text(hit: Hit, hits: list[Hit], cwd: str | None = None) -> str | None:
+def launch_text(hit: Hit, hits: Sequence[Hit], cwd: str | None = None) -> str | None:
     """One line on who launched a worker's region: thread, Python line, the kernel, the hit it ran inside."""
     lb = hit.launched_by
     if lb is None:
