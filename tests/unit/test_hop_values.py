@@ -277,3 +277,17 @@ def test_an_object_known_by_its_address_is_no_shape():
     shared = {"name": "functor", "type": "c10::OperatorKernel*", "where": "rdi", "vary": 0}  # as a site keeps it
     texts = {", ".join(V.shape_text(a) for a in args) for args in hits_args}
     assert texts == {"c10::OperatorKernel*, float32[2]"} and V.shape_text(shared) == "c10::OperatorKernel*"
+
+
+def test_a_python_binding_is_named_and_read_as_torchgen_declares_it():
+    """``THPVariable_sigmoid(PyObject* self_, PyObject* args[, PyObject* kwargs])`` returns a PyObject*: its
+    arguments are read (no hidden return slot), named as gen_python_functions.py writes them."""
+    from tracer.gdb.agent import arguments
+
+    regs = {"rdi": 0x7000, "rsi": 0x6000, "rdx": 0, "rsp": 0x8000}
+    for params, names in (("_object*, _object*, _object*", ["self_", "args", "kwargs"]), ("_object*, _object*", ["self_", "args"])):
+        args = arguments.read_entry(EntryFrame(regs), f"torch::autograd::THPVariable_sigmoid({params})", str(TORCH_LIB),
+                                    FakeMemory({}))
+        assert [a.get("name") for a in args] == names and [a["where"] for a in args] == ["rdi", "rsi", "rdx"][: len(names)]
+        assert all(a["named_by"].endswith("gen_python_functions.py") for a in args)
+        assert not any("return type" in (a.get("unreadable") or "") for a in args)

@@ -75,6 +75,9 @@ def _make_plan(frame, name: str, library: str | None) -> Plan:
             names, named_by = declared.names, (NAMED_BY_SCHEMA,) * len(sig.params)
     elif _ADAPTER.match(name):
         names, named_by = _adapter_names(ops_dir, name, sig.params)
+    elif _BINDING.match(name) and len(sig.params) in (2, 3):
+        sig = keyset_abi.Signature(sig.params, False, sig.returns or "_object*")
+        names, named_by = ("self_", "args", "kwargs")[: len(sig.params)], (_BINDING_DECL,) * len(sig.params)
     else:
         own = declarations.find(ops_dir, name.split("(", 1)[0], sig.params)
         if own is not None:
@@ -92,6 +95,12 @@ def _make_plan(frame, name: str, library: str | None) -> Plan:
             named_by = tuple(b if n else NAMED_BY_DWARF for n, b in zip(names, named_by))
             names = tuple(n or d for n, d in zip(names, dwarf))
     return Plan(tuple(locations[:MAX_ARGS]), names[:MAX_ARGS], op, named_by=named_by[:MAX_ARGS])
+
+
+# torchgen's Python bindings of torch.* and Tensor methods: every one is declared ``static PyObject *
+# NAME(PyObject* self_, PyObject* args[, PyObject* kwargs])`` (gen_python_functions.py, the templates).
+_BINDING = re.compile(r"^torch::autograd::(?:\(anonymous namespace\)::)?THPVariable_\w+\(_object\*(?:, _object\*)*\)$")
+_BINDING_DECL = f"{NAMED_BY_DECLARATION} torchgen/packaged/autograd/gen_python_functions.py"
 
 
 def _tokens(token: str) -> list[str]:
