@@ -117,7 +117,7 @@ def test_nothing_is_said_to_be_unread_and_every_view_shows_the_lines(recording, 
     assert f"TorchScript outer  {relu[0]}:{relu[1]}  {relu[2]}  [aten::relu]" in proc.stdout
     show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert show.returncode == 0 and f"↳ TorchScript outer  {inner[0]}:{line_of('y = inner(y)')}" in show.stdout
-    assert "are not read" not in show.stdout and "were not read" not in show.stdout
+    assert "line and graph node are not read" not in show.stdout and "were not read" not in show.stdout
     md = tmp_path / "notes.md"
     out = subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -131,3 +131,82 @@ def test_nothing_is_said_to_be_unread_and_every_view_shows_the_lines(recording, 
     levels = [lv for fr in data["frames"] for lv in fr.get("torchscript") or []]
     assert {"function": "inner", "file": inner[0], "line": inner[1], "text": inner[2]} in \
         [p for lv in levels for p in lv["places"]]
+
+
+def test_each_graph_is_recorded_once_with_the_programs_lines(recording):
+    _, session, _ = recording
+    graphs = {}
+    for hit in session.hits:
+        for f in interpreter_frames(hit):
+            for level in f.torchscript or ():
+                assert level.graph in session.graphs, (level, list(session.graphs))
+                graphs.setdefault(level.function, set()).add(level.graph)
+    assert set(graphs) == {"outer", "plain"}
+    # outer's graph: the loop, the if in its body with inner's sigmoid inlined in one branch and relu in the
+    # other, each node at the line the program has it on
+    (outer,) = [session.graphs[g] for g in graphs["outer"]]
+    assert not outer.why and not outer.truncated and len(outer.inputs) == 2
+    kinds = [(n.kind, n.depth, n.line) for n in outer.nodes]
+    loop = next(n for n in outer.nodes if n.kind == "prim::Loop")
+    branch = next(n for n in outer.nodes if n.kind == "prim::If")
+    assert loop.line == line_of("for i in range(n):") and loop.depth == 0
+    assert branch.line == line_of("if i % 2 == 0:") and branch.depth == 1
+    assert ("aten::sigmoid", 2, line_of("return torch.sigmoid(x) * 2.0")) in kinds
+    assert ("aten::relu", 2, line_of("y = torch.relu(y + 1.0)")) in kinds
+    assert [n.block for n in outer.nodes if n.block and n.depth == 2] == ["block0()", "block1()"]
+    sigmoid = next(n for n in outer.nodes if n.kind == "aten::sigmoid")
+    assert len(sigmoid.inputs) == 1 and sigmoid.inputs[0].startswith("%") and sigmoid.outputs
+    dump = outer.dump()
+    assert dump[0] == f"graph({', '.join(outer.inputs)}):" and any("prim::Loop(" in line for line in dump)
+    # the traced function's graph keeps each op's line
+    for g in graphs["plain"]:
+        ops = [n for n in session.graphs[g].nodes if n.kind.startswith("aten::")]
+        assert ops and all(n.line == line_of("return torch.sigmoid(x + 1.0)") for n in ops)
+
+
+def test_show_markdown_and_json_print_the_graphs(recording, tmp_path):
+    _, session, path = recording
+    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "TorchScript graph of outer" in show.stdout and "prim::Loop(" in show.stdout
+    md = tmp_path / "notes.md"
+    subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True, timeout=300)
+    notes = md.read_text()
+    assert "The graph of `outer`" in notes and f"aten::relu(" in notes
+    js = tmp_path / "s.json"
+    subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(js)], capture_output=True, timeout=300)
+    data = json.loads(js.read_text())
+    assert sorted(g["id"] for g in data["graphs"]) == sorted(session.graphs)
+
+
+def test_the_tui_interleaves_the_lines_and_shows_the_graph(recording):
+    from tests.tui.support import run_pilot, wait_until
+    from tracer.tui.app import make_app
+    from tracer.tui.sources import SessionSource
+    from tracer.tui.widgets.source import SourcePane
+
+    _, session, path = recording
+    inner = place("return torch.sigmoid(x) * 2.0")
+
+    async def scenario():
+        app = make_app(SessionSource.open(path))
+        async with app.run_test(size=(200, 60)) as pilot:
+            await wait_until(pilot, lambda: app.call_path.hit is not None and app.state.graphs, timeout=30)
+            for _ in range(len(session.hits)):  # to the first hit in inner
+                if ts_places(app.call_path.hit)[-1:] == [("inner", *inner, "aten::sigmoid")]:
+                    break
+                seq = app.call_path.hit.seq
+                await pilot.press("down")
+                await wait_until(pilot, lambda: app.call_path.hit.seq != seq)
+            table = app.call_path
+            rows = [i for i, r in enumerate(table._rows) if r.kind == "ts"]
+            assert len(rows) == 2 and rows[0] == rows[1] - 1
+            cells = [getattr(c, "plain", str(c)) for c in table.get_row_at(rows[1])]
+            assert cells[1:] == ["torchscript", "  ↳ inner", "aten::sigmoid", f"jit_script.py:{inner[1]}", inner[2]]
+            table.move_cursor(row=rows[1])
+            pane = app.query_one(SourcePane)
+            await wait_until(pilot, lambda: pane.frame is not None and pane.frame.torchscript is not None)
+            text = str(pane.shown)
+            assert "graph of outer" in text and "prim::Loop(" in text and f"jit_script.py:{inner[1]}" in text
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=120)

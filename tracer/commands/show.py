@@ -64,11 +64,28 @@ def run(args: argparse.Namespace) -> int:
         add_path(body, path_label(n, path, info.cwd), path, info.cwd, finder=finder)
     if session.evals:
         add_evals(body, session.evals)
+    if session.graphs:
+        add_graphs(body, session.graphs)
     for warning in [*info.warnings, *finder.notes]:  # after the paths: finding sources may add notes
         tree.add(Text(f"warning: {warning}", style="yellow"))
     tree.children += body.children
     make_console().print(tree)
     return 0
+
+
+def add_graphs(body, graphs) -> None:
+    """TorchScript: each graph the interpreter ran, once, as ``graph->dump()`` prints it (read from memory)."""
+    from rich.text import Text
+
+    from tracer.export.paths import GRAPH_NOT_READ
+
+    for graph in graphs.values():
+        node = body.add(Text(f"TorchScript graph of {graph.function or '?'} (read from memory; {GRAPH_NOT_READ})",
+                             style="bold"))
+        for line in graph.dump():
+            node.add(Text(line, style="steel_blue"))
+        if graph.why:
+            node.add(Text(f"not read: {graph.why}", style="yellow"))
 
 
 def add_evals(body, evaluated) -> None:

@@ -4,7 +4,7 @@ Shape (contract 2; README "The JSON export" has it whole)::
 
     {"schema": 2, "session": {...}, "processes": [...], "breakpoints": [...],
      "frames": [{kind, function, short, library, address, file, line, layer, dispatch_key, ...}, ...],
-     "stacks": [[frame index, ...outermost first], ...],
+     "stacks": [[frame index, ...outermost first], ...], "graphs"?: [{id, function, inputs, outputs, nodes}],
      "hits": [{seq, breakpoint, thread, time, stack, truncated?, signal?, launched_by?, evals?}, ...]}
 
 A hit names its call path by its index in ``stacks``, a stack its frames by their index in ``frames``
@@ -157,6 +157,9 @@ def write(session: Session, out: TextIO, finder=None) -> None:
     if interned.values:  # a session recorded before values were read has none: its document is as it was
         out.write(',\n  "values": ')
         _array(out, interned.values)
+    if session.graphs:  # TorchScript: each graph the interpreter ran, once; a frame's levels name it by id
+        out.write(',\n  "graphs": ')
+        _array(out, (_compact(g.to_dict()) for g in session.graphs.values()))
     out.write(',\n  "hits": ')
     if not len(table):
         out.write("[]")

@@ -635,7 +635,7 @@ def torchscript_details(i: int, frame: Frame, session: Session, cwd: str | None)
                         code(r.text, in_table=True) if r.text else (text(f"not read: {r.why}") if r.why else ""),
                         code(r.node, in_table=True) if r.node else ""]))
     out.append("")
-    for graph in P.frame_graphs(frame, session):
+    for graph in P.frame_graphs(frame, session.graphs):
         out += [f"The graph of {code(graph.function or '?')} (what {code('graph->dump()')} prints, read from "
                 f"memory; {text(P.GRAPH_NOT_READ)}):", ""]
         out += fenced("\n".join(graph.dump())) + [""]

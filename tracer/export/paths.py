@@ -77,10 +77,9 @@ class TsRow:
 GRAPH_NOT_READ = "value types and node attributes (a constant's value) are not read"
 
 
-def frame_graphs(frame: Frame, session) -> list:
-    """The graphs (``session.torchscript.TsGraph``) of the scripted functions an interpreter frame ran,
-    outermost first, each once."""
-    graphs = getattr(session, "graphs", None) or {}
+def frame_graphs(frame: Frame, graphs: dict) -> list:
+    """The graphs (``session.torchscript.TsGraph``, from ``session.graphs``) of the scripted functions an
+    interpreter frame ran, outermost first, each once."""
     ids = dict.fromkeys(level.graph for level in frame.torchscript or () if level.graph is not None)
     return [graphs[i] for i in ids if i in graphs]
 

@@ -37,6 +37,7 @@ class Level:
     node_kind: int | None
     places: list[Place] = field(default_factory=list)
     why: str | None = None  # what was not read
+    code: int | None = None  # its CodeImpl: the graph it runs (interp_graph.py)
 
 
 def tls_state(mem: Memory, layout, load_base: int, fs_base: int) -> int:
@@ -53,14 +54,14 @@ def tls_state(mem: Memory, layout, load_base: int, fs_base: int) -> int:
     return mem.pointer(block + layout.tls_offset, "tls_int_state_ptr_", null=True)
 
 
-def _string(mem: Memory, address: int) -> str:
+def read_string(mem: Memory, address: int) -> str:
     data, size = mem.pointer(address, "a string's data"), mem.u64(address + 8)
     if size > MAX_TEXT:
         raise BadValue(f"a string of {size} bytes")
     return mem.bytes(data, size).decode("utf-8", "replace") if size else ""
 
 
-def _vector(mem: Memory, address: int, item: int, limit: int) -> tuple[int, int]:
+def read_vector(mem: Memory, address: int, item: int, limit: int) -> tuple[int, int]:
     begin, end, cap = mem.u64(address), mem.u64(address + 8), mem.u64(address + 16)
     if not begin <= end <= cap or (end - begin) % item or (end - begin) // item > limit:
         raise BadValue("not a vector")
@@ -70,7 +71,7 @@ def _vector(mem: Memory, address: int, item: int, limit: int) -> tuple[int, int]
 def _frame_code(mem: Memory, o: dict, frame: int) -> tuple[int, int]:
     code = mem.pointer(frame + o["frame_code"], "a frame's code")
     pc = mem.u64(frame + o["frame_pc"])
-    begin, n = _vector(mem, code + o["code_sources"], 8, 1 << 24)
+    begin, n = read_vector(mem, code + o["code_sources"], 8, 1 << 24)
     if pc >= n:
         raise BadValue(f"pc {pc} is past the {n} instructions")
     return code, mem.pointer(begin + 8 * pc, "the instruction's node")
@@ -83,7 +84,7 @@ def frames_offset(mem: Memory, layout, state: int) -> int:
     found = []
     for off in range(0, SCAN, 8):
         try:
-            begin, n = _vector(mem, state + off, o["frame_size"], MAX_FRAMES)
+            begin, n = read_vector(mem, state + off, o["frame_size"], MAX_FRAMES)
             if n == 0:
                 continue
             for k in range(n):
@@ -96,16 +97,16 @@ def frames_offset(mem: Memory, layout, state: int) -> int:
     return found[0]
 
 
-def _place(mem: Memory, o: dict, source_range: int, function: str | None) -> Place:
+def read_place(mem: Memory, o: dict, source_range: int, function: str | None) -> Place:
     source = mem.pointer(source_range + o["range_source"], "the source range's source")
     start = mem.u64(source_range + o["range_start"])
-    begin, n = _vector(mem, source + o["source_line_starts"], 8, 1 << 22)
+    begin, n = read_vector(mem, source + o["source_line_starts"], 8, 1 << 22)
     starts = mem.words(begin, n, signed=False) if n else ()
     index = sum(1 for s in starts if s <= start) - 1
     first = mem.u64(source + o["source_first_line"])
     file: str | None
     try:
-        file = _string(mem, source + o["source_filename"])  # std::optional<std::string>: engaged after it
+        file = read_string(mem, source + o["source_filename"])  # std::optional<std::string>: engaged after it
         if not mem.u8(source + o["source_filename"] + 32):
             file = None
     except BadValue:
@@ -117,19 +118,19 @@ def read_level(mem: Memory, layout, frame: int) -> Level:
     o = layout.offsets
     try:
         code, node = _frame_code(mem, o, frame)
-        function = _string(mem, code + o["code_name"]) or None
+        function = read_string(mem, code + o["code_name"]) or None
     except BadValue as exc:
         return Level(None, None, None, why=f"its code: {exc}")
     kind = mem.u32(node + o["node_kind"])
-    level = Level(function, layout.symbol(kind), kind)
+    level = Level(function, layout.symbol(kind), kind, code=code)
     try:
         inlined: list[Place] = []
         cs_engaged = mem.u8(node + o["node_callstack"] + 8)
         cs = mem.pointer(node + o["node_callstack"], "the node's call stack", null=True) if cs_engaged else 0
         caller = function
         while cs and len(inlined) < MAX_INLINED:
-            callee = _string(mem, cs + o["call_name"]) or None
-            inlined.append(_place(mem, o, cs + o["call_range"], caller))  # the call site, in its caller
+            callee = read_string(mem, cs + o["call_name"]) or None
+            inlined.append(read_place(mem, o, cs + o["call_range"], caller))  # the call site, in its caller
             caller = callee
             engaged = mem.u8(cs + o["call_callee"] + 8)
             cs = mem.pointer(cs + o["call_callee"], "an inlined callee", null=True) if engaged else 0
@@ -137,7 +138,7 @@ def read_level(mem: Memory, layout, frame: int) -> Level:
             level.why = "the graph node has no source range"
             level.places = inlined
             return level
-        level.places = [*inlined, _place(mem, o, node + o["node_range"], caller)]
+        level.places = [*inlined, read_place(mem, o, node + o["node_range"], caller)]
     except BadValue as exc:
         level.why = f"its source: {exc}"
     return level
@@ -146,5 +147,5 @@ def read_level(mem: Memory, layout, frame: int) -> Level:
 def read_levels(mem: Memory, layout, state: int, offset: int) -> list[Level]:
     """Every frame of the interpreter, outermost first."""
     o = layout.offsets
-    begin, n = _vector(mem, state + offset, o["frame_size"], MAX_FRAMES)
+    begin, n = read_vector(mem, state + offset, o["frame_size"], MAX_FRAMES)
     return [read_level(mem, layout, begin + k * o["frame_size"]) for k in range(n)]

@@ -335,7 +335,9 @@ class PttraceApp(PromptActions, App[int]):
         self._show_evals()
 
     def on_frame_selected(self, message: FrameSelected) -> None:
-        self.query_one(SourcePane).show(message.frame, message.cwd, message.hit)
+        pane = self.query_one(SourcePane)
+        pane.graphs = self.state.graphs
+        pane.show(message.frame, message.cwd, message.hit)
 
     def action_unfold(self) -> None:
         self.call_path.toggle_unfold()

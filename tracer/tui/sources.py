@@ -18,6 +18,7 @@ Event kinds (``data`` in brackets):
   stopped [dict]             the target stopped (gdb's MI payload: reason, frame, ...)
   pid [int]                  the target's process id, once known
   evals [dict]               --eval: hit seq -> the values evaluated at that hit (session.evals.Evaluated)
+  graphs [dict]              TorchScript: graph id -> its graph (session.torchscript.TsGraph)
   warning [str]              something the user should know, the run goes on
   gdb [str]                  what gdb said of a step, next or finish (as its console prints it)
   failed [PttraceError]      the source could not start; nothing else follows
@@ -318,6 +319,8 @@ class SessionSource(EventSource):
         emit(SourceEvent("hits", s.hits))  # the session's table, not a list of a million Hits
         if s.evals:
             emit(SourceEvent("evals", s.evals))
+        if s.graphs:
+            emit(SourceEvent("graphs", s.graphs))
         if not self._loaded.is_set():
             self._shown.wait(SHOWN_WAIT)  # the first screen first: the read would slow its drawing down
             try:
@@ -332,6 +335,8 @@ class SessionSource(EventSource):
             emit(SourceEvent("all-hits", s.hits))  # replaces the head's
             if s.evals:
                 emit(SourceEvent("evals", s.evals))
+            if s.graphs:
+                emit(SourceEvent("graphs", s.graphs))
         shown = s.info.warnings[:WARNINGS_SHOWN]
         for w in shown:
             emit(SourceEvent("warning", w))
@@ -462,6 +467,8 @@ class LiveSource(EventSource):
         self._emit(SourceEvent("all-hits", session.hits))
         if session.evals:
             self._emit(SourceEvent("evals", session.evals))
+        if session.graphs:  # TorchScript's graphs: from the saved session (the live tail does not read them)
+            self._emit(SourceEvent("graphs", session.graphs))
 
     def run(self, emit: Emit) -> None:
         self._emit = emit

@@ -44,6 +44,7 @@ class TraceState:
     selected_thread: str | None = None
     """gdb's thread the user picked in the thread list (``t``): s/n/f step it; None: the one that stopped."""
     evals: dict = field(default_factory=dict)
+    graphs: dict = field(default_factory=dict)  # TorchScript: graph id -> TsGraph (shown at interpreter frames)
     """``--eval``: hit seq -> the values evaluated at that hit."""
     waiting_input: bool = False
     """The running target is blocked reading its standard input (read from /proc while it runs)."""
@@ -140,6 +141,9 @@ class TraceState:
         if kind == "evals":
             self.evals.update(data)  # type: ignore[arg-type]
             return {"evals"}
+        if kind == "graphs":
+            self.graphs.update(data)  # type: ignore[arg-type]
+            return set()
         if kind == "pid":
             self.pid = data  # type: ignore[assignment]
             return {"status"}

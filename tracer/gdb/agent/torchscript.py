@@ -22,6 +22,7 @@ from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.state import STATE
 from tracer.scripted import interp_frames as IF
+from tracer.scripted.interp_graph import read_graph
 from tracer.scripted.interp_layout import InterpreterLayout
 from tracer.values.memory import BadValue, Memory
 
@@ -41,6 +42,7 @@ class _Reader:
         self.starts: list[int] = []
         self.loops: dict[int, bool] = {}  # pc -> in the interpreter's loop
         self.frames_offset: int | None = None
+        self.graphs: dict[tuple[int, int], int] = {}  # (pid, CodeImpl address) -> its graph record's id
         self.mem = Memory(lambda a, n: gdb.selected_inferior().read_memory(a, n))
 
     def configure(self, cfg: dict | None) -> None:
@@ -113,7 +115,22 @@ class _Reader:
             return [{"why": str(exc)}]
         except READ_ERRORS as exc:
             return [{"why": f"gdb could not read the thread's registers ({exc})"}]
-        return [_level_dict(lv) for lv in found] or [{"why": "the interpreter has no frames"}]
+        return [dict(_level_dict(lv), **self.graph_of(lv)) for lv in found] or [{"why": "the interpreter has no frames"}]
+
+    def graph_of(self, level: IF.Level) -> dict:
+        """{graph: id} of the level's code, its graph read and written once (a ``graph`` record)."""
+        if level.code is None or self.layout is None:
+            return {}
+        try:
+            pid = gdb.selected_inferior().pid
+        except READ_ERRORS:
+            pid = 0
+        key = (pid, level.code)
+        gid = self.graphs.get(key)
+        if gid is None:
+            gid = self.graphs[key] = len(self.graphs) + 1
+            OUT.write({"type": "graph", "graph": read_graph(self.mem, self.layout, level.code, gid, level.function)})
+        return {"graph": gid}
 
 
 def _level_dict(level: IF.Level) -> dict:

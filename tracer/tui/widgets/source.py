@@ -132,6 +132,8 @@ class SourcePane(Static, can_focus=True):
         self._finder = None
         self.carried = None
         """What the frame carried at the hit shown (arguments, the decision), shown above its source."""
+        self.graphs: dict = {}
+        """TorchScript: the session's graphs by id (``session.graphs``), shown at an interpreter frame."""
 
     def finder(self):
         """One SourceFinder per pane: the settings' source directory, the session's torch commit."""
@@ -175,6 +177,10 @@ class SourcePane(Static, can_focus=True):
             mapped = self.finder().local_file(frame.file)  # a DWARF path from another machine
             if mapped and SF.may_show(frame, mapped):
                 located = SF.Located(Path(mapped), moved_from=frame.file)
+        scripted = _torchscript_notes(frame, self.graphs, self.cwd)
+        if scripted is not None:
+            self._show(scripted)
+            return
         kernel = _kernel_notes(frame, self.cwd)
         if located.path is not None and frame.line:
             body = self._excerpt(frame, located)
@@ -333,6 +339,25 @@ class SourcePane(Static, can_focus=True):
             t.append("on GitHub ", style="grey62")
             t.append(url + "\n", style="underline")
         return t
+
+
+def _torchscript_notes(frame: Frame, graphs: dict, cwd: str | None) -> Text | None:
+    """At TorchScript's interpreter frame: the scripted lines it ran with their graph nodes, then the graphs
+    of those functions as ``graph->dump()`` prints them (read from memory, types and attributes left out)."""
+    if frame.kind != "native" or not frame.torchscript:
+        return None
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append("TorchScript, outermost first\n", style="bold")
+    for r in P.torchscript_rows(frame):
+        out.append(f"  {r.label(cwd)}\n", style="yellow" if r.why else "")
+    for graph in P.frame_graphs(frame, graphs):
+        out.append(f"\ngraph of {graph.function or '?'} (read from memory; {P.GRAPH_NOT_READ})\n", style="bold")
+        for line in graph.dump():
+            out.append(line + "\n", style="steel_blue")
+        if graph.why:
+            out.append(f"not read: {graph.why}\n", style="yellow")
+    out.rstrip()
+    return out
 
 
 def _kernel_notes(frame: Frame, cwd: str | None) -> Text | None:
