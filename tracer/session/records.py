@@ -157,7 +157,9 @@ def split_varying(values: list) -> tuple[list, list[dict]]:
         moved = {k: d[k] for k in VARYING if k in d}
         if not moved:
             return d
-        kept = {k: v for k, v in d.items() if k not in moved}
+        kept = d.copy()
+        for k in moved:
+            del kept[k]
         kept["vary"] = len(items)
         items.append(moved)
         return kept
@@ -222,6 +224,9 @@ class Interner:
         self._args: dict[str, int] = {}  # args JSON -> id
         self._vary: dict[str, int] = {}  # vary items JSON -> id (the latest VARY_KEPT only)
         self._vary_next = 1
+        # The last description and vary list encoded, with their ids: a hot loop repeats them hit after hit.
+        self._last_args: tuple[Any, int | None] = (None, None)
+        self._last_vary: tuple[Any, int | None] = (None, None)
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
 
     def rollback(self) -> None:
@@ -229,6 +234,7 @@ class Interner:
         for table, key in self._new:
             table.pop(key, None)
         self._new = []
+        self._last_args = self._last_vary = (None, None)  # they may name what was not written
 
     def _stack(self, frames: list, truncated: bool, out: list[str]) -> int:
         """The id of this call path, its frame and stack records added to ``out`` if new."""
@@ -260,6 +266,8 @@ class Interner:
         """The id of this hit's ``vary`` items, their record added to ``out`` if new."""
         if not items:
             return None
+        if items == self._last_vary[0]:  # a loop over one tensor: as the hit before (a compare, not an encode)
+            return self._last_vary[1]
         text = _dumps(items)
         vid = self._vary.get(text)
         if vid is None:
@@ -269,18 +277,22 @@ class Interner:
             self._vary_next += 1
             self._new.append((self._vary, text))
             out.append('{"type":"vary","id":%d,"items":%s}' % (vid, text))
+        self._last_vary = (items, vid)
         return vid
 
     def _values(self, values: list | None, out: list[str]) -> int | None:
         """The id of this ``args`` description, its record added to ``out`` if new."""
         if not values:
             return None
+        if values == self._last_args[0]:  # the hit before's: a compare, not an encode
+            return self._last_args[1]
         text = _dumps(values)
         aid = self._args.get(text)
         if aid is None:
             aid = self._args[text] = len(self._args) + 1
             self._new.append((self._args, text))
             out.append('{"type":"args","id":%d,"frames":%s}' % (aid, text))
+        self._last_args = (values, aid)
         return aid
 
     def encode_hit(self, seq: int, breakpoint: str | None, thread: dict[str, Any], time: float, frames: list,
