@@ -59,7 +59,7 @@ def test_a_hit_without_levels_says_why():
     (w,) = got.warnings(_table([loop_frame()]))
     assert "being established (it was ready from hit 4 on)" in w
     assert got.warnings(_table([loop_frame([{"why": "gdb could not read"}])])) == [
-        "TorchScript's interpreter could not be read at some hits: gdb could not read"]
+        "TorchScript's interpreter was not read whole at some hits: gdb could not read"]
 
 
 def test_a_graph_record_and_its_dump():
@@ -74,3 +74,12 @@ def test_a_graph_record_and_its_dump():
                                     "  %4 = aten::mul(%3, %2)  # jit.py:8", "  return (%4)"]
     assert got.take("graph", {"graph": {"function": "f"}}) is not None
     assert isinstance(got.graphs[1], TsGraph)
+
+
+def test_a_node_without_a_source_range_keeps_its_function_and_node_and_says_why():
+    why = "the graph node has no source range"
+    f = Frame.from_dict(loop_frame([{"function": "plain", "node": "aten::sigmoid", "places": [], "why": why}]))
+    (row,) = P.torchscript_rows(f)
+    assert row.label() == f"TorchScript plain  [aten::sigmoid]  (no line: {why})"
+    got = TsGathered()
+    assert got.warnings(_table([f.to_dict()])) == [f"TorchScript's interpreter was not read whole at some hits: {why}"]

@@ -62,6 +62,8 @@ class TsRow:
 
     def label(self, cwd: str | None = None) -> str:
         if self.why and not self.file:
+            if self.function or self.node:  # a level read but its node has no line
+                return f"TorchScript {self.function or '?'}  [{self.node or '?'}]  (no line: {self.why})"
             return f"TorchScript: not read: {self.why}"
         where = f"{display_path(self.file, cwd) or '?'}:{self.line if self.line is not None else '?'}"
         out = f"TorchScript {self.function or '?'}  {where}"

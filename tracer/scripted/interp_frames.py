@@ -135,7 +135,8 @@ def read_level(mem: Memory, layout, frame: int) -> Level:
             engaged = mem.u8(cs + o["call_callee"] + 8)
             cs = mem.pointer(cs + o["call_callee"], "an inlined callee", null=True) if engaged else 0
         if not mem.u8(node + o["node_range"] + o["range_size"]):
-            level.why = "the graph node has no source range"
+            level.why = ("the graph node has no source range (torch.jit.trace gives a node one from the Python "
+                         "line that traced it; a node made otherwise has none)")
             level.places = inlined
             return level
         level.places = [*inlined, read_place(mem, o, node + o["node_range"], caller)]

@@ -47,7 +47,7 @@ class TsGathered:
                 unread += 1
             for f in marked:
                 for level in f.torchscript or ():
-                    if level.why and not level.function and not level.places:
+                    if level.why:
                         whys[level.why] = whys.get(level.why, 0) + 1
         out = []
         if unread:
@@ -59,5 +59,5 @@ class TsGathered:
                            f"{self.not_ready}{since}; their interpreter frames show no scripted function, line or "
                            "graph node: record again once it is cached")
         for why in whys:
-            out.append(f"TorchScript's interpreter could not be read at some hits: {why}")
+            out.append(f"TorchScript's interpreter was not read whole at some hits: {why}")
         return out

@@ -38,8 +38,9 @@ def followed_text(label: str | None) -> str | None:
 def _ts_cells(r: P.TsRow) -> tuple:
     """A scripted line the interpreter frame above it ran: its function, graph node, file:line and text."""
     if r.why and not r.file:
-        return ("", Text("torchscript", style=layer_style("torchscript")), Text("  ↳ not read", style="yellow"),
-                "", "", Text(r.why, style="yellow italic", no_wrap=True))
+        return ("", Text("torchscript", style=layer_style("torchscript")),
+                Text(f"  ↳ {r.function}" if r.function else "  ↳ not read", style="yellow"),
+                Text(r.node, style="bold cyan") if r.node else "", "", Text(r.why, style="yellow italic", no_wrap=True))
     where = f"{r.file.rsplit('/', 1)[-1] if r.file else '?'}:{r.line if r.line is not None else '?'}"
     return ("", Text("torchscript", style=layer_style("torchscript")), Text(f"  ↳ {r.function or '?'}", style="bold"),
             Text(r.node, style="bold cyan") if r.node else "", Text(where, style="green", no_wrap=True),
