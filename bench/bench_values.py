@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,8 +105,13 @@ def pttrace_run(python: str, variant: str, hits: int, tmp: Path) -> dict:
     pttrace = str(Path(python).with_name("pttrace"))
     cmd = target if variant == "hot_add alone" else [pttrace, "run", "--batch", "--python", python, "-b", ADD, "--",
                                                       *target[1:]]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=900, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = json.loads(out.read_text())
+    # CPU time of the whole run (pttrace, gdb, the target: each waited for by its parent), which a loaded
+    # machine inflates far less than the loop's wall time.
+    result["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if variant != "hot_add alone":
         newest = max(sessions.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
         text = newest.read_text()
@@ -120,7 +126,12 @@ def main() -> int:
     ap.add_argument("--hits", type=int, default=2000)
     ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--cpu", action="store_true",
+                    help="pttrace only, by CPU time: each mode run with --hits and with 0 hits (its start-up), "
+                         "alternated; per-hit CPU is the difference over the hits (robust on a loaded machine)")
     args = ap.parse_args()
+    if args.cpu:
+        return cpu_main(args)
     libraries = torch_libraries(args.python)
     entry = next(m for m in find_symbol("at::_ops::add_Tensor::call", libraries, lines=False)
                  if not m.plt and not m.cold)
@@ -170,6 +181,33 @@ def main() -> int:
     print(body)
     if not args.no_write:
         write_section(ROOT / "bench" / "RESULTS.md", SECTION, body)
+    return 0
+
+
+def cpu_main(args) -> int:
+    """pttrace's per-hit CPU with and without argument values (``--cpu``)."""
+    modes = ("pttrace, no args", "pttrace")
+    cpu: dict[tuple[str, int], list[float]] = {}
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for n in (0, args.hits):
+                for v in modes:
+                    x = pttrace_run(args.python, v, n, Path(tmp))
+                    cpu.setdefault((v, n), []).append(x["cpu"])
+            per = {v: (cpu[(v, args.hits)][-1] - cpu[(v, 0)][-1]) / args.hits * 1000 for v in modes}
+            ratios.append(per["pttrace"] / per["pttrace, no args"])
+            print(f"round {r + 1}: CPU s " + ", ".join(f"{v} {n} hits {cpu[(v, n)][-1]:.2f}" for v in modes
+                                                        for n in (0, args.hits))
+                  + f"; per hit {per['pttrace']:.3f} / {per['pttrace, no args']:.3f} ms = {ratios[-1]:.2f}x", flush=True)
+    med = {v: (statistics.median(cpu[(v, args.hits)]) - statistics.median(cpu[(v, 0)])) / args.hits * 1000
+           for v in modes}
+    body = (f"By CPU time ({args.rounds} rounds, alternated, load {os.getloadavg()[0]:.1f}; `bench/bench_values.py "
+            f"--cpu --hits {args.hits}`): a hit costs **{med['pttrace']:.3f} ms of CPU with its arguments read, "
+            f"{med['pttrace, no args']:.3f} ms without: {med['pttrace'] / med['pttrace, no args']:.2f}x** (ratio of "
+            f"medians; per round {', '.join(f'{x:.2f}x' for x in ratios)}, median {statistics.median(ratios):.2f}x). "
+            "Each figure is a run's CPU (pttrace, gdb and the target) less the same mode's run with 0 hits, over the hits.")
+    print(body)
     return 0
 
 

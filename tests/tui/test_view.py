@@ -498,3 +498,45 @@ def test_the_selected_frame_shows_what_it_carried(fixture_session):
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_each_hit_shows_its_own_values_when_they_change_from_hit_to_hit(tmp_path):
+    """Hits of one site whose small tensors changed value (kept apart in the file: a vary record each) show,
+    each, their own values above the source of the frame they were read at."""
+    import io
+
+    from tracer.session import records
+
+    out = io.BytesIO()
+    interner = records.Interner()
+    out.write(records.encode({"type": "header", "schema": records.SCHEMA,
+                              "session": {"id": "t", "mode": "run", "argv": ["x"]}}))
+    frames = [{"kind": "native", "function": "at::_ops::sigmoid::call(at::Tensor const&)",
+               "short": "at::_ops::sigmoid::call", "layer": "dispatcher", "library": "libtorch_cpu.so"}]
+    for seq in (1, 2, 3):
+        t = {"sizes": [2], "strides": [1], "dtype": "float32", "device": "cpu", "requires_grad": False,
+             "key_set": 0x10001, "data_ptr": 0x1000 * seq, "impl": 0x2000 * seq, "values": [seq, seq + 0.5]}
+        values = [{"frame": 0, "args": [{"name": "self", "type": "at::Tensor const&", "where": "*rdi", "tensor": t}]}]
+        out.write(interner.encode_hit(seq, "b", {"id": 1, "name": "python3", "lwp": 5}, float(seq), frames,
+                                      values=values))
+    out.write(records.encode({"type": "end", "status": "completed", "exit_code": 0}))
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(out.getvalue())
+    source = SessionSource.open(path)
+    assert len(source.session.hits.sites) == 1
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await opened(pilot)
+            for seq in (2, 3, 1):
+                app.hits_table.focus()
+                app.hits_table.select_seq(seq)
+                await wait_until(pilot, lambda: app.call_path.hit.seq == seq, why=lambda: str(app.call_path.hit and app.call_path.hit.seq))
+                app.call_path.focus()
+                app.call_path.move_cursor(row=app.call_path.row_count - 1)
+                pane = app.query_one(SourcePane)
+                await wait_until(pilot, lambda: f"= [{seq}, {seq + 0.5}]" in pane_text(pane), why=lambda: pane_text(pane)[:300])
+            await pilot.press("q")
+
+    run_pilot(scenario())

@@ -92,9 +92,12 @@ class CallPathTable(RowJumps, DataTable):
         """
         same = (hit is not None and self.hit is not None and cwd == self.cwd
                 and _path_key(hit) == _path_key(self.hit))
+        carried_before = self.hit.values if self.hit is not None else None
         self.hit, self.caption, self.cwd = hit, caption, cwd
         if same and hit is not None and (not stopped or self.selected_frame_index() == len(hit.frames) - 1):
             self._retitle()
+            if hit.values is not carried_before:  # this hit's own arguments: the source pane shows them
+                self._announce()
             return
         self._opened = set()
         frames = self.frames
