@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from . import elements
 from .layout import ImplFields, TorchLayout
@@ -71,7 +70,7 @@ class TensorValue:
     kind = "tensor"
 
     def to_dict(self) -> dict:
-        out: dict[str, Any] = {"kind": self.kind, "sizes": list(self.sizes),
+        out: dict[str, object] = {"kind": self.kind, "sizes": list(self.sizes),
                "strides": list(self.strides) if self.strides is not None else None,
                "storage_offset": self.storage_offset, "numel": self.numel, "dtype": self.dtype,
                "device": self.device, "layout": self.layout, "requires_grad": self.requires_grad,

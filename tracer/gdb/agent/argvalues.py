@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import struct
 from functools import lru_cache
-from typing import Any
 
 MAX_LIST = 64  # elements of an ArrayRef read; the length is kept when it is longer
 MAX_TENSORS = 16
@@ -249,8 +248,9 @@ def converted(d: dict) -> dict:
     if kind in ("tensor", "undefined"):
         return {"tensor": d if kind == "tensor" else {"undefined": True}}
     if kind == "tensors":
-        out: dict[str, Any] = {"tensors": [x if x.get("kind") != "undefined" else {"undefined": True} for x in d.get("tensors") or []]}
-        if d.get("length", 0) > len(out["tensors"]):
+        tensors = [x if x.get("kind") != "undefined" else {"undefined": True} for x in d.get("tensors") or []]
+        out: dict[str, object] = {"tensors": tensors}
+        if d.get("length", 0) > len(tensors):
             out["length"] = d["length"]
         return out
     if kind == "none":
