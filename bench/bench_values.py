@@ -18,6 +18,9 @@ Then pttrace itself, the way a user runs it: ``pttrace run --batch -b at::_ops::
 bench/hot_add.py N``, with its arguments read (the default) and with ``PTTRACE_NO_ARGS=1``, alternated;
 each session is checked to hold N hits, with a float32 tensor among the arguments or none at all.
 
+``--cpu``: pttrace alone, by CPU time (section "Argument values by CPU time"): each mode run with N hits
+and with 0, alternated; a hit's CPU is the difference over N (a loaded machine inflates it far less).
+
 Per-hit cost is (loop time - the no-debugger loop time) / N; the ratios that matter are pttrace's
 ``args / no args`` (the target is 1.3x at most), ``walk+values / walk`` in raw gdb, and the reader's
 own time per hit, summed inside stop(). Results go to bench/RESULTS.md, section "Argument values".
@@ -208,6 +211,8 @@ def cpu_main(args) -> int:
             f"medians; per round {', '.join(f'{x:.2f}x' for x in ratios)}, median {statistics.median(ratios):.2f}x). "
             "Each figure is a run's CPU (pttrace, gdb and the target) less the same mode's run with 0 hits, over the hits.")
     print(body)
+    if not args.no_write:
+        write_section(ROOT / "bench" / "RESULTS.md", SECTION + " by CPU time", body)
     return 0
 
 
