@@ -1,7 +1,8 @@
 """Many processes forking and exiting at once (real gdb, real torch): gdb 13 can lose events under such a
 storm (a parent left in its fork's event stop, a child in its first stop, gdb waiting for ever). The run must
-end and leave nothing; every hit must be recorded, counted against the target's own count (a storm run that
-loses some must say so: PTTRACE_STORM_STRICT=1 asks for every hit there too).
+end and leave nothing; every hit must be recorded, counted against the target's own count, the hits after
+a rescue too (the target handed to a recorder of its own while gdb still held some of its children: the
+last of those ending no longer ends the run, which killed the target and its recorder, 1 run in 3).
 
 By hand, 20 runs in a row: ``PTTRACE_STORM_RUNS=20 pytest tests/integration/test_fork_storm.py``."""
 from __future__ import annotations
@@ -20,8 +21,6 @@ pytestmark = pytest.mark.gdb
 
 TARGETS = ROOT / "tests" / "targets"
 RUNS = int(os.environ.get("PTTRACE_STORM_RUNS", "1"))
-# PTTRACE_STORM_STRICT=1: a storm run must record every hit (today about 1 run in 3 does not: issue 25).
-STRICT = os.environ.get("PTTRACE_STORM_STRICT") == "1"
 
 
 def _descendants_alive(session) -> list[int]:
@@ -46,12 +45,6 @@ def test_every_hit_of_a_fork_storm_is_recorded(tmp_path: Path, target: str, args
     assert gdb_pids() <= before, "a gdb was left running"
     assert not _descendants_alive(session)
     counted = re.search(r"SIGMOIDS (\d+)", out)
-    if target == "fork_storm.py" and not STRICT and (not counted or len(session.hits) != int(counted.group(1))):
-        # Known gap (issue 25): about 1 storm run in 3 loses the handed-over target before its new recorder
-        # attaches, and the hits after it. Such a run must say so, never end as if nothing was lost.
-        lost = [w for w in session.info.warnings if "gdb lost" in w or "could not be traced" in w]
-        assert lost, (len(session.hits), session.info.warnings, out)
-        return
     # and every hit the target counted is recorded
     assert counted, out
     assert len(session.hits) == int(counted.group(1)), (len(session.hits), out)

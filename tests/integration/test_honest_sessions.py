@@ -38,6 +38,19 @@ def test_a_hit_under_a_generator_and_a_coroutine_gets_no_false_warning(tmp_path)
     assert session.info.status == "completed" and session.info.exit_code == 0
 
 
+def test_a_child_ending_after_the_target_went_to_its_own_recorder_does_not_end_the_run(tmp_path):
+    # GIVEN a target that forks a child, then executes another Python program (handed to a recorder of its
+    # own), and the child, the last process this gdb holds, ends before that program's hit
+    out, session = record(tmp_path, "-b", "wrapper_CPU_sigmoid", str(TARGETS / "fork_then_execv.py"),
+                          str(tmp_path / "execd"))
+    # THEN the run waits for the program's recorder: it runs to its end, its hit recorded (the child's end
+    # ended the run, killing the program and its recorder, and the session said "completed": the fork
+    # storm's lost hits after a rescue, issue 25)
+    assert "SECOND DONE" in out, out
+    assert len(session.hits) == 2, (len(session.hits), session.info.warnings)
+    assert session.info.status == "completed" and session.info.exit_code == 3, session.info
+
+
 def test_a_target_that_executes_python_has_one_count_one_exit_code_and_its_locations(tmp_path):
     # GIVEN a target that hits once, then executes another Python program that hits once and exits 3
     out, session = record(tmp_path, "-b", "wrapper_CPU_sigmoid", str(TARGETS / "execv_python.py"))
