@@ -317,6 +317,27 @@ def test_the_targets_control_sequences_are_shown_not_obeyed(fake_source):
     assert bp.locations[0].file == "/x\\n.cpp"
 
 
+def test_the_targets_stderr_is_shown_in_red_apart_from_its_stdout(fake_source):
+    """Its stderr (a terminal of its own: recorder/launch.py) is in the pane too, red where the target
+    sets no colour, and a stdout line cut by a stderr one stays whole."""
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            fake_source.push("output", "half of a ")
+            fake_source.push("output", ("stderr", "Traceback (most recent call last):\n"))
+            fake_source.push("output", "line\n")
+            log = app.query_one(OutputLog)
+            await wait_until(pilot, lambda: len(shown(log)) == 2, timeout=3, why=lambda: f"shown: {shown(log)}")
+            assert shown(log) == ["Traceback (most recent call last):", "half of a line"]
+            styles = [str(seg.style) for seg in log.lines[0]]
+            assert any("red" in st for st in styles), styles
+            assert not any("red" in str(seg.style) for seg in log.lines[1])
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
 def test_output_and_warnings_go_to_the_output_pane(fake_source):
     async def scenario():
         app = make_app(fake_source)

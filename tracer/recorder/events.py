@@ -17,9 +17,11 @@ class TargetStateChanged:
 
 @dataclass(frozen=True)
 class TargetOutput:
-    """Text the launched target wrote to its terminal."""
+    """Text the launched target wrote to its terminal: ``stream`` is ``stderr`` when its stderr has a
+    terminal of its own (launch.TargetTerminal), else ``stdout`` (both, in order)."""
 
     text: str
+    stream: str = "stdout"
 
 
 @dataclass(frozen=True)

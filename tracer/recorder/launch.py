@@ -289,20 +289,55 @@ def our_stdin() -> int | None:
         return None
 
 
+def same_file(fd_a: int, fd_b: int) -> bool:
+    """Two descriptors open on one file (``2>&1``, or both on one terminal): what is written to them keeps
+    its order only if it goes through one stream."""
+    try:
+        a, b = os.fstat(fd_a), os.fstat(fd_b)
+    except OSError:
+        return True
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _raw_pty() -> tuple[int, int, str]:
+    import termios
+    import tty
+
+    master, slave = os.openpty()
+    try:
+        tty.setraw(slave)
+    except termios.error as exc:
+        log.debug("the target's terminal stays cooked: %s", exc)
+    return master, slave, os.ttyname(slave)
+
+
+def shell_redirect_args(args: list[str], stderr_tty: str) -> str | None:
+    """gdb's ``set args`` for a target run through ``/bin/sh`` whose stderr is ``stderr_tty``: each
+    argument quoted for the shell; None when one holds a line break (a CLI command is one line) or bytes
+    that are not UTF-8 (MI is text: gdb gets such a name intact only on its command line)."""
+    import shlex
+
+    if any("\n" in a or "\r" in a or "\0" in a for a in args):
+        return None
+    try:
+        for a in args:
+            a.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return " ".join([*(shlex.quote(a) for a in args), f"2>{shlex.quote(stderr_tty)}"])
+
+
 class TargetTerminal:
-    """The pseudo-terminal a launched target writes to; a thread copies what it writes to our
-    stdout (when ``forward``) and to ``on_output``, another what ``stdin`` holds into it."""
+    """The pseudo-terminal a launched target reads and writes, and with ``separate_stderr`` a second one
+    for its stderr (still a terminal: a target that asks isatty(2) gets the answer it gets alone);
+    a thread each copies what the target writes to our stdout or stderr (when ``forward``) and to
+    ``on_output`` (the text and ``stdout`` or ``stderr``), another what ``stdin`` holds into it."""
 
-    def __init__(self, forward: bool, on_output: Callable[[str], None], stdin: int | None = None):
-        import termios
-        import tty
-
-        self.master, self.slave = os.openpty()
-        try:
-            tty.setraw(self.slave)
-        except termios.error as exc:
-            log.debug("the target's terminal stays cooked: %s", exc)
-        self.name = os.ttyname(self.slave)
+    def __init__(self, forward: bool, on_output: Callable[[str, str], None], stdin: int | None = None,
+                 separate_stderr: bool = False):
+        self.master, self.slave, self.name = _raw_pty()
+        self.err_name: str | None = None
+        self._err_slave: int | None = None
         self.input = None
         if stdin is not None:
             from tracer.recorder.target_input import InputForwarder
@@ -310,30 +345,40 @@ class TargetTerminal:
             self.input = InputForwarder(stdin, self.master, self.slave)
         self._forward = forward
         self._on_output = on_output
-        self.thread = threading.Thread(target=self._pump, name="target-output", daemon=True)
+        self.thread = threading.Thread(target=self._pump, args=(self.master, "stdout"), name="target-output",
+                                       daemon=True)
         self.thread.start()
+        if separate_stderr:
+            err_master, self._err_slave, self.err_name = _raw_pty()
+            threading.Thread(target=self._pump, args=(err_master, "stderr"), name="target-stderr",
+                             daemon=True).start()
 
-    def _pump(self) -> None:
+    def _pump(self, master: int, stream: str) -> None:
+        ours = sys.stdout if stream == "stdout" else sys.stderr
+        forward = self._forward
         while True:
             try:
-                data = os.read(self.master, 65536)
+                data = os.read(master, 65536)
             except OSError:
                 break  # the slave side closed: the target and gdb are gone
             if not data:
                 break
             text = data.decode("utf-8", errors="replace")
-            if self._forward:
+            if forward:
                 try:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
-                except (OSError, ValueError):
-                    self._forward = False  # our stdout went away: keep draining the terminal
-            self._on_output(text)
+                    ours.write(text)
+                    ours.flush()
+                except (OSError, ValueError, AttributeError):
+                    forward = False  # our stream went away: keep draining the terminal
+            self._on_output(text, stream)
 
     def close(self) -> None:
         if self.input is not None:
             self.input.close()
-        try:
-            os.close(self.slave)
-        except OSError:
-            pass
+        for fd in (self.slave, self._err_slave):
+            if fd is None:
+                continue
+            try:
+                os.close(fd)
+            except OSError:
+                pass

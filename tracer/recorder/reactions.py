@@ -24,6 +24,7 @@ from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.outcome import Outcome
 from tracer.recorder.processes import ProcessTable
 from tracer.recorder.stops import Stop, StopKind, read_stop
+from tracer.recorder.user_stop import UserStops
 
 log = logging.getLogger("pttrace.recorder")
 # gdb 13 with the default detach-on-fork: "[Detaching after fork from child process 1234]".
@@ -56,6 +57,15 @@ class Reactions:
         self._emit = emit
         self._warn = warn
         self.exec_news: tuple[int, str] | None = None  # an exec gdb announced whose stop has not come yet
+        self.user_stops = UserStops(lambda: mi.command("-exec-continue", check=False), warn,
+                                    lambda pid: sum(1 for i in processes.live() if i.pid not in (None, pid)),
+                                    self._signal_sender)
+
+    def _signal_sender(self) -> int | None:
+        """Who sent the signal of the stop gdb reports now (its siginfo's si_pid); None if gdb cannot say."""
+        res = self._mi.command("-data-evaluate-expression $_siginfo._sifields._kill.si_pid", check=False)
+        value = (res.payload or {}).get("value")
+        return int(value) if isinstance(value, str) and value.isdigit() else None
 
     def _hold(self) -> ExecHold:
         return ExecHold(self._mi, self._agent, self._processes, self._children, self, self._follow_children,
@@ -124,6 +134,7 @@ class Reactions:
         if message == "running":
             for inferior in processes.live():  # schedule-multiple: every process runs
                 inferior.state = "running"
+            self.user_stops.resumed()
             self._emit(TargetStateChanged("running"))  # after a continue, step or finish from the controller
             return False
         if message == "library-loaded":
@@ -160,7 +171,10 @@ class Reactions:
             self._ending.finish_target()
             return True
         elif kind is StopKind.SIGNAL:
-            mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
+            if self.user_stops.keep(self._processes.pid_of_thread(stop.thread_id), stop.signal):
+                self.stopped(stop)  # a stop signal: stopped until a SIGCONT (user_stop.py)
+            else:
+                mi.command("-exec-continue", check=False)  # the target's own signal: pass it on
         elif kind is StopKind.LIBRARIES:
             self._policy.decide_new()
             self.break_in_later_libraries()

@@ -221,6 +221,8 @@ class Recorder:
                 ev = mi.next_event(timeout=0.1)
                 if ev is None and reactions.handed_over_all():
                     break
+                if ev is None and reactions.user_stops.poll():  # a SIGCONT for a process kept stopped
+                    continue
                 if ev is None:
                     # Quiet for a while: is anything left to wait for? (gdb may have lost a process's end)
                     now = time.monotonic()

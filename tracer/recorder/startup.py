@@ -106,11 +106,7 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
     terminal = None
     try:
         if cfg.pid is None:
-            if not launch.needs_shell([python, *cfg.program()]):
-                mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
-            terminal = launch.TargetTerminal(cfg.forward_output, lambda text: emit(TargetOutput(text)),
-                                             launch.our_stdin() if cfg.forward_input else None)
-            mi.command(f"-inferior-tty-set {mi_quote(terminal.name)}")
+            terminal = target_terminal(mi, cfg, python, emit)
         agent.load()
         values = _values_layout(cfg, warn)
         agent_config = agent_dir / "agent.json"
@@ -138,6 +134,29 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
         raise
     return GdbParts(agent, policy, later, follower, terminal, torch_libs, resolution.by_gdb,
                     bool(resolution.by_address), agent_config)
+
+
+def target_terminal(mi: MiConnection, cfg: TraceConfig, python: str,
+                    emit: Callable[[RecorderEvent], None]) -> launch.TargetTerminal:
+    """The launched target's terminal. Its stderr goes to a second one when pttrace's stdout and stderr
+    are two files (``2>err``, ``2>/dev/null``) or the TUI shows it apart, through gdb's start-up shell
+    (``2>TTY`` after the arguments: gdb's fork gives the target one terminal for all three)."""
+    program = [python, *cfg.program()]
+    separate = not cfg.forward_output or not launch.same_file(1, 2)
+    args = launch.shell_redirect_args(program[1:], "/dev/null") if separate else None
+    if args is None and not launch.needs_shell(program):
+        mi.command("-gdb-set startup-with-shell off")  # no shell between gdb and the target
+    terminal = launch.TargetTerminal(cfg.forward_output, lambda text, stream: emit(TargetOutput(text, stream)),
+                                     launch.our_stdin() if cfg.forward_input else None,
+                                     separate_stderr=args is not None)
+    try:
+        if terminal.err_name is not None:
+            mi.console("set args " + str(launch.shell_redirect_args(program[1:], terminal.err_name)))
+        mi.command(f"-inferior-tty-set {mi_quote(terminal.name)}")
+    except BaseException:
+        terminal.close()
+        raise
+    return terminal
 
 
 def arm(mi: MiConnection, parts: GdbParts, cfg: TraceConfig, controller: Controller, reactions: Reactions,

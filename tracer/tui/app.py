@@ -208,11 +208,11 @@ class PttraceApp(PromptActions, App[int]):
         if not events:
             return
         new_hits = False
-        output: list[str] = []
+        output: list = []  # the target's stdout text, or (stream, text)
         changed: set[str] = set()
         for ev in events:
             if ev.kind == "output":
-                output.append(str(ev.data))
+                output.append(ev.data if isinstance(ev.data, tuple) else str(ev.data))
                 continue
             if ev.kind in ("hit", "hits", "all-hits"):
                 new_hits = True

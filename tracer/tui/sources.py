@@ -364,7 +364,7 @@ def _source_event(ev) -> SourceEvent | None:
     from tracer.recorder import events as rec
 
     if isinstance(ev, rec.TargetOutput):
-        return SourceEvent("output", ev.text)
+        return SourceEvent("output", ev.text if ev.stream == "stdout" else (ev.stream, ev.text))
     if isinstance(ev, rec.HitRecorded):
         return SourceEvent("hit", ev.hit)
     if isinstance(ev, rec.BreakpointRecorded):

@@ -13,12 +13,17 @@ PARTIAL_LINE_WAIT = 0.3  # seconds a line without its end waits for the rest bef
 MAX_LINES = 5000
 
 
-def shown(line: str) -> Text:
+STDERR_STYLE = "red"  # the target's stderr, under its own colours: told apart from its stdout
+
+
+def shown(line: str, stream: str = "stdout") -> Text:
     """A line of the target's output as the pane shows it: its colours kept (SGR sequences), any other
-    control sequence (a window title, a clipboard write, cursor moves) spelled out, never obeyed."""
-    text = Text.from_ansi(line)
+    control sequence (a window title, a clipboard write, cursor moves) spelled out, never obeyed; a
+    line of its stderr in red where it sets no colour of its own."""
+    style = STDERR_STYLE if stream == "stderr" else ""
+    text = Text.from_ansi(line, style=style)
     safe = visible(text.plain)
-    return text if safe == text.plain else Text(safe)
+    return text if safe == text.plain else Text(safe, style=style)
 
 
 class OutputLog(RichLog):
@@ -33,27 +38,32 @@ class OutputLog(RichLog):
         super().__init__(max_lines=MAX_LINES, min_width=8, wrap=True, markup=False, highlight=False, **kwargs)
         self._lines: deque[Text] = deque(maxlen=MAX_LINES)
         self._wrapped_at = 0
-        self._partial = ""
+        self._partial: dict[str, str] = {}  # each stream's line without its end yet
         self._timer: Timer | None = None
         self.border_title = "target output"
 
-    def write_output(self, chunks: list[str]) -> None:
-        data = self._partial + "".join(chunks).replace("\r\n", "\n").replace("\r", "\n")
-        lines = data.split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            self._add(shown(line))
+    def write_output(self, chunks: list) -> None:
+        """``chunks``: text the target wrote to its stdout, or (stream, text) pairs: each stream's lines are
+        whole on their own (a partial stdout line is not cut by a stderr one)."""
+        for chunk in chunks:
+            stream, text = chunk if isinstance(chunk, tuple) else ("stdout", chunk)
+            data = self._partial.get(stream, "") + text.replace("\r\n", "\n").replace("\r", "\n")
+            lines = data.split("\n")
+            self._partial[stream] = lines.pop()
+            for line in lines:
+                self._add(shown(line, stream))
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        if self._partial:
+        if any(self._partial.values()):
             self._timer = self.set_timer(PARTIAL_LINE_WAIT, self._flush_partial)
 
     def _flush_partial(self) -> None:
         self._timer = None
-        if self._partial:
-            self._add(shown(self._partial))
-            self._partial = ""
+        for stream, rest in self._partial.items():
+            if rest:
+                self._add(shown(rest, stream))
+        self._partial.clear()
 
     def note(self, message: str, style: str = "yellow") -> None:
         """pttrace's own remarks (warnings), told apart from the target's output by their colour."""
