@@ -232,7 +232,27 @@ def test_the_batch_summary_names_frames_and_lists_shapes(tmp_path):
     out = console.export_text()
     assert "dispatcher at::_ops::sigmoid::call" in out  # the frame's name, after its layer
     assert "self: float32[2, 3] strides (3, 1) cpu" in out
-    assert "2 distinct argument shapes:" in out and "self: float32[4, 5]" in out
+    assert "2 distinct argument shapes at at::_ops::sigmoid::call:" in out and "self: float32[4, 5]" in out
+    # another hop of the same --op breakpoint (another function) is another signature, not another shape
+    path = _session_with_values(tmp_path)
+    interner_lines = path.read_bytes().splitlines(keepends=True)
+    interner = records.Interner()
+    kernel = [{"kind": "native", "function": "at::wrapper_CPU_sigmoid(at::Tensor const&)", "short": "at::wrapper_CPU_sigmoid",
+               "layer": "kernel"}]
+    extra = interner.encode_hit(9, "op:sigmoid", {"id": 1, "name": "python3", "lwp": 5}, 9.0, kernel, values=[
+        {"frame": 0, "args": [{"name": "self", "type": "at::Tensor const&", "where": "*rdi",
+                               "tensor": {"sizes": [9], "strides": [1], "dtype": "float32", "device": "cpu"}}]}])
+    extra = extra.replace(b'"id":1,', b'"id":91,').replace(b'"frames":[1]', b'"frames":[91]').replace(
+        b'"stack":1', b'"stack":91').replace(b'"args":1', b'"args":91').replace(b'"site":1', b'"site":91')
+    path.write_bytes(b"".join(interner_lines[:-1]) + extra + interner_lines[-1])
+    session = storage.load(path)
+    assert len(session.hits) == 5
+    session.breakpoints = [Breakpoint("op:sigmoid", locations=[Location("at::_ops::sigmoid::call", "libtorch_cpu.so",
+                                                                         0x1000)], hits=5)]
+    console = Console(width=200, record=True, color_system=None)
+    print_summary(session, console=console)
+    out = console.export_text()
+    assert "2 distinct argument shapes at at::_ops::sigmoid::call:" in out and "float32[9]" not in out
 
 
 class EntryFrame:

@@ -150,12 +150,16 @@ def _print_carried(console: Console, bp: Breakpoint, session: Session, first) ->
     fv = V.frame_values(first, first.frames[-1]) if first.frames else None
     for i, arg in enumerate(fv.args if fv is not None else ()):
         console.print(Text(f"    {V.arg_text(arg, i)}"), overflow="ellipsis", no_wrap=True)
+    # Shapes of the hits stopped in the same function as the first (an --op breakpoint stops at every hop:
+    # another hop's arguments are another signature, not another shape).
+    here = first.frames[-1].function if first.frames else None
     sites = getattr(session.hits, "sites", None)
     hits = [s.hit(0, 0.0) for s in sites if s.breakpoint == bp.spec] if sites is not None else [
         h for h in session.hits if h.breakpoint == bp.spec]
-    shapes = V.shapes(hits)
+    shapes = V.shapes([h for h in hits if h.frames and h.frames[-1].function == here])
     if len(shapes) > 1:
-        console.print(Text(f"  {len(shapes)} distinct argument shapes:"))
+        where = first.frames[-1].short or here
+        console.print(Text(f"  {len(shapes)} distinct argument shapes at {where}:"))
         for text in shapes[:10]:
             console.print(Text(f"    {text}"), overflow="ellipsis", no_wrap=True)
         if len(shapes) > 10:
