@@ -3,9 +3,7 @@
 //
 //   pttrace_demo::scale_add(a, b, alpha) = a + alpha * b     CPU kernel: scale_add_cpu
 //   pttrace_demo::scale_add_twice(a, b, alpha)                CompositeImplicitAutograd: calls scale_add twice
-//   pttrace_demo::boxed_scale(a, times, label) = a * times    CPU, a boxed kernel: boxed_scale_cpu
 #include <ATen/ATen.h>
-#include <ATen/core/stack.h>
 #include <torch/library.h>
 
 #include "pttrace_demo.h"
@@ -48,8 +46,10 @@ at::Tensor scale_add_twice(const at::Tensor& a, const at::Tensor& b, double alph
   return op.call(once, b, alpha);
 }
 
-// A boxed kernel: its arguments arrive as IValues on the dispatcher's stack (a std::vector<c10::IValue>),
-// as every op's do under TorchScript's interpreter or a fallback. Stopped here, gdb's
+// pttrace_demo::boxed_scale(a, times, label) = a * times: a boxed CPU kernel (boxed_scale_cpu, below; kept
+// after the kernels above, whose line numbers the tests know). Its arguments arrive as IValues on the
+// dispatcher's stack (a std::vector<c10::IValue>), as every op's do under TorchScript's interpreter or a
+// fallback. Stopped here, gdb's
 // `call ((c10::IValue *)stack._M_impl._M_start)->dump()` prints the first argument, and `stack`
 // is a reference, as in the JIT's own operators.
 void boxed_scale_stack(torch::jit::Stack& stack) {
