@@ -10,9 +10,7 @@ LIMITS = {"module": 900, "class": 400, "function": 100}
 
 # Over the yardstick today, each at most its size now: it may shrink (and must leave this list once it fits),
 # never grow. Everything else keeps to the limits.
-OVER: dict[str, int] = {
-    "tracer/tui/app.py::PttraceApp": 524,
-}
+OVER: dict[str, int] = {}
 
 
 def sizes() -> dict[str, tuple[str, int]]:

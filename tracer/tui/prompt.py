@@ -1,5 +1,6 @@
 """The app's side of the gdb prompt (``:``): what the selected row means to gdb, the line run in a
-worker, gdb's answer in the output pane. A mixin of ``PttraceApp``, kept apart from its other parts."""
+worker, gdb's answer in the output pane; ``t``, the thread list; ``y``, copying a frame. A part of
+``PttraceApp`` (tracer/tui/app_base.py)."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -7,6 +8,7 @@ from textual import work
 
 from tracer.errors import PttraceError
 from tracer.recorder.prompt import Place, row_of_level
+from tracer.tui.app_base import AppBase
 from tracer.tui.messages import PromptAnswered, PromptCompleted
 from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.prompt_bar import PromptBar
@@ -25,9 +27,7 @@ def copied_text(frame, cwd: str | None) -> str:
     return f"{name}  {where}" if where else name
 
 
-class PromptActions:
-    """Needs the app's ``source``, ``state``, ``call_path``, ``_pinned``, ``_redraw_status``, ``cwd``."""
-
+class PromptActions(AppBase):
     def _show_evals(self) -> None:
         """``--eval``: the shown hit's values under the call path (``expr = value · ...``)."""
         path = self.call_path
@@ -162,13 +162,6 @@ class PromptActions:
                 self.show_stop(result.hit, f"`{message.line}`")
         self._redraw_status()
         self.refresh_bindings()
-
-    def show_stop(self, hit, what: str) -> None:
-        """The call path of a stop that is not a recorded hit (a step, a prompt line), kept on screen."""
-        self.state.target = "stopped"
-        self._pinned = True
-        self.call_path.show(hit, f"where {what} stopped · thread {hit.thread.id} (not a recorded hit)",
-                            self.cwd, stopped=True)
 
     def on_prompt_bar_completion_wanted(self, message: PromptBar.CompletionWanted) -> None:
         if self._prompt_closed() is None:

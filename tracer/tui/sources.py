@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NoReturn, Sequence
 
 from tracer.session import storage
 from tracer.errors import PttraceError
@@ -97,7 +97,7 @@ class EventSource:
         return None
 
     # --- control: only live sources implement these -------------------------------------------
-    def _not_live(self, what: str):
+    def _not_live(self, what: str) -> NoReturn:
         raise NotLive(f"cannot {what}: this is a recorded session, there is no target.")
 
     def set_mode(self, mode: str) -> None:
@@ -177,17 +177,17 @@ def breakpoint_from_mi(payload) -> Breakpoint | None:
                 function = head
         if function and function.endswith("@plt"):
             continue  # the recorder drops stubs too
-        line = row.get("line")
+        line = str(row.get("line") or "")
         file = row.get("fullname") or row.get("file")
         locations.append(Location(function=_visible(function), address=address, file=_visible(file),
-                                  line=int(line) if str(line or "").isdigit() else None,
+                                  line=int(line) if line.isdigit() else None,
                                   enabled=row.get("enabled", "y") == "y"))
-    number = bkpt.get("number")
-    return Breakpoint(spec=_visible(bkpt["original-location"]), number=int(number) if str(number).isdigit() else None,
+    number = str(bkpt.get("number") or "")
+    return Breakpoint(spec=_visible(bkpt["original-location"]), number=int(number) if number.isdigit() else None,
                       locations=locations, pending=not locations, enabled=bkpt.get("enabled", "y") == "y")
 
 
-def breakpoint_names(session_hits: list[Hit], text: str, limit: int) -> list[str]:
+def breakpoint_names(session_hits: Sequence[Hit], text: str, limit: int) -> list[str]:
     """Names from recorded call paths that contain ``text``: free completions, no symbol table needed."""
     from tracer.dispatch.classify import _strip_args
 
@@ -324,6 +324,8 @@ class SessionSource(EventSource):
         if not self._loaded.is_set():
             self._shown.wait(SHOWN_WAIT)  # the first screen first: the read would slow its drawing down
             try:
+                if s.path is None:  # a head is only ever read from a file: there is no rest to read
+                    raise PttraceError("the session's file is unknown: only its first hits could be read.")
                 s = self.session = storage.load(s.path)
             except PttraceError as exc:  # the file changed since its head was read
                 self.error = exc
@@ -412,6 +414,8 @@ class LiveSource(EventSource):
         self._last_seq = 0  # the number of the last hit sent
         self._renumbered = False  # hits of a child's own recorder came: hits are numbered as they come
         self._said_calls = False  # an attached target: that a call runs code in it is said once
+        self._mode: str = getattr(config, "mode", "record")
+        self._unstoppable: set[int] = set()  # processes recorded by a recorder of their own: said once each
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
@@ -431,20 +435,32 @@ class LiveSource(EventSource):
         event = _source_event(ev)
         if event is None:
             return
-        if event.kind == "stopped":
+        if event.kind == "stopped" and isinstance(event.data, dict):
             self._stops += 1
             from tracer.recorder.unknowns import name_frame
 
             event.data["frame"] = name_frame(event.data["frame"], event.data.get("pid") or pid)
-        if event.kind == "hit":
-            event = SourceEvent("hit", self._numbered(event.data, getattr(ev, "child", None)))
+        if event.kind == "hit" and isinstance(event.data, Hit):
+            child = getattr(ev, "child", None)
+            self._say_unstoppable(child)
+            event = SourceEvent("hit", self._numbered(event.data, child))
         if event.kind == "evals" and self._renumbered:
             return  # numbered by the agent, not as the hits shown now: the run's end sends them as saved
         if event.kind == "finished":
-            self.status = event.data
+            self.status = str(event.data)
             if self._renumbered:
                 self._send_as_saved()
         self._emit(event)
+
+    def _say_unstoppable(self, child: int | None) -> None:
+        """Stop mode, and a hit of a process that executed Python (a recorder of its own records it, in
+        another gdb): the target did not stop there, and s, n, f cannot reach it. Said once a process."""
+        if child is None or self._mode != "stop" or child in self._unstoppable:
+            return
+        self._unstoppable.add(child)
+        self._emit(SourceEvent("warning", f"pid {child} executed a new Python program: its hits are recorded by "
+                                          "a recorder of its own, which does not stop in stop mode (s, n, f and "
+                                          "the prompt act on the processes of the first gdb only)"))
 
     def _numbered(self, hit: Hit, child: int | None) -> Hit:
         """A hit of a child's own recorder is numbered by that recorder: while the run goes on, such hits
@@ -459,8 +475,11 @@ class LiveSource(EventSource):
 
     def _send_as_saved(self) -> None:
         """Every hit as the saved session numbers it (the main session's, then each child's)."""
+        path = self.session_path
+        if path is None:  # the recorder never opened its file: there are only the hits already shown
+            return
         try:
-            session = storage.load(self.session_path)
+            session = storage.load(path)
         except PttraceError as exc:
             self._emit(SourceEvent("warning", f"the session could not be read again at its end: {exc.message}"))
             return
@@ -618,9 +637,10 @@ class LiveSource(EventSource):
         with self._lock:
             if not self._started and not self.finished:
                 self.config = dataclasses.replace(self.config, mode=mode)
-                self._early_mode = mode
+                self._early_mode = self._mode = mode
                 return
             self._engine().set_mode(mode)
+            self._mode = mode
 
     def resume(self) -> None:
         with self._lock:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tracer.session.helpers import fold_warnings
 from tracer.session.hit_table import HitTable
-from tracer.session.model import Breakpoint, Frame, Process, RecordError, SessionInfo
+from tracer.session.model import Breakpoint, Frame, Hit, Process, RecordError, SessionInfo
 
 
 @dataclass
@@ -68,20 +68,22 @@ class TraceState:
     def apply(self, kind: str, data: object) -> set[str]:
         """Fold one event in; returns the names of the parts to redraw."""
         if kind == "session":
-            self.info = data  # type: ignore[assignment]
+            self.info = data if isinstance(data, SessionInfo) else None
             if self.live and self.gdb == "starting":
                 self.gdb = "ready"
             return {"status", "title"}
-        if kind == "breakpoint":
-            bp: Breakpoint = data  # type: ignore[assignment]
+        if kind in ("breakpoint", "breakpoint-gdb") and not isinstance(data, Breakpoint):
+            return set()
+        if kind == "breakpoint" and isinstance(data, Breakpoint):
+            bp = data
             if bp.removed:
                 self.forget_breakpoint(bp.spec)
             else:
                 self.removed.discard(bp.spec)  # added again
                 self.breakpoints[bp.spec] = _merged(bp, self.gdb_view.get(bp.spec))
             return {"breakpoints"}
-        if kind == "breakpoint-gdb":
-            bp = data  # type: ignore[assignment]
+        if kind == "breakpoint-gdb" and isinstance(data, Breakpoint):
+            bp = data
             if bp.spec in self.removed:
                 return set()  # gdb's late news of a breakpoint removed since
             self.gdb_view[bp.spec] = bp
@@ -107,7 +109,7 @@ class TraceState:
                         self.first_frames[site.breakpoint] = site.frames[-1]
             return {"hits", "breakpoints", "status"} if len(data) else set()
         if kind in ("hit", "hits"):
-            new = [data] if kind == "hit" else list(data)  # type: ignore[arg-type]
+            new = [data] if isinstance(data, Hit) else list(data) if isinstance(data, (list, tuple)) else []
             for hit in new:
                 self.hits.append(hit)
                 if hit.breakpoint is not None:
@@ -139,13 +141,15 @@ class TraceState:
                 return set()
             return {"processes"}
         if kind == "evals":
-            self.evals.update(data)  # type: ignore[arg-type]
+            if not isinstance(data, dict):
+                return set()
+            self.evals.update(data)
             return {"evals"}
         if kind == "graphs":
             self.graphs.update(data)  # type: ignore[arg-type]
             return set()
         if kind == "pid":
-            self.pid = data  # type: ignore[assignment]
+            self.pid = data if isinstance(data, int) else None
             return {"status"}
         if kind == "warning":
             self.warnings = fold_warnings([*self.warnings, str(data)])

@@ -76,8 +76,10 @@ class BreakpointsTable(RowJumps, DataTable):
                 Binding("space", "toggle_breakpoint", "on/off"),
                 *(Binding(k, a, d, show=False) for k, a, d in ROW_BINDINGS)]
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, state: TraceState, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.state = state
+        """The app's: whether a breakpoint can change now, and each one's on/off."""
         self._shape: list[str] = []
         self._shown: dict[str, tuple] = {}  # spec -> what its row shows: (record, first frame, hits)
         self._reveal: str | None = None  # a spec just added: its row is brought into view when it comes
@@ -151,10 +153,9 @@ class BreakpointsTable(RowJumps, DataTable):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action not in ("remove_breakpoint", "toggle_breakpoint"):
             return True
-        source = getattr(self.app, "source", None)
-        if source is None or not source.live or self.app.state.finished:
+        if not self.state.live or self.state.finished:
             return False  # a recorded session or an ended run: nothing to remove, no key to show
-        return True if self.app.state.can_control else None
+        return True if self.state.can_control else None
 
     def action_remove_breakpoint(self) -> None:
         spec = self.selected_spec
@@ -163,6 +164,6 @@ class BreakpointsTable(RowJumps, DataTable):
 
     def action_toggle_breakpoint(self) -> None:
         spec = self.selected_spec
-        bp = self.app.state.breakpoints.get(spec) if spec is not None else None
-        if bp is not None:
+        bp = self.state.breakpoints.get(spec) if spec is not None else None
+        if spec is not None and bp is not None:
             self.post_message(BreakpointToggleRequested(spec, not bp.enabled))

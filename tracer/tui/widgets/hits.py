@@ -19,6 +19,7 @@ from tracer.session.model import Hit, Process
 from tracer.tui.messages import HitSelected
 from tracer.tui.process_rows import Heading, ProcessRows
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, searched_texts
+from tracer.tui.widgets.search import SearchBar
 
 
 def haystack(hit: Hit) -> str:
@@ -48,13 +49,11 @@ class HitSearch:
             text = self._haystacks[key] = haystack(hit)
         return self.needle in text or self.needle in (hit.breakpoint or "").lower()
 
-    def matching(self, hits: Sequence[Hit], first: int) -> list[int] | array:
-        """The indexes from ``first`` on of the hits let through (a table's: one test a site)."""
-        if isinstance(hits, HitTable):
-            sites = {i for i, site in enumerate(hits.sites) if self.matches(site.hit(0, 0.0))}
-            rows = hits.rows
-            return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
-        return [i for i in range(first, len(hits)) if self.matches(hits[i])]
+    def matching(self, hits: HitTable, first: int) -> array:
+        """The indexes from ``first`` on of the hits let through (one test a site)."""
+        sites = {i for i, site in enumerate(hits.sites) if self.matches(site.hit(0, 0.0))}
+        rows = hits.rows
+        return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
 
 
 class HitsTable(RowJumps, DataTable):
@@ -73,8 +72,9 @@ class HitsTable(RowJumps, DataTable):
         super().__init__(cursor_type="row", **kwargs)
         self.follow = follow
         """Live runs: while the cursor sits on the newest hit, new hits move it along."""
-        self.hits: Sequence[Hit] = HitTable()
-        self.matching: Sequence[int] = range(0)
+        self.hits = HitTable()
+        self.matching: array | range = range(0)
+        """All of them (a range) or, while a search filters, the indexes it lets through."""
         self.shown: Sequence = range(0)
         self.grouped: ProcessRows | None = None
         self.processes: list[Process] = []  # what the session says of its processes
@@ -196,8 +196,6 @@ class HitsTable(RowJumps, DataTable):
             self.hits = hits
         else:
             seen = self._taken
-            if not isinstance(self.hits, HitTable):
-                self.hits = HitTable(self.hits)
             self.hits.extend(hits)
         self._taken = len(self.hits)
         if seen == 0 and self.row_count:
@@ -215,7 +213,8 @@ class HitsTable(RowJumps, DataTable):
         """The indexes of the new hits the search (if any) keeps; ``matching`` grown by them."""
         if self.search.needle:
             new = self.search.matching(self.hits, seen)
-            self.matching = (self.matching if seen else array("i")) + new
+            # A search's matches so far (an array since it began), then the new ones.
+            self.matching = (self.matching if seen and isinstance(self.matching, array) else array("i")) + new
             return new
         self.matching = range(len(self.hits))
         return range(seen, len(self.hits))
@@ -224,11 +223,11 @@ class HitsTable(RowJumps, DataTable):
         """Rows for the new hits: grouped by process from the second process on, else in the window."""
         if self.grouped is None and PR.several_of(self.processes, self.pids):
             kept = self._selected_index()
-            self._group()
-            position = self.grouped.position_of(kept) if kept is not None else None
+            grouped = self._group()
+            position = grouped.position_of(kept) if kept is not None else None
             self._fill(0 if position is None else position - self.WINDOW // 2, position)
         elif self.grouped is not None:
-            self._add_grouped(new, follow)
+            self._add_grouped(self.grouped, new, follow)
         else:
             self.shown = self.matching
             end = self.start + self.row_count
@@ -247,13 +246,17 @@ class HitsTable(RowJumps, DataTable):
         if self.grouped is not None and newest != self._selected:
             # A redrawn window may leave the cursor's row number as it was: no highlight news then.
             self._selected = newest
-            self.post_message(HitSelected(self._hit_at(newest), auto=True))
+            hit = self._hit_at(newest)
+            if hit is not None:  # the newest row is always a hit, never a heading
+                self.post_message(HitSelected(hit, auto=True))
 
     def _select_first(self, follow: bool, newest: int | None) -> None:
         """The first hits taken in: one of them is selected and said, even if the cursor did not move."""
-        if self.grouped is not None and not follow and newest is not None:
-            self._show(self.grouped.position_of(self.grouped.members[self.grouped.groups[0].pid][0])
-                       if self.grouped.hits_in(self.grouped.groups[0].pid) else newest)
+        grouped = self.grouped
+        if grouped is not None and not follow and newest is not None:
+            first_pid = grouped.groups[0].pid
+            position = grouped.position_of(grouped.members[first_pid][0]) if grouped.hits_in(first_pid) else None
+            self._show(newest if position is None else position)
         elif self.shown and self.cursor_row == 0:
             # the cursor did not move: say so anyway
             self._selected = self.start
@@ -268,13 +271,14 @@ class HitsTable(RowJumps, DataTable):
         item = self.shown[self.position]
         return None if isinstance(item, Heading) else item
 
-    def _group(self) -> None:
+    def _group(self) -> ProcessRows:
         """Hits from several processes: the rows become each process's heading and hits."""
-        self.grouped = ProcessRows(self.hits, self.processes)
-        self.grouped.add(self.matching)
-        self.shown = self.grouped
+        grouped = self.grouped = ProcessRows(self.hits, self.processes)
+        grouped.add(self.matching)
+        self.shown = grouped
+        return grouped
 
-    def _add_grouped(self, new: Sequence[int], follow: bool) -> None:
+    def _add_grouped(self, grouped: ProcessRows, new: Sequence[int], follow: bool) -> None:
         """New hits land in their process's group, maybe above the window or inside it: the window keeps
         the hit the cursor is on, and is drawn again only when its rows changed."""
         if not len(new):
@@ -282,7 +286,7 @@ class HitsTable(RowJumps, DataTable):
         kept = self.shown[self.position] if self.row_count and self.position < len(self.shown) else None
         top = self.shown[self.start] if self.row_count and self.start < len(self.shown) else None
         before = [self.shown[i] for i in range(self.start, self.start + self.row_count)]
-        self.grouped.add(new)
+        grouped.add(new)
         start = self._position_of_item(top) if top is not None else 0
         start = self.start if start is None else start
         rows = len(self.shown) - start
@@ -306,6 +310,8 @@ class HitsTable(RowJumps, DataTable):
         self._fill(start, position)
 
     def _position_of_item(self, item) -> int | None:
+        if self.grouped is None:  # ungrouped rows are the hits' own positions
+            return item
         if isinstance(item, Heading):
             return self.grouped.heading_position(item.pid)
         return self.grouped.position_of(item)
@@ -360,10 +366,8 @@ class HitsTable(RowJumps, DataTable):
 
     def _index_of_seq(self, seq: int) -> int | None:
         hits = self.hits
-        if isinstance(hits, HitTable):
-            i = bisect_left(hits.seqs, seq)  # a table is in seq order
-            return i if i < len(hits) and hits.seqs[i] == seq else None
-        return next((i for i, h in enumerate(hits) if h.seq == seq), None)
+        i = bisect_left(hits.seqs, seq)  # a table is in seq order
+        return i if i < len(hits) and hits.seqs[i] == seq else None
 
     def select_seq(self, seq: int) -> None:
         """Put the cursor on the hit numbered ``seq`` (clearing a filter that hides it)."""
@@ -372,7 +376,7 @@ class HitsTable(RowJumps, DataTable):
             return
         position = self._position_of_index(index)
         if position is None:
-            self.app.query_one("#search").action_clear()
+            self.app.query_one("#search", SearchBar).action_clear()
             self.filter("")
             position = self._position_of_index(index)
         if position is not None:

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from tracer import settings
 from tracer.export import paths as P
-from tracer.session.model import Frame
+from tracer.session.model import Frame, FrameValues
 from tracer.tui import source_files as SF
 
 THEME = "monokai"
@@ -130,7 +130,7 @@ class SourcePane(Static, can_focus=True):
         """The rich renderable on screen (what tests read)."""
         self.border_title = "source"
         self._finder = None
-        self.carried = None
+        self.carried: FrameValues | None = None
         """What the frame carried at the hit shown (arguments, the decision), shown above its source."""
         self.graphs: dict = {}
         """TorchScript: the session's graphs by id (``session.graphs``), shown at an interpreter frame."""
@@ -183,7 +183,7 @@ class SourcePane(Static, can_focus=True):
             return
         kernel = _kernel_notes(frame, self.cwd)
         if located.path is not None and frame.line:
-            body = self._excerpt(frame, located)
+            body = self._excerpt(frame.line, located.path, located.moved_from)
             if body is not None:
                 self._show(Group(kernel, body) if kernel is not None else body)
                 return
@@ -219,7 +219,7 @@ class SourcePane(Static, can_focus=True):
         height = max(3, self.content_region.height or 15) - len(notes)
         each = max(1, (height - 2 * len(refs)) // max(1, len(refs)))  # lines of context per place
         for n, ref in enumerate(refs):
-            where = P.display_path(ref.file, self.cwd) + (f":{ref.line}" if ref.line else "")
+            where = (P.display_path(ref.file, self.cwd) or "") + (f":{ref.line}" if ref.line else "")
             out.append(f"{ref.label}", style="bold cyan")
             if ref.candidates > 1:
                 out.append(f" (one of {ref.candidates})", style="cyan")
@@ -246,8 +246,8 @@ class SourcePane(Static, can_focus=True):
         self.update(renderable)
 
 
-    def _excerpt(self, frame: Frame, located: SF.Located):
-        path = located.path
+    def _excerpt(self, line_no: int, path: Path, moved_from: str | None):
+        """The file around line ``line_no``, marked; None if it cannot be read or is shorter."""
         try:
             mtime = path.stat().st_mtime_ns
         except OSError:
@@ -261,17 +261,17 @@ class SourcePane(Static, can_focus=True):
                 return None
             lines = [Text(line) for line in plain]  # plain now, colours when the worker is done
             self._highlight(str(path), mtime, lang)
-        if not lines or not 1 <= frame.line <= len(lines):
+        if not lines or not 1 <= line_no <= len(lines):
             return None
         notes: list[Text] = []
-        if located.moved_from:
-            notes.append(Text(f"recorded at {located.moved_from}; shown from {path}", style="grey62"))
+        if moved_from:
+            notes.append(Text(f"recorded at {moved_from}; shown from {path}", style="grey62"))
         height = max(3, self.content_region.height or 15) - len(notes)
-        start, end = SF.window(len(lines), frame.line, height)
+        start, end = SF.window(len(lines), line_no, height)
         width = len(str(end))
         out = Text(no_wrap=True, overflow="ellipsis")
         for n in range(start, end + 1):
-            mark = n == frame.line
+            mark = n == line_no
             gutter = Text(f"{'▶' if mark else ' '}{n:>{width}} ", style="bold yellow" if mark else "grey50")
             line = lines[n - 1].copy()
             if mark:
@@ -365,7 +365,7 @@ def _kernel_notes(frame: Frame, cwd: str | None) -> Text | None:
     the user's lines they came from, with their text (``tracer.scripted.inductor``)."""
     from tracer.scripted import inductor
 
-    if frame.kind != "native" or not inductor.is_generated(frame.library):
+    if frame.kind != "native" or frame.library is None or not inductor.is_generated(frame.library):
         return None
     kernel = inductor.describe(frame.library, None, cwd)
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -383,7 +383,7 @@ def _kernel_notes(frame: Frame, cwd: str | None) -> Text | None:
     return t
 
 
-def _carried_text(fv) -> Text | None:
+def _carried_text(fv: FrameValues) -> Text | None:
     """The frame's arguments (a line each) and the dispatcher's decision at the hit, as ``show`` prints them."""
     from tracer.export import values as V
 
