@@ -131,12 +131,17 @@ def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fi
             frames = app.call_path.frames
             assert len(frames) == 67 and frames[-1].short.startswith("wrap_kernel_functor_unboxed_")
             assert app.state.gdb == "ready"
-            # WHEN c is pressed THEN the target runs on
+            # WHEN c is pressed THEN the target runs on, and the call path's title begins by saying that the
+            # stop it shows is over (a narrow pane cuts a title's end)
             await pilot.press("c")
             await wait_until(pilot, lambda: app.state.target == "running")
             assert ("resume",) in fake_source.calls
+            fake_source.push("state", "running")
+            await wait_until(pilot, lambda: app.call_path.border_title.startswith(
+                "call path · over: the target runs on (was where finish stopped"))
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
+            assert app.call_path.border_title.startswith("call path · over: the target runs on (was where finish")
             await pilot.press("q")
 
     run_pilot(scenario())

@@ -14,6 +14,7 @@ from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.sources import LiveSource
 from tracer.tui.threads_screen import ThreadsScreen
+from tracer.tui.widgets.output import OutputLog
 
 THREADS = ROOT / "tests" / "targets" / "threads.py"
 
@@ -154,3 +155,57 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
         finally:
             if target.poll() is None:
                 target.kill()
+
+
+EXEC_INTO_SCRIPT = ROOT / "tests" / "targets" / "exec_into_script.py"
+
+
+@pytest.mark.gdb
+def test_a_target_that_executes_another_python_script(tmp_path):
+    # GIVEN a target that calls torch.sigmoid, then os.execv's another Python script that calls it again
+    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(EXEC_INTO_SCRIPT),
+                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(180), step=0.2)
+            path = app.call_path
+            first = path.hit
+            # THEN the first program stops, and the status line names its process and gdb's thread
+            status = str(app.query_one("#status").render())
+            assert f"pid {first.thread.pid}" in status and f"gdb thread {app.state.last_stop['thread-id']}" in status
+            # AND n, then f, stop where gdb's pc is
+            for key, action in (("n", "next"), ("f", "finish")):
+                before = path.hit
+                await pilot.press(key)
+                await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
+                                 and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
+                said = await ask(pilot, app, "p/x $pc")
+                await pilot.press("escape")
+                assert said.endswith(f"0x{path.frames[-1].address:x}"), (action, said, path.frames[-1])
+
+            # WHEN c lets it run into its exec THEN the new program's hit comes (same pid, a recorder of its own),
+            # and the TUI says that stop mode does not stop there, rather than leaving the user waiting
+            await pilot.press("c")
+            await wait_until(pilot, lambda: len(app.state.hits) >= 2 or app.state.finished, timeout=allowance(180),
+                             step=0.2)
+            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(120), step=0.2)
+            hits = list(app.state.hits)
+            assert len(hits) == 2, [(h.seq, h.thread.pid) for h in hits]
+            assert hits[1].thread.pid == first.thread.pid
+            python_files = [[f.file for f in h.frames if f.kind == "python"] for h in hits]
+            assert python_files == [[str(EXEC_INTO_SCRIPT)], [str(EXEC_INTO_SCRIPT.with_name("exec_second.py"))]], \
+                python_files
+            said = [w for w in app.state.warnings if "executed a new Python program" in w]
+            assert said and f"pid {first.thread.pid}" in said[0] and "does not stop in stop mode" in said[0], \
+                app.state.warnings
+            text = "\n".join(x.plain for x in app.query_one(OutputLog)._lines)
+            assert f"FIRST {first.thread.pid}" in text and "executed a new Python program" in text, text
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+        return app
+
+    run_pilot(scenario(), timeout=allowance(600))
+    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"

@@ -139,9 +139,9 @@ class CallPathTable(RowJumps, DataTable):
 
     def stop_over(self, why: str) -> None:
         """The target has left the stop shown (it runs on, or the run ended): the title says so, never
-        "where finish stopped" for a stop that is over."""
-        if self.caption.startswith("where ") and " · over: " not in self.caption:
-            self.caption = f"{self.caption} · over: {why}"
+        "where finish stopped" for a stop that is over. "over" comes first: a narrow pane cuts the title's end."""
+        if self.caption.startswith("where "):
+            self.caption = f"over: {why} (was {self.caption})"
             self._retitle()
 
     def select_frame(self, index: int) -> None:
