@@ -146,7 +146,8 @@ class TraceState:
             self.evals.update(data)
             return {"evals"}
         if kind == "graphs":
-            self.graphs.update(data)  # type: ignore[arg-type]
+            if isinstance(data, dict):
+                self.graphs.update(data)
             return set()
         if kind == "pid":
             self.pid = data if isinstance(data, int) else None
