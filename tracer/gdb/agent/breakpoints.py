@@ -8,8 +8,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.session import records
 from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
-from tracer.dispatch import keyset_abi
-from tracer.gdb.agent import arguments, native, stash
+from tracer.gdb.agent import native, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
@@ -20,7 +19,7 @@ from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
-from tracer.gdb.agent.tls import LOCAL
+from tracer.gdb.agent.entry import entry_values, read_memory
 
 
 class Registry:
@@ -103,7 +102,7 @@ class TraceBreakpoint(gdb.Breakpoint):
         if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
-        keyset, why = entry_keyset(newest, name, innermost.get("library"), _read_memory)
+        keyset, why = entry_keyset(newest, name, innermost.get("library"), read_memory)
         values = entry_values(newest, name, innermost.get("library"))
         STATE.pending_unstash = False
         if self.pt_unstash and stash.STASH.by_thread:
@@ -126,33 +125,6 @@ def _inferior() -> int:
         return gdb.selected_inferior().num
     except (AttributeError, *READ_ERRORS):
         return 0
-
-
-def entry_values(frame, name: str | None, library: str | None) -> dict | None:
-    """What the stopped function carried at its entry: its arguments, and at a dispatcher hop (an
-    operator's entry, a function handed a key set) the thread's local key sets. None: no parameters (or
-    arguments are not read: ``$PTTRACE_NO_ARGS=1``)."""
-    if not STATE.arguments:
-        return None
-    try:  # the inferior asked once a hit, not at each of its ~10 memory reads
-        read_memory = gdb.selected_inferior().read_memory
-    except (AttributeError, *READ_ERRORS):
-        read_memory = _read_memory
-    args = arguments.read_entry(frame, name, library, read_memory)
-    if args is None:
-        return None
-    out: dict = {"args": args}
-    if name and (name.startswith("at::_ops::") or keyset_abi.KEYSET in name):
-        tls, why = LOCAL.read()
-        if tls is not None:
-            out["tls"] = list(tls)
-        else:
-            out["tls_note"] = why
-    return out
-
-
-def _read_memory(address: int, length: int):
-    return gdb.selected_inferior().read_memory(address, length)
 
 
 def record_stashed(spec: str | None, newest) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found]
 
+from tracer.gdb.agent.entry import entry_values, read_memory
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
@@ -72,11 +73,9 @@ class StashBreakpoint(gdb.Breakpoint):
         self.pt_function, self.pt_library = function, library
 
     def stop(self) -> bool:
-        from tracer.gdb.agent.breakpoints import entry_values  # breakpoints imports this module
-
         try:
             frame = gdb.newest_frame()
-            keyset, why = entry_keyset(frame, self.pt_function, self.pt_library, _read_memory)
+            keyset, why = entry_keyset(frame, self.pt_function, self.pt_library, read_memory)
             values = entry_values(frame, self.pt_function, self.pt_library)  # at its entry: only now
             STASH.keep(thread_number(), self.pt_start, self.pt_end, keyset, why, values)
         except READ_ERRORS as exc:
@@ -85,10 +84,6 @@ class StashBreakpoint(gdb.Breakpoint):
             LOG.exception("stashing a hop of %s", self.pt_function)
             OUT.warn(f"could not read a hop at {self.pt_function}: {exc.__class__.__name__}: {exc}")
         return False
-
-
-def _read_memory(address: int, length: int):
-    return gdb.selected_inferior().read_memory(address, length)
 
 
 def place(item: dict, base: int) -> None:
