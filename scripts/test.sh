@@ -10,5 +10,7 @@ fi
 .venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
 # The type checker first (pyproject.toml's [tool.mypy]): a type error fails the run as a test would.
 .venv/bin/python -m mypy
-# --durations=20: every run names its slowest tests (the suite is kept under 10 minutes).
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 tests "$@"
+# --durations=20: every run names its slowest tests (the suite is kept under 10 minutes). Two workers
+# (pytest-xdist), each taking whole test files (a module's shared recording is made once): a test is
+# mostly one process at a time (gdb, or the target it stopped), so a second one fills the second core.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 -n 2 --dist loadfile tests "$@"

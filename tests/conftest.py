@@ -5,11 +5,14 @@ with several breakpoints is made once per test run and shared by many assertions
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -81,7 +84,10 @@ _LEFT_RUNNING: list[str] = []
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """The last net under the fixtures' own clean-up: whatever of ours still runs once every fixture has
-    been torn down is killed, and named in the summary (a test that leaves a process is a defect)."""
+    been torn down is killed, and named in the summary (a test that leaves a process is a defect). Under
+    pytest-xdist each worker has a tag of its own and its own net; the controller started only them."""
+    if not hasattr(session.config, "workerinput") and session.config.getoption("numprocesses", None):
+        return
     for pid in our_processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -97,6 +103,14 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("processes the tests left running (killed)")
         for line in _LEFT_RUNNING:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """pytest-xdist's worker name ("gw0"), or "master" in a run without workers (xdist's own fixture of
+    that name, when the plugin is not there)."""
+    workerinput = getattr(request.config, "workerinput", None)
+    return workerinput["workerid"] if workerinput else "master"
 
 
 @pytest.fixture(autouse=True)
@@ -116,19 +130,29 @@ def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: 
 
 
 @pytest.fixture(scope="session")
-def hello_recording(tmp_path_factory):
-    """``pttrace run --batch scripts/hello-world.py`` with HELLO_BREAKS; returns (process, session)."""
+def hello_recording(tmp_path_factory, worker_id):
+    """``pttrace run --batch scripts/hello-world.py`` with HELLO_BREAKS; returns (process, session).
+    Recorded once per test run: pytest-xdist's workers share the first one's recording (a lock and a
+    pickled result in the run's common temporary directory)."""
     from tracer.session import storage
 
-    session_dir = tmp_path_factory.mktemp("sessions")
-    args = ["run", "--batch", "--session-dir", str(session_dir)]
-    for spec in HELLO_BREAKS:
-        args += ["--break", spec]
-    proc = run_pttrace(*args, str(HELLO))
-    files = sorted(session_dir.glob("*.jsonl"))
-    assert proc.returncode == 0, proc.stderr
-    assert len(files) == 1, (proc.stdout, proc.stderr)
-    return proc, storage.load(files[0])
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    with open(shared / "hello_recording.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "hello_recording.pickle"
+        if done.exists():
+            proc, path = pickle.loads(done.read_bytes())
+            return proc, storage.load(path)
+        session_dir = Path(tempfile.mkdtemp(prefix="hello_sessions", dir=shared))
+        args = ["run", "--batch", "--session-dir", str(session_dir)]
+        for spec in HELLO_BREAKS:
+            args += ["--break", spec]
+        proc = run_pttrace(*args, str(HELLO))
+        files = sorted(session_dir.glob("*.jsonl"))
+        assert proc.returncode == 0, proc.stderr
+        assert len(files) == 1, (proc.stdout, proc.stderr)
+        done.write_bytes(pickle.dumps((proc, files[0])))
+        return proc, storage.load(files[0])
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -52,8 +53,24 @@ def stripped_python(minor: int) -> Path | None:
     stamp = f"{lib} {st.st_size} {st.st_mtime_ns}"
     home = CACHE / f"3.{minor}"
     exe = home / "bin" / f"python3.{minor}"
-    if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and exe.exists():
-        return exe
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # One maker at a time: two test processes (pytest-xdist's workers) must not rebuild the copy
+    # under each other.
+    with open(CACHE / f".3.{minor}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and exe.exists():
+            return exe
+        shutil.rmtree(home, ignore_errors=True)
+        (home / "bin").mkdir(parents=True)
+        (home / "lib").mkdir()
+        shutil.copy2(source, exe)
+        shutil.copy2(lib, home / "lib" / lib.name)
+        subprocess.run(["strip", "--strip-debug", str(exe), str(home / "lib" / lib.name)], check=True)
+        subprocess.run([str(patchelf), "--set-rpath", "$ORIGIN/../lib", str(exe)], check=True)
+        # The standard library is the original's (Python finds lib/python3.X next to its executable).
+        (home / "lib" / f"python3.{minor}").symlink_to(prefix / "lib" / f"python3.{minor}")
+        (home / "stamp").write_text(stamp)
+    return exe
     shutil.rmtree(home, ignore_errors=True)
     (home / "bin").mkdir(parents=True)
     (home / "lib").mkdir()

@@ -28,23 +28,37 @@ def line_of(text: str) -> int:
     return next(n for n, line in enumerate(SOURCE, 1) if text in line)
 
 
-def hits(tmp_path, symbol: str) -> list[dict]:
+SIGMOID, RELU = "wrapper_CPU_sigmoid", "at::native::relu"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> list[dict]:
+    """One gdb run of the target with both breakpoints (gdb loading libtorch's symbols is the cost). The
+    layout comes from pttrace's own cache, established once per torch build (test_interp_layout.py
+    tests establishing it)."""
     layout = IL.establish(str(TORCH / "lib" / "libtorch_cpu.so"), str(TORCH / "include"), settings.cache_dir())
     assert not layout.problems, layout.problems
-    path = tmp_path / "layout.json"
+    path = tmp_path_factory.mktemp("ts_memory") / "layout.json"
     path.write_text(json.dumps(IL.asdict(layout)))
     before = gdb_pids()
     proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(ROOT / "tests" / "integration" / "ts_memory_gdb.py"),
                            "--args", sys.executable, str(TARGET)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path), "PTT_BREAK": symbol})
+                          env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path),
+                               "PTT_BREAK": f"{SIGMOID},{RELU}"})
     assert gdb_pids() <= before, "a gdb was left running"
     out = [json.loads(line[8:]) for line in proc.stdout.splitlines() if line.startswith("PTT-HIT ")]
     assert out and all("error" not in h for h in out), (out, proc.stderr[-2000:])
     return out
 
 
-def test_sigmoid_in_an_inlined_callee_in_a_loop_and_an_if_and_in_a_traced_function(tmp_path):
-    inside = [h for h in hits(tmp_path, "wrapper_CPU_sigmoid") if h["state"]]
+def hits(recorded: list[dict], symbol: str) -> list[dict]:
+    found = [h for h in recorded if h["break"] == symbol]
+    assert found, (symbol, recorded)
+    return found
+
+
+def test_sigmoid_in_an_inlined_callee_in_a_loop_and_an_if_and_in_a_traced_function(recorded):
+    inside = [h for h in hits(recorded, SIGMOID) if h["state"]]
     scripted = [h["levels"] for h in inside if h["levels"][0]["function"] == "outer"]
     traced = [h["levels"] for h in inside if h["levels"][0]["function"] == "plain"]
     # outer(x, 3) calls inner at i = 0 and i = 2; torch.jit.trace's check runs the traced graph of plain
@@ -60,8 +74,8 @@ def test_sigmoid_in_an_inlined_callee_in_a_loop_and_an_if_and_in_a_traced_functi
         assert levels[0]["places"][-1][1:] == [path, line_of("return torch.sigmoid(x + 1.0)")]
 
 
-def test_relu_in_the_loops_else_branch(tmp_path):
-    inside = [h for h in hits(tmp_path, "at::native::relu") if h["state"]]
+def test_relu_in_the_loops_else_branch(recorded):
+    inside = [h for h in hits(recorded, RELU) if h["state"]]
     assert inside
     for h in inside:
         (level,) = h["levels"]

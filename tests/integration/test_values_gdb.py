@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tracer import settings
 from tracer.symbols import find_symbol, torch_libraries
 from tracer.values import layout as layouts
 from tracer.values.vtables import load_bases
@@ -66,7 +67,8 @@ def hits(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("values")
     python = request.param
     libraries = torch_libraries(python)
-    lay = layouts.establish(python, libraries, tmp)
+    # pttrace's own cache: the probe runs once per torch build (test_values_tensors.py establishes it anew)
+    lay = layouts.establish(python, libraries, settings.cache_dir())
     (tmp / "layout.json").write_text(lay.to_json())
     proc = subprocess.Popen([python, str(TARGET)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

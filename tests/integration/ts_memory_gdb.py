@@ -1,5 +1,6 @@
-"""Run inside ``gdb -nx`` by test_torchscript_memory.py: at each hit on $PTT_BREAK, read the TorchScript
-interpreter's frames with tracer.scripted.interp_frames (memory only) and print one JSON line."""
+"""Run inside ``gdb -nx`` by test_torchscript_memory.py: at each hit on one of $PTT_BREAK's functions (comma
+separated), read the TorchScript interpreter's frames with tracer.scripted.interp_frames (memory only) and
+print one JSON line that names the breakpoint."""
 import json
 import os
 import sys
@@ -24,7 +25,7 @@ def load_base() -> int:
 
 class Hit(gdb.Breakpoint):
     def stop(self):
-        out = {}
+        out: dict = {"break": self.location}
         try:
             fs = int(gdb.parse_and_eval("$fs_base")) & (2**64 - 1)
             state = tls_state(MEM, LAYOUT, load_base(), fs)
@@ -39,5 +40,6 @@ class Hit(gdb.Breakpoint):
         return False
 
 
-Hit(os.environ["PTT_BREAK"])
+for name in os.environ["PTT_BREAK"].split(","):
+    Hit(name)
 gdb.execute("run")

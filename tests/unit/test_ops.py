@@ -201,6 +201,20 @@ Tracer: registered at /__w/pytorch/pytorch/torch/csrc/autograd/generated/TraceTy
 """
 
 
+def test_kernels_registered_by_hand_are_named_in_one_warning():
+    hand = TABLE + ("FuncTorchBatched: registered at /__w/pytorch/pytorch/aten/src/ATen/functorch/BatchRulesUnaryOps.cpp:63 "
+                    "[kernel]\nBatched: registered at /__w/pytorch/pytorch/aten/src/ATen/LegacyBatchingRegistrations.cpp"
+                    ":1076 [kernel]\n")
+    rows = dispatch_tables.parse_dispatch_table(hand)
+    # generated files, the Python meta kernel and the fallthrough fallback are not "by hand"
+    assert [r["key"] for r in dispatch_tables.hand_registered(rows)] == ["FuncTorchBatched", "Batched"]
+    text = dispatch_tables.hand_registered_warning({"sigmoid": {"op": "aten::sigmoid", "rows": rows}})
+    assert "aten::sigmoid: FuncTorchBatched (BatchRulesUnaryOps.cpp:63), Batched (LegacyBatchingRegistrations.cpp:1076)" \
+        in text
+    plain = dispatch_tables.parse_dispatch_table(TABLE)
+    assert dispatch_tables.hand_registered_warning({"sigmoid": {"op": "aten::sigmoid", "rows": plain}}) is None
+
+
 def test_parse_dispatch_table_and_match_functions():
     from tracer.commands.ops import _grouped, _short_path
 

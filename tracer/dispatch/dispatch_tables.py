@@ -85,6 +85,29 @@ def generated_registration(registered_at: str) -> bool:
         ("Register", "VariableType", "TraceType", "ADInplaceOrViewType"))
 
 
+def hand_registered(rows: list[dict]) -> list[dict]:
+    """The entries whose kernel a C++ file registered by hand (functorch's batch rules, the legacy batching
+    rules, a backend's own kernels): no generated name says which function they run, so --op breaks on none
+    of them. Fallbacks, fallthroughs and Python kernels are not such kernels."""
+    return [r for r in rows if not r["fallthrough"] and "fallback" not in r["kind"]
+            and not generated_registration(r["registered_at"]) and not r["registered_at"].split(":")[0].endswith(".py")]
+
+
+def hand_registered_warning(tables: dict[str, dict]) -> str | None:
+    """One sentence for the session: the --op operators' hand-registered kernels, which no hit can be in."""
+    parts = []
+    for item in tables.values():
+        rows = hand_registered(item.get("rows") or [])
+        if rows:
+            where = ", ".join(f"{r['key']} ({os.path.basename(r['registered_at'])})" for r in rows)
+            parts.append(f"{item.get('op')}: {where}")
+    if not parts:
+        return None
+    return ("--op does not break on kernels registered by hand, so a call dispatched to one has no hit of its own "
+            "(its frame shows in the stacks of the hits below it): " + "; ".join(parts) + ". `pttrace ops NAME` "
+            "lists them; --break on the function to stop in one.")
+
+
 def functions_for_key(key: str, registered_at: str, functions: list[OpFunction], op: str) -> list[OpFunction]:
     """The resolved functions that implement table entry ``key`` of ``op``: by the file that registered the
     entry when it is a generated one (an alias key's kernel registers for CPU too), else by key name."""

@@ -95,6 +95,11 @@ def write_op_tables(writer: storage.SessionWriter, later) -> None:
             return
         if tables:
             writer.write({"type": "dispatch_tables", "tables": tables})
+            from tracer.dispatch.dispatch_tables import hand_registered_warning
+
+            hand = hand_registered_warning(tables)
+            if hand:
+                writer.warning(hand)
     except PttraceError as exc:  # the end record reports an unwritable file
         log.debug("dispatch tables not written: %s", exc.message)
 
