@@ -386,6 +386,23 @@ def test_a_number_too_big_for_a_hit_table_is_a_damaged_line(tmp_path, capsys):
     assert exported_hits(capsys, p) == 3
 
 
+def test_a_number_too_big_in_an_interned_hit_is_skipped_and_sessions_counts_as_show_does(tmp_path, capsys):
+    # GIVEN a schema-2 session (hits by site) with a seq too big for the hit table, and a hit line whose seq
+    # is no integer at all
+    recs = interned(records())
+    next(r for r in recs if r["type"] == "hit")["seq"] = 99999999999999999999999
+    p = write(tmp_path / "big.jsonl", [*recs, '{"type":"hit","seq":1e400}'])
+    # THEN show and every export skip both, saying why, with no traceback
+    for argv in (["show", str(p)], ["export", str(p), "--format", "json"], ["export", str(p)]):
+        assert main(argv) == 0, argv
+        assert "seq is a number out of range" in capsys.readouterr().err
+    assert exported_hits(capsys, p) == 3
+    # and `sessions` counts the hits show counts, the two lines as damaged
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("big "))
+    assert re.search(r" 3 +completed \(2 damaged lines\)", row), row
+
+
 def test_process_records_naming_their_own_file_or_each_other_add_nothing(tmp_path, capsys, no_hang):
     # GIVEN a session whose 30 process records name its own file, and another that names it back
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

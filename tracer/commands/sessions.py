@@ -15,6 +15,10 @@ from pathlib import Path
 from tracer.commands._sessions import add_session_dir, session_dir
 
 _HIT_PREFIX_RE = re.compile(rb'^\{\s*"type"\s*:\s*"hit"\s*,')
+# A hit line as pttrace writes it: its seq an integer of at most 18 digits. Another line that starts as a
+# hit is decoded and counted only if it is one (a crafted ``"seq":1e400`` was counted, which show skips).
+_HIT_LINE_RE = re.compile(rb'^\{"type":"hit","seq":\d{1,18},.*\}\s*$', re.S)
+MAX_SEQ = 10 ** 18
 
 
 def add_parser(subparsers) -> None:
@@ -56,7 +60,7 @@ def _child_hits(path: Path, refs: list[str], seen: set[Path], depth: int = 0) ->
         try:
             with open_session_file(real) as fh:
                 for raw in fh:
-                    if _HIT_PREFIX_RE.match(raw) and raw.rstrip().endswith(b"}"):
+                    if _HIT_LINE_RE.match(raw):
                         total += 1
                     elif b'"session"' in raw and b'"process"' in raw:
                         more += _session_refs(raw)
@@ -96,7 +100,7 @@ def summarize(path: Path) -> Summary:
             for raw in fh:
                 if not raw.strip():
                     continue
-                if _HIT_PREFIX_RE.match(raw) and raw.rstrip().endswith(b"}"):
+                if _HIT_LINE_RE.match(raw):
                     s.hits += 1
                     continue
                 try:
@@ -109,6 +113,9 @@ def summarize(path: Path) -> Summary:
                             return s
                         info = SessionInfo.from_dict(rec.get("session") or {})
                     elif kind == "hit":
+                        seq = rec.get("seq")
+                        if type(seq) is not int or not 0 <= seq < MAX_SEQ:
+                            raise RecordError("a hit whose seq is not an integer")
                         s.hits += 1
                     elif kind == "breakpoint":
                         _add_spec(s, rec)

@@ -95,6 +95,9 @@ class LoadReport:
 _SITE_TYPES = {"breakpoint": STR, "seq": INT, "time": NUM, "signal": STR}
 
 
+_SEQ_MAX = 1 << 63  # a hit's seq is kept as a 64-bit integer (HitTable.seqs); a bigger one is damage
+
+
 class HitReader:
     """``records.Reader`` building model objects: the hits of one stack share one list of ``Frame``s
     (a million hits of a hot breakpoint hold its frames once), the hits of one site one ``Thread``."""
@@ -119,7 +122,8 @@ class HitReader:
             thread = self._threads[site] = Thread.from_dict(out["thread"])
         # What each hit line adds (a cheaper check than Hit.from_dict: this runs a million times).
         seq, time, signal = out["seq"], out["time"], out["signal"]
-        if (type(seq) is not int or (time is not None and type(time) not in (int, float))
+        if (type(seq) is not int or not -_SEQ_MAX <= seq < _SEQ_MAX
+                or (time is not None and type(time) not in (int, float))
                 or (signal is not None and type(signal) is not str)):
             check("the hit", {"seq": seq, "time": time, "signal": signal}, _SITE_TYPES, ("seq",))
         launch = out.get("launched_by")
