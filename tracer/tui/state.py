@@ -95,28 +95,10 @@ class TraceState:
             self.hits, self.counts, self.first_frames = HitTable(), {}, {}
             kind = "hits"
         if kind == "hits" and isinstance(data, HitTable):  # a saved session's: taken as it is, counted by site
-            if len(self.hits):
-                self.hits.extend(data)
-            else:
-                self.hits = data
-            counts = data.site_counts()
-            firsts = data.first_rows(counts)
-            for site_index in sorted(counts, key=firsts.__getitem__):
-                site = data.sites[site_index]
-                if site.breakpoint is not None:
-                    self.counts[site.breakpoint] = self.counts.get(site.breakpoint, 0) + counts[site_index]
-                    if site.breakpoint not in self.first_frames and site.frames:
-                        self.first_frames[site.breakpoint] = site.frames[-1]
-            return {"hits", "breakpoints", "status"} if len(data) else set()
+            return self._take_table(data)
         if kind in ("hit", "hits"):
-            new = [data] if isinstance(data, Hit) else list(data) if isinstance(data, (list, tuple)) else []
-            for hit in new:
-                self.hits.append(hit)
-                if hit.breakpoint is not None:
-                    self.counts[hit.breakpoint] = self.counts.get(hit.breakpoint, 0) + 1
-                    if hit.breakpoint not in self.first_frames and hit.frames:
-                        self.first_frames[hit.breakpoint] = hit.frames[-1]
-            return {"hits", "breakpoints", "status"} if new else set()
+            return self._take_hits([data] if isinstance(data, Hit) else list(data) if isinstance(data, (list, tuple))
+                                   else [])
         if kind == "state":
             if isinstance(data, str) and data != "starting":
                 self.target = data
@@ -169,6 +151,30 @@ class TraceState:
                 self.gdb = "none"
             return {"status", "bindings", "finished"}
         return set()
+
+    def _take_table(self, data: HitTable) -> set[str]:
+        if len(self.hits):
+            self.hits.extend(data)
+        else:
+            self.hits = data
+        counts = data.site_counts()
+        firsts = data.first_rows(counts)
+        for site_index in sorted(counts, key=firsts.__getitem__):
+            site = data.sites[site_index]
+            if site.breakpoint is not None:
+                self.counts[site.breakpoint] = self.counts.get(site.breakpoint, 0) + counts[site_index]
+                if site.breakpoint not in self.first_frames and site.frames:
+                    self.first_frames[site.breakpoint] = site.frames[-1]
+        return {"hits", "breakpoints", "status"} if len(data) else set()
+
+    def _take_hits(self, new: list[Hit]) -> set[str]:
+        for hit in new:
+            self.hits.append(hit)
+            if hit.breakpoint is not None:
+                self.counts[hit.breakpoint] = self.counts.get(hit.breakpoint, 0) + 1
+                if hit.breakpoint not in self.first_frames and hit.frames:
+                    self.first_frames[hit.breakpoint] = hit.frames[-1]
+        return {"hits", "breakpoints", "status"} if new else set()
 
     def forget_breakpoint(self, spec: str) -> None:
         self.breakpoints.pop(spec, None)
