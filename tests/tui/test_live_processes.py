@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import ROOT, alive
 from tests.tui.support import run_pilot, wait_until
+from tests.tui.test_prompt_gdb import ask
 from tracer.session import storage
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -83,6 +84,19 @@ def fork_run(tmp_path_factory):
                                      and app.state.gdb == "ready", timeout=60, step=0.1)
                     seen["finish_in_child"] = (hit.thread.pid, app.call_path.hit.thread.pid, depth,
                                                len(app.call_path.frames))
+                    seen["status_in_child"] = str(app.query_one("#status").render())
+                    # AND n, then s, step the child: each stop is in it, its innermost frame at gdb's pc
+                    seen["steps_in_child"] = []
+                    for key, action in (("n", "next"), ("s", "step")):
+                        shown = app.call_path.hit
+                        await pilot.press(key)
+                        await wait_until(pilot, lambda: app.call_path.hit is not shown and app.state.gdb == "ready"
+                                         and f"where {action} stopped" in app.call_path.border_title,
+                                         timeout=60, step=0.1)
+                        said = await ask(pilot, app, "p/x $pc")
+                        await pilot.press("escape")
+                        seen["steps_in_child"].append((app.call_path.hit.thread.pid, said,
+                                                       f"0x{app.call_path.frames[-1].address:x}"))
                 before = source._stops
                 await pilot.press("c")
             await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
@@ -121,6 +135,10 @@ def test_stop_mode_steps_through_the_hits_of_a_parent_and_its_fork_child(fork_ru
     child_pid, shown_pid, depth, after = seen["finish_in_child"]
     assert child_pid != parent and shown_pid == child_pid and after == depth - 1, seen["finish_in_child"]
     assert session.process(child_pid).exit_code == 5
+    # AND the status line named the child's process at its stop, and n and s stepped the child where gdb's pc is
+    assert f"pid {child_pid}" in seen["status_in_child"], seen["status_in_child"]
+    assert [step[0] for step in seen["steps_in_child"]] == [child_pid, child_pid], seen["steps_in_child"]
+    assert all(said.endswith(pc) for _, said, pc in seen["steps_in_child"]), seen["steps_in_child"]
     # AND every process record says which machine it ran on (one here: the views do not show it)
     assert {p.host for p in session.processes} == {socket.gethostname()}, [p.to_dict() for p in session.processes]
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
