@@ -224,6 +224,8 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         self._follow_stop()
         if "evals" in changed:
             self._show_evals()
+        if "graphs" in changed:  # TorchScript's graphs came after the interpreter frame was shown
+            self.query_one(SourcePane).show_graphs(self.state.graphs)
         if "breakpoints" in changed:
             self.query_one(BreakpointsTable).update_from(self.state)
             self.call_after_refresh(self._fit_left)

@@ -128,9 +128,10 @@ class TraceState:
             self.evals.update(data)
             return {"evals"}
         if kind == "graphs":
-            if isinstance(data, dict):
-                self.graphs.update(data)
-            return set()
+            if not isinstance(data, dict):
+                return set()
+            self.graphs.update(data)
+            return {"graphs"}
         if kind == "pid":
             self.pid = data if isinstance(data, int) else None
             return {"status"}

@@ -160,6 +160,12 @@ class SourcePane(Static, can_focus=True):
         self.frame, self.cwd, self.carried = frame, cwd, carried
         self._render_frame()
 
+    def show_graphs(self, graphs: dict) -> None:
+        """TorchScript's graphs, read with the session after its frames: shown at an interpreter frame."""
+        self.graphs = graphs
+        if self.frame is not None and self.frame.torchscript:
+            self._render_frame()
+
     def on_resize(self) -> None:
         self._render_frame()
 
