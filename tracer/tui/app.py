@@ -294,7 +294,10 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         self._show_evals()
 
     def on_frame_selected(self, message: FrameSelected) -> None:
-        pane = self.query_one(SourcePane)
+        found = self.query(SourcePane)
+        if not found:  # the screen is being taken down (the app exits): a late selection has nowhere to go
+            return
+        pane = found.first()
         pane.graphs = self.state.graphs
         pane.show(message.frame, message.cwd, message.hit)
 
