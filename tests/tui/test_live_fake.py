@@ -539,3 +539,24 @@ def test_hits_of_several_processes_are_grouped_as_they_come(fake_source, fixture
             assert table.selected_hit.seq == 2 and table.cursor_row == 5
 
     run_pilot(scenario())
+
+
+def test_a_narrow_status_line_still_says_which_thread_stopped(fake_source):
+    """Under 120 columns the status line drops its labels, but a bare thread number would read as anything."""
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot)
+            fake_source.push("stopped", {"reason": "signal-received", "signal-name": "SIGINT", "thread-id": "3",
+                                         "pid": 4242})
+            await wait_until(pilot, lambda: app.state.target == "stopped")
+            status = str(app.query_one("#status").render())
+            assert "stopped: SIGINT · pid 4242 · thread 3 · " in status, status
+            app.state.selected_thread = "2"
+            app._redraw_status()
+            status = str(app.query_one("#status").render())
+            assert " · thread 2 (picked) · " in status, status
+            await pilot.press("q")
+
+    run_pilot(scenario())

@@ -57,6 +57,8 @@ class StatusLine(Static):
                 t.append("  │  " if labelled <= width else " · ", style="grey42")
             if (labelled <= width or label in ("pid", "gdb")) and label != "loading":  # its value says it
                 t.append(f"{label} ", style="grey62")
+            elif label == "gdb thread":  # a bare number would read as anything
+                t.append("thread ", style="grey62")
             if label == "hits" and labelled > width:
                 value += " hit" if value == "1" else " hits"
             t.append(value, style=style)
