@@ -35,6 +35,9 @@ TARGET = "bench/threads_target.py"
 N = 2000
 BT_N = 100  # gdb `bt` costs 2-150 ms a hit here (all-stop stops every thread): fewer hits, same per-hit figure
 CONFIGS = [("idle", 1), ("idle", 64), ("idle", 256), ("pool", 64), ("busy", 64)]
+# pttrace as it runs by default (argument values read) and with PTTRACE_NO_ARGS=1: the hot breakpoint's
+# target (issue 29: a hit within 1.5x a bare stop()) was set before argument values existed.
+TOOLS = ("pttrace", "pttrace-noargs", "bare", "bt")
 SECTION = "Threads: the hot breakpoint with 1 to 256 threads"
 
 
@@ -63,7 +66,7 @@ def _check_pttrace(rundir: Path) -> list[str]:
 def _argv(kind: str, mode: str, threads: int, rundir: Path, scripts: dict) -> list[str]:
     n = BT_N if kind == "bt" else N
     target = [str(VENV_PY), TARGET, mode, str(threads), str(n), "--out", str(rundir / "loop.json")]
-    if kind == "pttrace":
+    if kind.startswith("pttrace"):
         return [str(PTTRACE), "run", "--break", ADD_OP, "--batch", "-q", "--session-dir", str(rundir / "sessions"),
                 "--", *target[1:]]
     if kind == "alone":
@@ -71,15 +74,16 @@ def _argv(kind: str, mode: str, threads: int, rundir: Path, scripts: dict) -> li
     return [shutil.which("gdb") or "gdb", "-nx", "-batch", "-x", str(scripts[kind]), "--args", *target]
 
 
-def run_round(tmp: Path, scripts: dict, results: dict, rnd: int) -> None:
-    for mode, threads in CONFIGS:
-        for kind in ("alone", "pttrace", "bare", "bt"):
+def run_round(tmp: Path, scripts: dict, results: dict, rnd: int, configs: list) -> None:
+    for mode, threads in configs:
+        for kind in ("alone", *TOOLS):
             rundir = tmp / f"{mode}-{threads}-{kind}-{rnd}"
             rundir.mkdir()
-            res = run_measured(_argv(kind, mode, threads, rundir, scripts), rundir / "out.txt")
+            env = dict(os.environ, PTTRACE_NO_ARGS="1") if kind == "pttrace-noargs" else None
+            res = run_measured(_argv(kind, mode, threads, rundir, scripts), rundir / "out.txt", env=env)
             loop = _loop(rundir)
             errs = [] if loop else [f"no loop time (rc {res.rc})"]
-            if loop and kind == "pttrace":
+            if loop and kind.startswith("pttrace"):
                 errs += _check_pttrace(rundir)
             if loop and kind == "bt":
                 stops = (rundir / "out.txt").read_text(errors="replace").count("\n#0 ")
@@ -93,7 +97,7 @@ def run_round(tmp: Path, scripts: dict, results: dict, rnd: int) -> None:
             results.setdefault(key, {}).setdefault(kind, []).append(
                 {m: loop[m] / loop["n"] for m in ("seconds", "debugger_cpu", "target_cpu")})
             results.setdefault("threads", {})[key] = loop["threads"]
-            print(f"round {rnd} {mode:4} {threads:3} {kind:7} {1000 * loop['seconds'] / loop['n']:.3f} ms/iter, gdb CPU "
+            print(f"round {rnd} {mode:4} {threads:3} {kind:14} {1000 * loop['seconds'] / loop['n']:.3f} ms/iter, gdb CPU "
                   f"{1000 * loop['debugger_cpu'] / loop['n']:.3f} ms, target CPU {1000 * loop['target_cpu'] / loop['n']:.3f} ms "
                   f"({loop['threads']} threads) load {os.getloadavg()[0]:.1f}", flush=True)
 
@@ -107,7 +111,7 @@ MEASURES = [
 ]
 
 
-def render(results: dict, rounds: int, load: tuple[float, float]) -> str:
+def render(results: dict, rounds: int, load: tuple[float, float], configs: list) -> str:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, pttrace at {head}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}, {rounds} rounds, load average "
@@ -115,15 +119,16 @@ def render(results: dict, rounds: int, load: tuple[float, float]) -> str:
              "Medians over the rounds [min-max]; growth: the median against the same tool's with 1 thread.", ""]
     for measure, title in MEASURES:
         lines += [f"{title}:", "",
-                  "| threads in the process | pttrace | bare stop() | gdb `bt` | pttrace / bare | pttrace growth "
-                  "| bare growth | `bt` growth |", "|---|---|---|---|---|---|---|---|"]
+                  "| threads in the process | pttrace | pttrace, no args | bare stop() | gdb `bt` | pttrace / bare "
+                  "| no args / bare | pttrace growth | no args growth | bare growth | `bt` growth |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         base: dict = {}
-        for mode, threads in CONFIGS:
+        for mode, threads in configs:
             per = results.get((mode, threads), {})
             alone = statistics.median([x[measure] for x in per.get("alone", [])] or [0.0]) \
                 if measure != "debugger_cpu" else 0.0
             cells, meds = [], {}
-            for kind in ("pttrace", "bare", "bt"):
+            for kind in TOOLS:
                 xs = [1000 * (x[measure] - alone) for x in per.get(kind, [])]
                 if not xs:
                     cells.append("-")
@@ -132,14 +137,14 @@ def render(results: dict, rounds: int, load: tuple[float, float]) -> str:
                 cells.append(f"{meds[kind]:.3f} [{min(xs):.3f}-{max(xs):.3f}]")
             if (mode, threads) == ("idle", 1):
                 base = meds
-            ratio = f"{meds['pttrace'] / meds['bare']:.2f}x" if "pttrace" in meds and meds.get("bare") else "-"
-            growth = [f"{meds[k] / base[k]:.2f}x" if k in meds and base.get(k) else "-"
-                      for k in ("pttrace", "bare", "bt")]
+            ratios = [f"{meds[k] / meds['bare']:.2f}x" if k in meds and meds.get("bare") else "-"
+                      for k in ("pttrace", "pttrace-noargs")]
+            growth = [f"{meds[k] / base[k]:.2f}x" if k in meds and base.get(k) else "-" for k in TOOLS]
             label = {"idle": f"{threads} (main + idle Python threads)",
                      "pool": f"intra-op pool of {threads}, parked",
                      "busy": f"intra-op pool of {threads}, busy in a parallel op"}[mode]
             label += f": {results.get('threads', {}).get((mode, threads), '?')} threads"
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} | " + " | ".join(growth) + " |")
+            lines.append(f"| {label} | " + " | ".join(cells + ratios + growth) + " |")
         lines.append("")
     for f in results.get("failed", []):
         lines.append(f"- FAILED: {f}")
@@ -150,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--rounds", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--configs", default=",".join(f"{m}-{t}" for m, t in CONFIGS),
+                        help="which to run, e.g. idle-1,idle-256,pool-64 (default: all five)")
     args = parser.parse_args(argv)
+    configs = [c for c in CONFIGS if f"{c[0]}-{c[1]}" in args.configs.split(",")]
+    if not configs:
+        parser.error(f"--configs: none of {args.configs!r} is one of the configurations")
     tmp = Path(tempfile.mkdtemp(prefix="pttrace-bench-threads-"))
     scripts = {"bare": tmp / "bare.gdb", "bt": _hot_script(tmp, "bt", ["bt"], noplt=True)}
     scripts["bare"].write_text("set pagination off\nset confirm off\nset print thread-events off\n" + NOPLT
@@ -159,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     try:
         for rnd in range(args.rounds):
-            run_round(tmp, scripts, results, rnd)
+            run_round(tmp, scripts, results, rnd, configs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = render(results, args.rounds, (load0, os.getloadavg()[0]))
+    text = render(results, args.rounds, (load0, os.getloadavg()[0]), configs)
     print(text)
     if not args.no_write:
         content = RESULTS.read_text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping  # not typing's: `pttrace where` would import typing for it
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:

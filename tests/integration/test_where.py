@@ -118,6 +118,21 @@ def test_the_installed_command_runs(torch_libs, cache_dir):
     assert "torch::cpu::initModule(_object*)" in proc.stdout
 
 
+
+def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
+    """The answer comes from the cached index: no rich, no DWARF reader, no sources, no typing (5-10 ms
+    of a warm `where` whose target is 0.1 s), read from the process's own import log."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache_dir))
+    argv = [sys.executable, "-X", "importtime", "-m", "tracer", "where", "initModule"]
+    subprocess.run(argv, capture_output=True, timeout=120, env=env, check=True)  # the index is cached
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "tracer.symbols.elf_index" in imported  # the log is read right
+    unused = {"typing", "rich", "textual", "elftools", "json", "subprocess", "tracer.sources",
+              "tracer.symbols.dwarf", "tracer.session.model"}
+    assert not imported & unused, sorted(imported & unused)
+
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.fixture
 def bad_library(request, tmp_path, debug_ext) -> tuple[Path, str]:
