@@ -87,10 +87,11 @@ def debug_values(newest, frames: list[dict]) -> list[dict]:
     """The arguments of the outer frames that have DWARF (a debug build's, not the interpreter's), read by
     name as gdb's ``bt`` shows them; ``not available`` where optimised out. Nothing on a release wheel:
     no recorded native frame outside the interpreter has a file, so this costs one pass over the frames."""
-    # The kind and file first: every Python frame has a file, and on a release wheel almost no native frame
-    # has one; this runs at every hit (with _debug_frame first for all ~21 frames it was ~5% of a hit's stop()).
+    # The cheap refusals inline, before a call: every Python frame has a file, and so has every interpreter
+    # frame of an interpreter built with DWARF (pyenv's: 19 of a hot hit's 21 frames); on a release wheel
+    # torch's frames have none. Calling _debug_frame for each was ~5% of a hit's stop() (cProfile).
     wanted = {f["address"]: i for i, f in enumerate(frames[:-1])
-              if f["kind"] == "native" and f.get("file") and _debug_frame(f)}
+              if f["kind"] == "native" and f.get("layer") != "interpreter" and f.get("file") and _debug_frame(f)}
     if newest is None or not wanted:
         return []
     out: list[dict] = []
