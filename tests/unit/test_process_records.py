@@ -125,3 +125,23 @@ def test_one_host_is_not_shown_but_exported_and_old_sessions_have_none(tmp_path)
     assert [p.host for p in old.processes] == [None, None] and PR.hosts(old.processes) == []
     assert "host" not in render(old, "markdown")
     assert all("host" not in p for p in json.loads(render(old, "json"))["processes"])
+
+
+def test_a_name_torch_defines_in_a_library_never_loaded_is_not_offered_as_its_own_suggestion(tmp_path, capsys):
+    # GIVEN a session whose breakpoint never resolved, torch's libraries defining that very name
+    from rich.console import Console
+
+    from tracer.commands._summary import NOT_LOADED, print_summary
+    from tracer.session.model import Breakpoint
+    from tracer.tui.widgets.breakpoints import _summary
+
+    s = _two_hosts(tmp_path, ("node-1", "node-1"))
+    bp = Breakpoint(spec="initModule", suggestions=["initModule", "torch::cpu::initModule"],
+                    error="never resolved: no loaded library defines a function of that name")
+    s.breakpoints = [bp]
+    # THEN the summary says where the name is, and offers only the other names
+    print_summary(s, console=Console(width=200, highlight=False))
+    out = capsys.readouterr().out
+    assert NOT_LOADED in out and "did you mean: torch::cpu::initModule\n" in out, out
+    # and the TUI's breakpoint row says it too
+    assert "never loaded" in _summary(bp, None).plain

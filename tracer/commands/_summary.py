@@ -78,6 +78,9 @@ def _print_processes(console: Console, session: Session) -> None:
         console.print(line, overflow="ellipsis", no_wrap=True)
 
 
+# A never-resolved name that torch's libraries do define (its own name among the suggestions).
+NOT_LOADED = "torch's libraries define it, but the program never loaded the one that does (does it import torch?)"
+
 # A breakpoint's locations listed in the summary; an --op breakpoint has dozens (the rest: the export).
 SHOWN_LOCATIONS = 8
 
@@ -90,8 +93,11 @@ def _print_breakpoint(console: Console, bp: Breakpoint, session: Session) -> Non
     if not resolved:
         console.print("  [red]never resolved[/]: no function of that name was loaded by the program.")
         suggestions = bp.suggestions or _suggest(bp.spec, session)
-        if suggestions:
-            console.print(Text("  did you mean: " + ", ".join(visible(s) for s in suggestions)))
+        others = [s for s in suggestions if s != bp.spec]
+        if len(others) < len(suggestions):  # "did you mean: initModule" for initModule said nothing
+            console.print(f"  {NOT_LOADED}.")
+        if others:
+            console.print(Text("  did you mean: " + ", ".join(visible(s) for s in others)))
         return
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
     table.add_column("location")

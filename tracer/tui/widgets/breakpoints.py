@@ -39,8 +39,11 @@ def _summary(bp: Breakpoint, first: Frame | None) -> Text:
         return _location_text(Location(function=first.function, library=first.library, address=first.address))
     if bp.error:
         t = Text("never resolved", style="bold red")
-        if bp.suggestions:
-            t.append("  did you mean " + ", ".join(bp.suggestions[:3]), style="grey70")
+        others = [name for name in bp.suggestions if name != bp.spec]
+        if len(others) < len(bp.suggestions):  # the name exists, in a library the program never loaded
+            t.append("  defined in a torch library the program never loaded", style="grey70")
+        elif others:
+            t.append("  did you mean " + ", ".join(others[:3]), style="grey70")
         return t
     # A launched target may load the library later; an attached one has loaded what it will.
     return Text("pending: no library loaded so far defines it", style="yellow")
