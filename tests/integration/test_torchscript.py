@@ -8,13 +8,16 @@ import json
 import os
 import subprocess
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PTTRACE, ROOT, gdb_pids
+from tests.conftest import HELLO, PTTRACE, ROOT, gdb_pids, our_processes
+from tests.support import allowance
 from tracer import settings
 from tracer.export import paths as P
+from tracer.recorder.torchscript import NOT_CACHED
 from tracer.scripted import interp_layout as IL
 from tracer.session import storage
 
@@ -210,3 +213,94 @@ def test_the_tui_interleaves_the_lines_and_shows_the_graph(recording):
             await pilot.press("q")
 
     run_pilot(scenario(), timeout=120)
+
+
+def _without_layout(tmp_path: Path) -> Path:
+    """An XDG_CACHE_HOME whose pttrace cache has no TorchScript layout, sharing the rest of this machine's (its
+    symbol indexes, torch's values layout: cheap to reuse, minutes to build again)."""
+    real, fresh = settings.cache_dir(), tmp_path / "xdg" / "pttrace"
+    fresh.mkdir(parents=True)
+    for entry in (real.iterdir() if real.is_dir() else ()):
+        if entry.name != "scripted":
+            (fresh / entry.name).symlink_to(entry)
+    return fresh.parent
+
+
+def _probes() -> list[int]:
+    """This test run's layout probes (``python -m tracer.scripted.interp_layout``) still running."""
+    out = []
+    for pid in our_processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"tracer.scripted.interp_layout" in fh.read():
+                    out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def _record(target: Path, xdg: Path, tmp: Path, *breaks: str):
+    args = [a for b in breaks for a in ("-b", b)]
+    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), *args, str(target)],
+                          capture_output=True, text=True, timeout=900, cwd=tmp,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(xdg)})
+    files = sorted(tmp.glob("*.jsonl"))
+    assert proc.returncode == 0 and len(files) == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
+    return files[0]
+
+
+def _agent_said(path: Path) -> list[dict]:
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == "torchscript"]
+
+
+def test_a_run_that_never_reaches_the_interpreter_starts_no_probe(tmp_path):
+    # GIVEN no layout of this torch build in pttrace's cache, and a program without TorchScript
+    xdg = _without_layout(tmp_path)
+    before = set(_probes())
+    path = _record(HELLO, xdg, tmp_path, "wrapper_CPU_sigmoid")
+    # THEN the agent was told the layout is not cached, and no g++ probe was started: nothing in the cache
+    # (no lock, no layout), no probe process
+    assert _agent_said(path) == [{"type": "torchscript", "ready": False, "why": NOT_CACHED}]
+    scripted = xdg / "pttrace" / "scripted"
+    assert not scripted.exists() or not list(scripted.iterdir()), list(scripted.iterdir())
+    assert set(_probes()) <= before
+    assert not any("TorchScript" in w for w in storage.load(path).info.warnings)
+
+
+def _end_probe(scripted: Path, before: set[int]) -> None:
+    """The probe a test started (g++ for minutes): its process group ended, by the pid its lock names (written
+    once it runs) and any new probe process."""
+    import signal
+
+    pids = set(_probes()) - before
+    deadline = time.monotonic() + allowance(15)
+    for lock in scripted.glob("*.lock"):
+        while time.monotonic() < deadline and lock.exists():
+            text = lock.read_text().strip() if lock.exists() else ""
+            if text.isdigit():
+                pids.add(int(text))
+                break
+            time.sleep(0.05)
+    for pid in pids | (set(_probes()) - before):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_the_first_hit_through_the_interpreter_starts_the_probe_and_says_so(tmp_path):
+    # GIVEN no layout cached, and a program that runs scripted functions
+    xdg = _without_layout(tmp_path)
+    scripted = xdg / "pttrace" / "scripted"
+    before = set(_probes())
+    try:
+        path = _record(TARGET, xdg, tmp_path, "at::native::relu")
+        # THEN the probe was started (its lock names it; it outlives the run, so the next run finds the
+        # layout cached), and the session says why the hits have no scripted lines, and what to do
+        assert [p.suffix for p in scripted.iterdir()] == [".lock"], list(scripted.iterdir())
+        session = storage.load(path)
+        (warning,) = [w for w in session.info.warnings if "TorchScript" in w]
+        assert NOT_CACHED in warning and "~2 min" in warning and "record again once it is cached" in warning
+        assert session.hits and not any(f.torchscript for h in session.hits for f in h.frames)
+    finally:
+        _end_probe(scripted, before)

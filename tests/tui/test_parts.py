@@ -191,3 +191,48 @@ def test_the_call_path_title_says_who_launched_a_workers_region(fixture_session)
     table.hit, table.caption, table.cwd = hit, "hit #1", None
     table._retitle()
     assert "launched by thread 1 from " in table.border_title and "via at::_ops::sigmoid" in table.border_title
+
+
+def test_a_live_run_hands_graphs_to_the_tui_as_they_are_read(tmp_path):
+    # GIVEN a live source whose recorder reads a TorchScript graph while the run goes on (the recorder's
+    # tail sends it as GraphRecorded: tests/unit/test_torchscript_config.py)
+    import threading
+
+    from tests.tui.support import allowance, run_pilot, wait_until
+    from tracer.recorder.events import GraphRecorded, RecorderFinished, TargetStateChanged
+    from tracer.session.torchscript import TsGraph, TsNode
+    from tracer.tui.app import make_app
+
+    graph = TsGraph(1, "outer", ("%x.1",), ("%y",), [TsNode("aten::relu", ("%y",), ("%x.1",), line=7)])
+    went_on = threading.Event()
+
+    class Engine:
+        info, target_pid, target_state, session_path = None, None, "running", None
+
+        def __init__(self, config, listener):
+            self.listener = listener
+
+        def start(self):
+            pass
+
+        def run(self):
+            self.listener(TargetStateChanged("running"))
+            self.listener(GraphRecorded(graph))
+            went_on.wait(allowance(30))  # the run goes on until the test has seen the graph
+            self.listener(RecorderFinished("completed"))
+
+    source = LiveSource(TraceConfig(breakpoints=["initModule"], script="x.py", session_dir=tmp_path),
+                        engine_factory=Engine)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            try:
+                # THEN the TUI has the graph, keyed by its id, while the run still goes on
+                await wait_until(pilot, lambda: app.state.graphs, timeout=allowance(10))
+                assert app.state.graphs == {1: graph} and not source.finished
+            finally:
+                went_on.set()
+            await wait_until(pilot, lambda: source.finished, timeout=allowance(10))
+
+    run_pilot(scenario())

@@ -86,6 +86,13 @@ class EvalsRecorded:
 
 
 @dataclass(frozen=True)
+class GraphRecorded:
+    """A TorchScript graph the agent read (``graph`` record, session.torchscript.TsGraph), once per graph."""
+
+    graph: Any
+
+
+@dataclass(frozen=True)
 class RecorderFinished:
     """The session is closed with this status; nothing follows."""
 
@@ -106,5 +113,5 @@ def from_child(pid: int, event: "RecorderEvent") -> "RecorderEvent | None":
 
 
 RecorderEvent = Union[TargetStateChanged, TargetOutput, HitRecorded, ProcessRecorded, BreakpointRecorded,
-                      GdbBreakpointChanged, TargetStopped, WarningRaised, RecorderFinished, EvalsRecorded]
+                      GdbBreakpointChanged, TargetStopped, WarningRaised, RecorderFinished, EvalsRecorded, GraphRecorded]
 Listener = Callable[[RecorderEvent], None]

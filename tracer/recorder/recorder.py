@@ -179,6 +179,7 @@ class Recorder:
     def _wire(self, mi: MiConnection, parts: startup.GdbParts, files: SessionFiles) -> None:
         """The parts that act while the target runs, each handed what it uses."""
         cfg, notices = self.config, self.notices
+        files.tailer.on_interpreter = parts.interpreter_seen
         self._children = ExecChildren(cfg, self.python, files.path, files.writer, type(self), notices.emit,
                                       notices.warn)
         self.control = Controller(mi, parts.agent, parts.policy, self.main, cfg.mode, cfg.follow_children,

@@ -63,6 +63,8 @@ class GdbParts:
     by_gdb: list[str]  # breakpoints gdb resolves by name
     by_address: bool  # some were resolved from our index: the agent breaks on them by address
     agent_config: Path
+    # the first call path through TorchScript's interpreter starts its layout's probe (torchscript.py)
+    interpreter_seen: Callable[[], None] | None = None
 
 
 def torch_libraries(python: str) -> list[str]:
@@ -109,6 +111,7 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             terminal = target_terminal(mi, cfg, python, emit)
         agent.load()
         values = _values_layout(cfg, warn)
+        ts_layout = torchscript.TsLayout(torch_libs, cache_dir(), warn)
         agent_config = agent_dir / "agent.json"
         agent_config.write_text(json.dumps({
             "session": str(session_path.resolve()),
@@ -126,14 +129,14 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             "log": str(settings.log_file.resolve()) if settings.log_file else None,
             "follow_children": cfg.follow_children,
             "values": values,
-            "torchscript": torchscript.agent_config(torch_libs, cache_dir()),
+            "torchscript": ts_layout.config,
         }))
     except BaseException:
         if terminal is not None:
             terminal.close()
         raise
     return GdbParts(agent, policy, later, follower, terminal, torch_libs, resolution.by_gdb,
-                    bool(resolution.by_address), agent_config)
+                    bool(resolution.by_address), agent_config, ts_layout.needed if ts_layout.wanted else None)
 
 
 def target_terminal(mi: MiConnection, cfg: TraceConfig, python: str,

@@ -13,7 +13,9 @@ from tracer.session import evals, records, storage
 from tracer.errors import PttraceError
 from tracer.session.fill import FrameFiller
 from tracer.session.model import Breakpoint, Frame, Hit
-from tracer.recorder.events import BreakpointRecorded, EvalsRecorded, HitRecorded, ProcessRecorded, RecorderEvent, WarningRaised
+from tracer.session.torchscript import GRAPH, TsGraph, TsRecordError, is_interpreter_loop
+from tracer.recorder.events import (BreakpointRecorded, EvalsRecorded, GraphRecorded, HitRecorded, ProcessRecorded,
+                                    RecorderEvent, WarningRaised)
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -32,6 +34,8 @@ class SessionTailer:
         self._reader = storage.HitReader()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
+        # called once, at the first call path through TorchScript's interpreter (torchscript.py's probe)
+        self.on_interpreter: Callable[[], None] | None = None
 
     def fill(self, frames: list[Frame]) -> None:
         """Name what gdb left unnamed in these frames, and append the answers as a fill record."""
@@ -41,6 +45,10 @@ class SessionTailer:
                 self._told.add(library)
                 self._warn(f"pttrace's symbol index cannot read {library} ({why}); its frames keep their "
                            "library and offset (`pttrace where 0xOFFSET --lib LIBRARY` once it is readable)")
+        hook = self.on_interpreter
+        if hook is not None and any(f.kind == "native" and is_interpreter_loop(f.function) for f in frames):
+            self.on_interpreter = None
+            hook()
         if entries:
             try:
                 self.writer.fill(entries)
@@ -94,6 +102,12 @@ class SessionTailer:
             except ValueError:
                 return
             self._emit(EvalsRecorded(seq, tuple(values)))
+        elif emit and kind == GRAPH:  # a live UI draws TorchScript's graphs as they are read
+            try:
+                graph = TsGraph.from_dict(rec.get("graph"))
+            except TsRecordError:
+                return  # the session's reader says so, once the run has ended
+            self._emit(GraphRecorded(graph))
 
     def start(self, emit: bool = True) -> None:
         """Follow the file on a thread, until ``stop()``: for a UI that shows hits as they happen

@@ -1,5 +1,5 @@
-"""Where one torch build keeps what TorchScript's interpreter is running, for a reader of its memory (not
-wired to the recorder yet: the agent that reads frames with it is the next step of issue 28's item 5).
+"""Where one torch build keeps what TorchScript's interpreter is running, for a reader of its memory (the
+agent, tracer/gdb/agent/torchscript.py; the recorder hands it over, tracer/recorder/torchscript.py).
 
 At a hit inside ``InterpreterStateImpl::run*`` the thread-local ``torch::jit::tls_int_state_ptr_`` (a
 LOCAL TLS symbol of libtorch_cpu.so, in ``.symtab`` only) points at the running ``InterpreterStateImpl``;
@@ -250,6 +250,12 @@ def start_establishing(libtorch_cpu: str, include: str, cache_dir: Path) -> Path
     os.write(fd, str(proc.pid).encode())
     os.close(fd)
     return path
+
+
+def being_established(path: Path) -> bool:
+    """A probe (this pttrace's or another's) is writing ``path`` now: its lock names a live process."""
+    lock = path.with_suffix(".lock")
+    return lock.exists() and _holder_alive(lock)
 
 
 def _holder_alive(lock: Path) -> bool:

@@ -385,6 +385,8 @@ def _source_event(ev) -> SourceEvent | None:
         return SourceEvent("warning", ev.message)
     if isinstance(ev, rec.EvalsRecorded):
         return SourceEvent("evals", {ev.seq: list(ev.values)})
+    if isinstance(ev, rec.GraphRecorded):
+        return SourceEvent("graphs", {ev.graph.id: ev.graph})
     if isinstance(ev, rec.RecorderFinished):
         return SourceEvent("finished", ev.status)
     return None
@@ -486,7 +488,7 @@ class LiveSource(EventSource):
         self._emit(SourceEvent("all-hits", session.hits))
         if session.evals:
             self._emit(SourceEvent("evals", session.evals))
-        if session.graphs:  # TorchScript's graphs: from the saved session (the live tail does not read them)
+        if session.graphs:  # TorchScript's graphs as the saved session numbers them
             self._emit(SourceEvent("graphs", session.graphs))
 
     def run(self, emit: Emit) -> None:
