@@ -64,8 +64,8 @@ def test_the_tui_shows_the_selected_hits_values(evals_run):
     async def scenario():
         app = make_app(SessionSource.open(path))
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: app.state.finished and app.call_path.hit is not None, timeout=30)
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: app.state.finished and app.call_path.hit is not None
+                             and "alpha = " in (app.call_path.border_subtitle or ""), timeout=30)
             seq = app.call_path.hit.seq
             assert f"alpha = {seq - 1}" in app.call_path.border_subtitle
             assert "no_such_name: error:" in app.call_path.border_subtitle

@@ -36,7 +36,10 @@ async def ask(pilot, app, line: str) -> str:
         return app.state.gdb == "ready" and len(log._lines) > before + 1
 
     await wait_until(pilot, answered, timeout=allowance(120), step=0.1)
-    await pilot.pause(0.3)  # the target's own output (a call's print) comes through its terminal
+    # gdb's console lines come before its ^done: once ready, the answer is in the pane when the app has
+    # handled its messages. The target's own output (a call's print) comes through its terminal: the
+    # tests that call a function wait for what it prints.
+    await pilot.wait_for_scheduled_animations()
     lines = [line.plain for line in list(log._lines)[before:]]
     # A stop's own words (finish's "Run till exit ... Value returned") can land just after `before` was
     # taken: the answer is what follows the line's echo.

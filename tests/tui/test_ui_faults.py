@@ -95,8 +95,7 @@ def test_the_prompt_of_a_recorded_session_says_why_it_is_closed():
         async with app.run_test(size=(160, 48)) as pilot:
             await opened(pilot)
             await pilot.press("colon")
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: any("no gdb to ask" in str(n.message) for n in app._notifications))
             assert not app.query_one("#prompt").display
-            assert any("no gdb to ask" in str(n.message) for n in app._notifications)
 
     run_pilot(scenario(), timeout=60)
