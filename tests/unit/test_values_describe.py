@@ -55,6 +55,17 @@ def test_optional_tensor():
     assert value("std::optional<at::Tensor> const&", AT, with_bytes(struct.pack("<QB", IMPL, 3)))["kind"] == "unreadable"
 
 
+def test_a_null_python_object_is_null_not_unread():
+    """A binding's self_ (a module function's) or kwargs (none given) is NULL: a value, said as such."""
+    from tracer.export.values import value_text
+    from tracer.gdb.agent.argvalues import converted
+
+    got = value("_object*", 0)
+    assert got == {"kind": "opaque", "type": "_object*", "address": 0}
+    assert value_text(converted(got)) == "NULL"
+    assert value("_object*", AT)["kind"] == "unreadable"  # not NULL: read as a tensor (here: no THPVariable)
+
+
 def test_tensor_lists_in_every_form():
     space = impl()
     space.put(0x60000, struct.pack("<QQ", IMPL, IMPL))  # two at::Tensor words

@@ -86,6 +86,8 @@ def value_text(arg: dict) -> str:
             return f"{key.replace('_', ' ')} {arg[key]}"
     if "device" in arg:
         return f"device {arg['device']}"
+    if arg.get("address") == 0:
+        return "NULL"
     if isinstance(arg.get("address"), int):
         return f"at {arg['address']:#x}"
     return "?"

@@ -124,6 +124,8 @@ def _describe(read_memory, layout, t, base, value, symbolize):
     if base in ("at::Tensor", "at::TensorBase"):
         return read_tensor(read_memory, layout, value, symbolize)
     if base in ("_object*", "PyObject*", "THPVariable*"):
+        if value == 0:  # NULL, a value in its own right: a module function's self_, kwargs when none were given
+            return Opaque(t, 0)
         return read_thp_variable(read_memory, layout, value, symbolize)
     if base == "c10::Scalar":
         return read_scalar(read_memory, layout, value)
