@@ -42,6 +42,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+# pytest-xdist's workers get COLUMNS=80 and LINES=24 (execnet's defaults): rich would then cut pttrace's
+# tables to 80 columns in every child, where a run without workers leaves them whole.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 # Every process this test run starts (pttrace, its gdb, the targets) inherits this tag, so a check for
 # leftovers counts only our own processes, not those of anything else running on the machine.
 TEST_TAG = f"PTTRACE_TEST_TAG={uuid.uuid4().hex}"
