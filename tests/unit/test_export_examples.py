@@ -26,6 +26,7 @@ def test_the_script_records_every_example_the_issue_names():
         "sigmoid-forward": ("scripts/hello-world.py", ["wrapper_CPU_sigmoid"]),
         "sigmoid-backward": ("scripts/hello-world.py", ["wrapper_CPU_sigmoid_backward"]),
         "debug-ext": ("scripts/call_debug_ext.py", ["pttrace_demo::scale_add_cpu"]),
+        "torchscript": ("scripts/torchscript.py", ["wrapper_CPU_sigmoid", "at::native::relu"]),
     }
 
 
@@ -97,3 +98,9 @@ def test_each_example_markdown_is_valid_commonmark_with_its_call_paths(example):
         assert kernel[4] == "`pttrace_demo.so`" and kernel[5].startswith("`scripts/debug_ext/pttrace_demo.cpp:")
         assert f"https://github.com/pytorch/pytorch/blob/{commit}/aten/src/ATen/core/boxing/impl/" in md
         assert any(info == "cpp" and "scale_add_cpu" in content for info, content in fences(md))
+    if name == "torchscript":  # the scripted lines the interpreter ran, checked against the script itself
+        source = (ROOT / "scripts" / "torchscript.py").read_text().splitlines()
+        for text in ("return torch.sigmoid(x) * 2.0", "y = torch.relu(y - 1.0)", "y = gate(y)"):
+            line = next(n for n, t in enumerate(source, 1) if t.strip() == text)
+            assert f"| `scripts/torchscript.py:{line}` | `{text}` |" in md, text  # a row of the scripted lines
+        assert "graph(%x.1, %steps.1):" in md and "aten::sigmoid" in md and "prim::Loop" in md
