@@ -57,6 +57,21 @@ def test_sessions_lists_id_date_command_breakpoints_hits_status(sdir, capsys):
     assert " 2 " in cut and "interrupted (1 damaged line)" in cut
 
 
+def test_sessions_does_not_list_a_breakpoint_removed_during_the_run(sdir, capsys):
+    """A breakpoint added then removed in the TUI (its record, then ``removed: true``) is not listed, as
+    ``show`` and the TUI do not list it."""
+    import json
+
+    path = sdir / f"{SIGMOID_ID}.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    added = json.dumps({"type": "breakpoint", "spec": "at::cpu::sigmoid_backward", "locations": []}) + "\n"
+    removed = json.dumps({"type": "breakpoint", "spec": "at::cpu::sigmoid_backward", "removed": True}) + "\n"
+    path.write_text("".join(lines[:-1] + [added, removed, lines[-1]]))
+    assert main(["sessions", "--session-dir", str(sdir)]) == 0
+    out = capsys.readouterr().out
+    assert "THPVariable_tensor" in out and "at::cpu::sigmoid_backward" not in out
+
+
 def test_sessions_list_the_program_by_name_and_fit_the_terminal(sdir, capsys, monkeypatch):
     # Recorded commands start with the interpreter's full path: only its name is listed.
     session = SIGMOID.read_text().splitlines()

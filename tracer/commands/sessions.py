@@ -150,7 +150,12 @@ def summarize(path: Path) -> Summary:
 
 def _add_spec(s: Summary, rec) -> None:
     spec = rec.get("spec") if isinstance(rec, dict) else None
-    if isinstance(spec, str) and spec and spec not in s.breakpoints:
+    if not isinstance(spec, str) or not spec:
+        return
+    if rec.get("removed") is True:  # removed during the run: listed no more, as show and the TUI do
+        if spec in s.breakpoints:
+            s.breakpoints.remove(spec)
+    elif spec not in s.breakpoints:
         s.breakpoints.append(spec)
 
 
