@@ -48,6 +48,13 @@ async def ask(pilot, app, line: str) -> str:
     return "\n".join(lines[lines.index(echo) + 1:])
 
 
+
+def stop_mode_source(tmp_path, breakpoint: str, **target) -> LiveSource:
+    """A live source that records in stop mode (the TUI drives gdb) with one breakpoint; ``target``: the
+    program, as ``script=`` or ``code=``."""
+    return LiveSource(TraceConfig(breakpoints=(breakpoint,), python=sys.executable, session_dir=tmp_path,
+                                  live=True, forward_output=False, mode="stop", **target))
+
 def stopped_at_first_hit(app) -> bool:
     """the target stopped at its first hit, shown in the call path"""
     return app.state.target == "stopped" and app.call_path.hit is not None and app.state.gdb == "ready"
@@ -159,9 +166,7 @@ def test_the_seeds_ivalue_dump_in_a_boxed_kernel(tmp_path, debug_ext):
     # target stopped in the function it hands the stack to by reference
     code = (f"import torch; torch.ops.load_library({str(debug_ext)!r}); a = torch.arange(4, dtype=torch.float32); "
             "print('result', torch.ops.pttrace_demo.boxed_scale(a, 3, 'seventeen'))")
-    config = TraceConfig(breakpoints=("pttrace_demo::boxed_scale_stack",), python=sys.executable, code=code,
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
-    source = LiveSource(config)
+    source = stop_mode_source(tmp_path, "pttrace_demo::boxed_scale_stack", code=code)
 
     async def scenario():
         app = make_app(source)
@@ -204,9 +209,7 @@ def test_the_seeds_ivalue_dump_in_a_boxed_kernel(tmp_path, debug_ext):
 @pytest.mark.gdb
 def test_prompt_on_the_release_wheel(tmp_path):
     # GIVEN hello-world.py stopped in the CPU sigmoid kernel of the release wheel (no DWARF)
-    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(HELLO),
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
-    source = LiveSource(config)
+    source = stop_mode_source(tmp_path, "wrapper_CPU_sigmoid", script=str(HELLO))
 
     async def scenario():
         app = make_app(source)

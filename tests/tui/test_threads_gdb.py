@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.tui.support import allowance, run_pilot, wait_until
-from tests.tui.test_prompt_gdb import ask, stopped_at_first_hit
+from tests.tui.test_prompt_gdb import ask, stop_mode_source, stopped_at_first_hit
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.sources import LiveSource
@@ -21,9 +21,7 @@ THREADS = ROOT / "tests" / "targets" / "threads.py"
 
 @pytest.mark.gdb
 def test_pick_another_thread_then_ask_gdb_there(tmp_path):
-    config = TraceConfig(breakpoints=("THPVariable_tensor",), python=sys.executable, script=str(THREADS),
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
-    source = LiveSource(config)
+    source = stop_mode_source(tmp_path, "THPVariable_tensor", script=str(THREADS))
 
     async def scenario():
         app = make_app(source)
@@ -70,9 +68,7 @@ DATALOADER = ROOT / "tests" / "targets" / "dataloader_stop.py"
 
 @pytest.mark.gdb
 def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
-    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(DATALOADER),
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
-    source = LiveSource(config)
+    source = stop_mode_source(tmp_path, "wrapper_CPU_sigmoid", script=str(DATALOADER))
 
     async def scenario():
         app = make_app(source)
@@ -163,9 +159,7 @@ EXEC_INTO_SCRIPT = ROOT / "tests" / "targets" / "exec_into_script.py"
 @pytest.mark.gdb
 def test_a_target_that_executes_another_python_script(tmp_path):
     # GIVEN a target that calls torch.sigmoid, then os.execv's another Python script that calls it again
-    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid",), python=sys.executable, script=str(EXEC_INTO_SCRIPT),
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop")
-    source = LiveSource(config)
+    source = stop_mode_source(tmp_path, "wrapper_CPU_sigmoid", script=str(EXEC_INTO_SCRIPT))
 
     async def scenario():
         app = make_app(source)
