@@ -71,17 +71,6 @@ def stripped_python(minor: int) -> Path | None:
         (home / "lib" / f"python3.{minor}").symlink_to(prefix / "lib" / f"python3.{minor}")
         (home / "stamp").write_text(stamp)
     return exe
-    shutil.rmtree(home, ignore_errors=True)
-    (home / "bin").mkdir(parents=True)
-    (home / "lib").mkdir()
-    shutil.copy2(source, exe)
-    shutil.copy2(lib, home / "lib" / lib.name)
-    subprocess.run(["strip", "--strip-debug", str(exe), str(home / "lib" / lib.name)], check=True)
-    subprocess.run([str(patchelf), "--set-rpath", "$ORIGIN/../lib", str(exe)], check=True)
-    # The standard library is the original's (Python finds lib/python3.X next to its executable).
-    (home / "lib" / f"python3.{minor}").symlink_to(prefix / "lib" / f"python3.{minor}")
-    (home / "stamp").write_text(stamp)
-    return exe
 
 
 def interpreters() -> list[tuple[str, Path | None]]:
