@@ -103,3 +103,13 @@ def test_gdbs_linkage_names_are_demangled():
     assert demangled(said) == ("Single stepping until exit from function "
                                "at::wrapper_CPU_sigmoid, which")  # the short name the call path shows
     assert demangled("no names here") == "no names here"
+
+
+def test_gdbs_location_numbering_warning_is_taken_out_of_an_answer_and_nothing_else():
+    # GIVEN what gdb 13 printed during `call ...->dump()` after pttrace gave it a library's symbols
+    from tracer.recorder.prompt import _GDB_BOOKKEEPING
+    said = (" 0\n 1\nwarning: location number not found for breakpoint 1 address 0x7ffff52671d3.\n"
+            "warning: location number not found for breakpoint 1 address 0x7ffff52671d3.\n 2\n"
+            "warning: Could not load shared library symbols for foo.so.\n")
+    # THEN only gdb's bookkeeping lines go: the dump's lines and every other warning stay, in order
+    assert _GDB_BOOKKEEPING.sub("", said) == " 0\n 1\n 2\nwarning: Could not load shared library symbols for foo.so.\n"

@@ -109,3 +109,15 @@ def test_a_request_the_agent_cannot_do_is_one_json_answer():
     assert '"error"' in rescue.command("bogus 1 2")
     assert '"error"' in rescue.command("info x")
     assert rescue.command("info 999999999").startswith("[")  # no such thread: its error, not an exception
+
+
+def test_a_run_ended_by_a_lost_event_is_not_a_run_that_ended_as_asked():
+    # GIVEN the end reason the watchdog gives when gdb lost a stop it cannot take the run past
+    from tracer.recorder import shutdown
+    reason = shutdown.LOST_EVENT
+    # THEN the session's status is not "completed" and pttrace's exit code says gdb failed (README: Exit codes)
+    assert shutdown.final_status("running", reason, attached=False) == "interrupted"
+    assert shutdown.exit_code(reason, gdb_lost=False) == shutdown.EXIT_GDB_LOST == 3
+    # while a run that ended as asked still exits 0, and a signal still wins
+    assert shutdown.exit_code("exited", gdb_lost=False) == 0
+    assert shutdown.exit_code("sigterm", gdb_lost=False) == 143

@@ -74,9 +74,11 @@ class Controller:
     def finish(self) -> str:
         return self._run_alone("-exec-finish")
 
-    def gdb_line(self, line: str, place: Place) -> tuple[Answer, str]:
+    def gdb_line(self, line: str, place: Place, say: Callable[[str], None] | None = None) -> tuple[Answer, str]:
         """A line typed at the TUI's prompt, run by gdb in ``place``; with what it is to the run
-        (``prompt.classify``: plain, resuming, continuing). A refused line raises ``UsageError``."""
+        (``prompt.classify``: plain, resuming, continuing). A refused line raises ``UsageError``. ``say``
+        shows a note at once, before gdb runs the line again (what a call prints in the target comes
+        while it runs, before gdb's answer)."""
         kind = classify(line).name
         if kind == "refused":
             raise UsageError(classify(line).why + ".")
@@ -98,9 +100,12 @@ class Controller:
             # gdb has torch's big libraries as unwind tables only (start-up and memory): a function it
             # cannot find may be in one of them. Their symbols once, then the line again.
             policy.for_stepping()
+            note = f"(pttrace gave gdb the symbols of {', '.join(gaps)}, which it had as unwind tables only)"
+            if say is not None:
+                say(note)
             answer = prompt.run(line, place)
-            answer = dataclasses.replace(answer, text=f"(pttrace gave gdb the symbols of {', '.join(gaps)}, which "
-                                                      f"it had as unwind tables only)\n{answer.text}".rstrip("\n"))
+            if say is None:
+                answer = dataclasses.replace(answer, text=f"{note}\n{answer.text}".rstrip("\n"))
         return answer, kind
 
     def threads(self):

@@ -143,6 +143,11 @@ class Answer:
     moved_to: int | None = None
 
 
+# gdb 13 says this when one of pttrace's own breakpoints is passed during a `call` after the breakpoint's
+# locations were made again (the symbols of a library given to gdb: control.gdb_line): its numbering of
+# the locations, nothing the user typed or can act on. Seen in the middle of an IValue::dump()'s lines.
+_GDB_BOOKKEEPING = re.compile(r"^warning: location number not found for breakpoint \d+ address 0x[0-9a-f]+\.\n?",
+                              re.M)
 _MOVES = ("up", "down", "frame", "f", "select-frame")
 _FRAME_LINE = re.compile(r"#(\d+)\s")
 
@@ -284,7 +289,7 @@ class GdbPrompt:
         res = self._mi.command(f"-interpreter-exec {opts}console {mi_quote(line)}", timeout=timeout, check=False)
         noise = {line.strip(), (res.error or "").strip()}  # the line echoed, the error said twice
         text = "".join(res.console) + "".join(x for x in res.log if x.strip() not in noise)
-        text = text.rstrip("\n")
+        text = _GDB_BOOKKEEPING.sub("", text).rstrip("\n")
         return Answer(text, res.error, where, None if res.error else moved_to(line, text))
 
     def threads(self) -> list[ThreadRow]:

@@ -18,15 +18,17 @@ CUT_SHORT = ("timeout", "interrupted", "sigint", "sigterm", "sighup", "quit")
 
 # How a run or attach ended, as pttrace's exit code (README: "Exit codes").
 EXIT_GDB_LOST = 3
+LOST_EVENT = "gdb lost an event"  # recorder/watchdog.py: a stop gdb never reported ended the run
 SIGNAL_EXIT = {"sighup": 129, "sigint": 130, "sigterm": 143}
 
 
 def exit_code(end_reason: str | None, gdb_lost: bool) -> int:
     """0 when the recording ended as asked (the target's end, --max-hits, --timeout, quit), 128+N when
-    pttrace was ended by signal N, 3 when gdb died, was killed or stopped answering."""
+    pttrace was ended by signal N, 3 when gdb died, was killed, stopped answering or lost an event pttrace
+    could not take the run past (hits after it were not recorded: the run did not end as asked)."""
     if end_reason in SIGNAL_EXIT:
         return SIGNAL_EXIT[end_reason]
-    return EXIT_GDB_LOST if gdb_lost else 0
+    return EXIT_GDB_LOST if gdb_lost or end_reason == LOST_EVENT else 0
 
 
 def final_status(status: str, end_reason: str | None, attached: bool) -> str:

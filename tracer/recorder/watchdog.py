@@ -32,6 +32,7 @@ from tracer.recorder import guard
 from tracer.recorder.agent_link import AgentError
 from tracer.recorder.children import Execd
 from tracer.recorder.launch import cmdline
+from tracer.recorder.shutdown import LOST_EVENT
 
 if TYPE_CHECKING:
     from tracer.gdb.mi import MiConnection
@@ -124,7 +125,7 @@ class Watchdog:
         except (AgentError, GdbCommandError) as exc:
             self._warn(f"gdb lost an event and pttrace could not take the run past it ({exc.message}); the run "
                        "was ended there, every hit before it is kept")
-            self._outcome.end_reason = "gdb lost an event"
+            self._outcome.end_reason = LOST_EVENT
             return True
 
     def _rescue(self, held: list[int]) -> bool:
@@ -155,7 +156,7 @@ class Watchdog:
                     self._warn(f"gdb lost a stop of process {pid} (thread {tid}, {info.get('signal') or info}) "
                                "and pttrace cannot take it on without gdb: the run was ended there, every hit "
                                "recorded before it is kept")
-                    self._outcome.end_reason = "gdb lost an event"
+                    self._outcome.end_reason = LOST_EVENT
                     return True
         for inferior in self._processes.live():
             if inferior.pid is not None and inferior.pid not in held:

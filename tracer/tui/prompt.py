@@ -132,13 +132,17 @@ class PromptActions(AppBase):
     @work(thread=True, group="control", exit_on_error=False)
     def _prompt_worker(self, line: str, place: Place) -> None:
         try:
-            result = self.source.gdb_line(line, place)
+            result = self.source.gdb_line(line, place, say=self._say_now)
         except PttraceError as exc:
             self.post_message(PromptAnswered(line, error=exc.message))
         except Exception as exc:  # a bug must reach the screen, not kill the app
             self.post_message(PromptAnswered(line, error=f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(PromptAnswered(line, result))
+
+    def _say_now(self, text: str) -> None:
+        """A note from the worker shown before gdb's answer (and before what the target prints meanwhile)."""
+        self.call_from_thread(lambda: self.query_one(OutputLog).note(text, style="yellow"))
 
     def on_prompt_answered(self, message: PromptAnswered) -> None:
         if not self.state.finished and self.state.gdb.startswith("busy"):

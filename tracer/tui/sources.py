@@ -126,8 +126,9 @@ class EventSource:
         """Write ``text`` to the launched target's standard input."""
         self._not_live("type to the target")
 
-    def gdb_line(self, line: str, place) -> "PromptResult":
-        """Run a line typed at the prompt in gdb, at ``place`` (tracer/recorder/prompt.py)."""
+    def gdb_line(self, line: str, place, say=None) -> "PromptResult":
+        """Run a line typed at the prompt in gdb, at ``place`` (tracer/recorder/prompt.py); ``say`` shows a
+        note at once, while gdb still works on the line."""
         self._not_live("run a gdb command")
 
     def gdb_complete(self, text: str) -> list[str]:
@@ -695,7 +696,7 @@ class LiveSource(EventSource):
             delay = min(delay * 1.5, 0.5)
         return None
 
-    def gdb_line(self, line: str, place) -> PromptResult:
+    def gdb_line(self, line: str, place, say=None) -> PromptResult:
         """A prompt line: run by gdb in the thread and frame ``place`` names; a line that lets the target
         run (``until``, ``stepi 3``) is waited for as a step is, a ``continue`` is not."""
         from tracer.recorder.prompt import runs_code
@@ -710,7 +711,7 @@ class LiveSource(EventSource):
                 note = ("a call runs code in the attached process (its own threads stay stopped meanwhile); "
                         "what it changes stays changed after pttrace detaches")
             before = self._stops
-            answer, kind = engine.gdb_line(line, place)
+            answer, kind = engine.gdb_line(line, place, say)
         hit = self._wait_for_stop(before, timeout=60.0) if kind == "resuming" and not answer.error else None
         from tracer.recorder.unknowns import name_unknowns
 
