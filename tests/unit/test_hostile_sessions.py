@@ -422,12 +422,13 @@ def _special_files(d) -> dict[str, str]:
     os.mkfifo(d / "fifo.jsonl")
     os.symlink("/dev/zero", d / "zero.jsonl")
     os.symlink(SIGMOID, d / "link.jsonl")
+    os.symlink("loop.jsonl", d / "loop.jsonl")  # Path.resolve raises on it (Python 3.11): it was a traceback
     (d / "empty.jsonl").write_bytes(b"")
     (d / "dir.jsonl").mkdir()
     recs = records()
     recs[0]["schema"] = 99
     write(d / "future.jsonl", recs)
-    return {"fifo": "unreadable", "zero": "unreadable", "link": "unreadable", "empty": "empty",
+    return {"fifo": "unreadable", "zero": "unreadable", "link": "unreadable", "loop": "unreadable", "empty": "empty",
             "dir": "unreadable", "future": "unreadable"}
 
 
@@ -457,18 +458,37 @@ def test_a_child_session_that_is_a_fifo_a_device_or_a_link_is_not_read(tmp_path,
     os.symlink(tmp_path / "outside" / "o.jsonl", tmp_path / "inside.jsonl")
     main_file = write(tmp_path / "main.jsonl", with_children(records(), "fifo.jsonl", "zero.jsonl", "link.jsonl",
                                                              "dir.jsonl", "empty.jsonl", "future.jsonl",
-                                                             "inside.jsonl", "../outside/o.jsonl", "none.jsonl"))
+                                                             "inside.jsonl", "../outside/o.jsonl", "none.jsonl",
+                                                             "loop.jsonl", "x" * 5000))
     assert exported_hits(capsys, main_file) == 4
     assert main(["show", str(main_file)]) == 0
     out = capsys.readouterr().out
-    assert out.count("not read") + out.count("cannot be read") >= 9, out
+    assert out.count("not read") + out.count("cannot be read") >= 11, out
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("main "))
+    assert re.search(r" 4 +completed", row), row
+
+
+def test_a_session_naming_a_hard_link_of_itself_counts_its_hits_once(tmp_path, capsys, no_hang):
+    # GIVEN a session whose process record names h.jsonl, a hard link of the session's own file
+    a = write(tmp_path / "a.jsonl", with_children(records(), "h.jsonl"))
+    os.link(a, tmp_path / "h.jsonl")
+    # THEN show, export and sessions count its 4 hits once, under either name (they counted 8 and 4)
+    assert exported_hits(capsys, a) == 4
+    assert exported_hits(capsys, tmp_path / "h.jsonl") == 4
+    assert main(["show", str(a)]) == 0
+    assert "already read" in capsys.readouterr().out
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("a ", "h "))]
+    assert len(rows) == 2 and all(re.search(r" 4 +completed", row) for row in rows), rows
 
 
 def test_no_mutated_session_directory_gives_a_traceback_a_hang_or_an_inflated_count(tmp_path, capsys, no_hang):
     """The seeded fuzz, from files to directories: children named by process records (their own file,
     each other, missing, outside), links, FIFOs, device links and damaged children."""
     rng = random.Random(FUZZ_SEED + 1)
-    kinds = ["self", "peer", "fifo", "dev", "link-out", "missing", "dotdot", "damaged", "good", "dir", "empty"]
+    kinds = ["self", "peer", "fifo", "dev", "link-out", "missing", "dotdot", "damaged", "good", "dir", "empty",
+             "loop", "hardlink-self"]
     for case in range(max(4, FUZZ_CASES // 4)):
         d = tmp_path / f"dir{case}"
         d.mkdir()
@@ -498,9 +518,15 @@ def test_no_mutated_session_directory_gives_a_traceback_a_hang_or_an_inflated_co
                 (d / name).mkdir()
             elif kind == "empty":
                 (d / name).write_bytes(b"")
+            elif kind == "loop":
+                os.symlink(name, d / name)
+            elif kind == "hardlink-self":
+                name = "hard.jsonl"  # made once main.jsonl is written, below
             names += [name] * rng.randint(1, 3)
         rng.shuffle(names)
         main_file = write(d / "main.jsonl", with_children(records(), *names))
+        if "hard.jsonl" in names:
+            os.link(main_file, d / "hard.jsonl")
         for argv in (["show", str(main_file)], ["export", str(main_file), "--format", "folded"],
                      ["sessions", "--session-dir", str(d)], ["diff", str(main_file), str(SIGMOID)]):
             try:

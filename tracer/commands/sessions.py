@@ -43,19 +43,20 @@ class Summary:
     why: str = "not a readable session file"  # when it is not readable
 
 
-def _child_hits(path: Path, refs: list[str], seen: set[Path], depth: int = 0) -> int:
+def _child_hits(path: Path, refs: list[str], seen: set, depth: int = 0) -> int:
     """The hits of the child sessions a session names (its children that executed Python), each file once,
     as ``show`` counts them: inside the session's directory, no link, no special file, no cycle."""
     from tracer.errors import SessionError
-    from tracer.session.storage import open_session_file
+    from tracer.session.storage import file_id, is_link, open_session_file, real_path
 
     total = 0
     for ref in dict.fromkeys(refs):
         named = path.parent / ref
-        real = named.resolve()
-        if depth > 3 or real in seen or named.is_symlink() or path.parent.resolve() not in real.parents:
+        real = real_path(named)
+        if depth > 3 or real is None or file_id(real) in seen or is_link(named) \
+                or real_path(path.parent) not in real.parents:
             continue
-        seen.add(real)
+        seen.add(file_id(real))
         more: list[str] = []
         try:
             with open_session_file(real) as fh:
@@ -144,7 +145,9 @@ def summarize(path: Path) -> Summary:
     s.id = info.id if info.id != "unknown" else s.id
     s.started = info.started
     s.argv = info.argv
-    s.hits += _child_hits(path, children, {path.resolve()})
+    from tracer.session.storage import file_id
+
+    s.hits += _child_hits(path, children, {file_id(path)})
     return s
 
 

@@ -343,7 +343,7 @@ class _Gathered:
 
 
 def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool = True,
-         _depth: int = 0, head: bool = False, _read: set[Path] | None = None) -> Session:
+         _depth: int = 0, head: bool = False, _read: set | None = None) -> Session:
     """Read a session file. Bad lines are skipped and listed in ``report`` (and the warnings).
     ``hits=False``: everything but the hits (a million of them take a second to read).
     ``head=True``: only the file's first 256 KB (its header, the first few thousand hits: a screen's worth,
@@ -397,7 +397,7 @@ def load(path: str | os.PathLike, report: LoadReport | None = None, hits: bool =
                 report.bad_lines.append((lineno, f"malformed {kind} record ({exc})"))
     session = got.session_read(report, more)
     if _depth < 4 and not more:
-        _merge_children(session, table, path, _depth, _read if _read is not None else {path.resolve()})
+        _merge_children(session, table, path, _depth, _read if _read is not None else {file_id(path)})
     session.info.warnings = fold_warnings(session.info.warnings)
     if not head:
         session.info.warnings.extend(got.ts.warnings(table))
@@ -413,29 +413,59 @@ def _kept_locations(before: Breakpoint | None, after: Breakpoint) -> Breakpoint:
     return after
 
 
-def _merge_children(session: Session, table: HitTable, path: Path, depth: int, read: set[Path]) -> None:
+def real_path(path: Path) -> Path | None:
+    """Where ``path`` leads once its links are resolved, or None when nothing can be said (a link loop, a
+    name too long, a NUL byte): a shared session directory may hold any of them, and ``Path.resolve`` raises
+    on a loop under Python 3.11 (a ``loop.jsonl -> loop.jsonl`` named as a child was a traceback in show,
+    export, diff and sessions)."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return None
+
+
+def is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link. A name that cannot even be looked at (too long, a NUL) is not
+    one: opening it fails with its own sentence."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def file_id(path: Path) -> tuple[int, int] | Path:
+    """What makes two names one file: its device and inode (a hard link is the same file under another
+    name: a session naming a hard link of itself counted its hits twice), else the name itself."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return path
+    return (st.st_dev, st.st_ino)
+
+
+def _merge_children(session: Session, table: HitTable, path: Path, depth: int, read: set) -> None:
     """The sessions of children that executed Python (tracer/recorder/children.py), read into this one:
     their hits numbered after this session's, their processes and warnings added. Each file is read
-    once (``read``: this load's files so far), so a record naming its own file, or files naming each
-    other, adds nothing and cannot loop."""
+    once (``read``: this load's files so far, by ``file_id``), so a record naming its own file, a hard link
+    of it, or files naming each other, adds nothing and cannot loop."""
     merged = False
     for p in list(session.processes):
         if not p.session:
             continue
         named = path.parent / p.session
-        sub_path = named.resolve()
-        if path.parent.resolve() not in sub_path.parents:
+        sub_path = real_path(named)
+        if sub_path is None or real_path(path.parent) not in sub_path.parents:
             session.info.warnings.append(f"process {p.pid}'s session {p.session} is outside this session's "
                                          "directory: not read")
             continue
-        if named.is_symlink():
+        if is_link(named):
             session.info.warnings.append(f"process {p.pid}'s session {p.session} is a symbolic link: not read")
             continue
-        if sub_path in read:
+        if file_id(sub_path) in read:
             session.info.warnings.append(f"process {p.pid}'s session {p.session} is a file this session has "
                                          "already read (its own, or one that names it back): not read again")
             continue
-        read.add(sub_path)
+        read.add(file_id(sub_path))
         try:
             sub = load(sub_path, _depth=depth + 1, _read=read)
         except (SessionError, OSError) as exc:
