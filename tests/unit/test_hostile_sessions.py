@@ -403,6 +403,21 @@ def test_a_number_too_big_in_an_interned_hit_is_skipped_and_sessions_counts_as_s
     assert re.search(r" 3 +completed \(2 damaged lines\)", row), row
 
 
+def test_an_end_record_show_cannot_read_is_not_a_completed_session_in_the_listing(tmp_path, capsys):
+    # GIVEN an end record whose exit code no 64-bit column holds
+    recs = records()
+    end = next(r for r in recs if r["type"] == "end")
+    end["exit_code"] = 99999999999999999999999
+    p = write(tmp_path / "end.jsonl", recs)
+    # THEN show skips it (the session has no end: interrupted) and `sessions` says what show says
+    assert main(["show", str(p)]) == 0
+    captured = capsys.readouterr()
+    assert "exit_code is a number out of range" in captured.err and " interrupted " in captured.out
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("end "))
+    assert re.search(r" interrupted \(1 damaged line\)", row), row
+
+
 def test_process_records_naming_their_own_file_or_each_other_add_nothing(tmp_path, capsys, no_hang):
     # GIVEN a session whose 30 process records name its own file, and another that names it back
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

@@ -86,9 +86,9 @@ def summarize(path: Path) -> Summary:
     """What a listing shows of one file; whatever the file holds, a Summary (``readable`` False if it
     is not a session), so that one bad file never hides the others."""
     from tracer.errors import SessionError
-    from tracer.session.model import SCHEMA, RecordError, SessionInfo
+    from tracer.session.model import SCHEMA, RecordError, SessionInfo, check
     from tracer.session.records import BadRecord, decode
-    from tracer.session.storage import open_session_file
+    from tracer.session.storage import END_TYPES, open_session_file
 
     s = Summary(path=path, id=path.stem)
     info = None
@@ -123,6 +123,7 @@ def summarize(path: Path) -> Summary:
                     elif kind == "process" and isinstance(rec.get("session"), str) and rec["session"]:
                         children.append(rec["session"])
                     elif kind == "end":
+                        check("the end record", rec, END_TYPES)  # as show reads it: else it is damage
                         status = rec.get("status")
                         s.status = status if isinstance(status, str) else "completed"
                         bps = rec.get("breakpoints")

@@ -286,7 +286,7 @@ class _Gathered:
         elif kind in (TS.STATUS, TS.GRAPH):
             return self.ts.take(kind, rec)
         elif kind == "end":
-            self.ended = check("the end record", rec, _END_TYPES)
+            self.ended = check("the end record", rec, END_TYPES)
             self.ended_bps = [Breakpoint.from_dict(b, f"breakpoint {i} of the end record")
                               for i, b in enumerate(objects("its breakpoints", rec.get("breakpoints")), 1)]
         else:
@@ -512,7 +512,7 @@ def _distinct_paths(hits: Sequence[Hit]) -> list[list[Frame]]:
     return list(paths.values())
 
 
-_END_TYPES = {"status": STR, "exit_code": INT, "ended": STR, "warnings": STRS}
+END_TYPES = {"status": STR, "exit_code": INT, "ended": STR, "warnings": STRS}
 _FILL_TYPES = {"function": STR, "short": STR, "layer": STR, "dispatch_key": STR, "file": STR, "line": INT}
 
 
