@@ -55,6 +55,16 @@ def test_run_c_code_with_arguments(tmp_path):
     assert len(session.hits) == 1 and KERNEL in innermost(session.hits[0])
 
 
+def test_a_script_named_like_an_option_runs_as_a_script_after_a_double_dash(tmp_path):
+    # python would read `-x.py` as its option -x (and exit 2, which pttrace passed on as a completed run)
+    (tmp_path / "-x.py").write_text("import sys, torch\nprint('ARGV', sys.argv)\ntorch.sigmoid(torch.ones(2))\n")
+    proc, session = record(tmp_path, "--break", KERNEL, "--", "-x.py", "a")
+    assert proc.returncode == 0, proc.stderr
+    assert b"ARGV ['-x.py', 'a']" in proc.stdout
+    assert session.info.status == "completed" and session.info.exit_code == 0
+    assert len(session.hits) == 1 and KERNEL in innermost(session.hits[0])
+
+
 def test_a_missing_module_is_one_sentence_before_gdb_starts(tmp_path):
     proc = subprocess.run([*PTTRACE, "run", "--batch", "--break", KERNEL, "-m", "no_such_module_xyz"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)

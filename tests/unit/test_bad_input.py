@@ -37,6 +37,13 @@ def test_a_file_line_that_cannot_exist_is_refused(capsys, tmp_path, spec, says):
     assert not list(tmp_path.iterdir()), "a session was started"
 
 
+def test_a_session_dir_that_is_a_file_is_refused_with_what_it_is(capsys, tmp_path):
+    # mkdir's own word for it was "File exists"
+    (tmp_path / "f").write_text("")
+    _refused(capsys, ["run", "--batch", "--session-dir", str(tmp_path / "f"), "-b", "initModule", SCRIPT],
+             f"{tmp_path / 'f'} is not a directory.")
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
 def test_timeouts_that_are_not_a_number_of_seconds_are_refused(capsys, tmp_path, value):
     _refused(capsys, ["run", "--batch", "--timeout", value, "-b", "x", SCRIPT], "--timeout must be a positive")

@@ -49,6 +49,9 @@ class SessionWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except FileExistsError as exc:  # mkdir's word for a file where the directory should be
+            raise SessionError(f"cannot write the session file {self.path}: {self.path.parent} is not a "
+                               "directory.") from exc
         except OSError as exc:
             raise SessionError(f"cannot write the session file {self.path}: {exc.strerror}.") from exc
 
