@@ -16,6 +16,7 @@ from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.screens import ConfirmQuit
 from tracer.tui.sources import LiveSource
+from tracer.tui.widgets.output import OutputLog
 
 
 HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
@@ -169,3 +170,34 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
         except subprocess.TimeoutExpired:  # still held by the source of a failed test: not this test's error
             pass
         stop_process(target)
+
+
+@pytest.mark.gdb
+def test_the_targets_stdout_and_stderr_both_reach_the_output_pane_its_stderr_in_red(tmp_path):
+    """The fake's stderr event (test_live_fake) as real gdb and a real target make it: each stream a
+    terminal of its own (recorder/launch.py), both shown, the stderr line red."""
+    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable,
+                         script=str(ROOT / "tests" / "targets" / "streams.py"), session_dir=tmp_path, live=True,
+                         forward_output=False)
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            log = app.query_one(OutputLog)
+
+            def lines() -> list[str]:
+                return [strip.text.rstrip() for strip in log.lines]
+
+            await wait_until(pilot, lambda: app.state.target == "exited" and "OUT2" in lines(), timeout=90,
+                             step=0.2, why=lambda: f"target {app.state.target}, pane {lines()}")
+            shown = lines()
+            assert "OUT1 tty=True" in shown and "ERR tty=True" in shown, shown
+            red = [strip.text.rstrip() for strip in log.lines
+                   if any("red" in str(seg.style) for seg in strip)]
+            assert red == ["ERR tty=True"], red
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
+
+    run_pilot(scenario(), timeout=allowance(200))
+    assert source.finished and source.error is None and source.status == "completed"
