@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import gdb_pids
 from tracer.cli import main
 from tracer.commands._target import Target
 from tracer.recorder.config import TraceConfig
@@ -37,11 +38,13 @@ def test_a_file_line_that_cannot_exist_is_refused(capsys, tmp_path, spec, says):
     assert not list(tmp_path.iterdir()), "a session was started"
 
 
-def test_a_session_dir_that_is_a_file_is_refused_with_what_it_is(capsys, tmp_path):
-    # mkdir's own word for it was "File exists"
+def test_a_session_dir_that_is_a_file_is_refused_with_what_it_is_and_no_gdb_is_left(capsys, tmp_path):
+    # mkdir's own word for it was "File exists"; and the gdb already started was left running
     (tmp_path / "f").write_text("")
+    before = gdb_pids()
     _refused(capsys, ["run", "--batch", "--session-dir", str(tmp_path / "f"), "-b", "initModule", SCRIPT],
              f"{tmp_path / 'f'} is not a directory.")
+    assert gdb_pids() <= before, "a gdb was left running"
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])

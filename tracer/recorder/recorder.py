@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from tracer.errors import GdbDied, PermissionDenied, TargetError, UsageError
+from tracer.errors import GdbDied, PermissionDenied, SessionError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.recorder import launch, startup
 from tracer.recorder.agent_link import AgentError
@@ -151,7 +151,12 @@ class Recorder:
         finally:
             libraries.join()  # its answer is kept (symbols.torch_libraries is cached) for set_up_gdb
         notices = self.notices
-        self.info, self._files = startup.open_session(cfg, self.python, facts, gversion, notices.emit, notices.warn)
+        try:
+            self.info, self._files = startup.open_session(cfg, self.python, facts, gversion, notices.emit,
+                                                          notices.warn)
+        except SessionError:  # a --session-dir that is a file, a full disk: gdb is up already, not left behind
+            self._abort()
+            raise
         if not helper:
             self.warn(f"no python-gdb helper beside {self.python}; Python frames are read by pttrace's own reader")
         for note in cfg.notes:
