@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -195,3 +196,45 @@ def test_ops_command_says_which_entries_are_inlined_and_what_they_call():
     row = next(r for r in data["dispatch_tables"]["relu"]["rows"] if r["key"] == "CPU")
     assert row["inlined"] == ["at::wrapper_CPU__relu"] and not row["registered"]
     assert [f.split("(")[0] for f in row["calls"]] == ["at::native::relu"]
+
+
+# sigmoid's functions by torchgen's own naming, and the native functions native_functions.yaml registers
+# for it (QuantizedCPU: sigmoid_quantized_cpu, MkldnnCPU: mkldnn_sigmoid): what nm must show --op has.
+_OP = r"sigmoid(?:_backward)?"
+_SIGMOID_NAMES = re.compile("|".join([
+    rf"^at::_ops::{_OP}::(?:call|redispatch)\(",
+    rf"::wrapper_[A-Za-z0-9]+_+{_OP}\(",
+    rf"^torch::(?:autograd::VariableType|TraceType)::\(anonymous namespace\)::{_OP}\(",
+    rf"^at::(?:cpu|meta|compositeexplicitautogradnonfunctional)::{_OP}\(",
+    rf"^at::native::(?:[A-Z0-9]+|\(anonymous namespace\))::{_OP}_kernel\(at::TensorIteratorBase&\)$",
+    rf"^at::(?:meta|native)::structured_{_OP}(?:_out)?::(?:meta|impl)\(",
+    r"^at::native::(?:sigmoid_quantized_cpu|mkldnn_sigmoid)\(",
+]))
+
+
+def test_op_functions_are_the_librarys_own_symbols_and_none_of_its_sigmoid_functions_is_missed(sigmoid_run):
+    """The oracle is nm's listing of libtorch_cpu.so (not pttrace's index): each function --op sigmoid broke
+    on is a symbol nm lists at that address under that name, and each of nm's symbols that torchgen's
+    naming makes one of sigmoid's (or sigmoid_backward's) is among them."""
+    _, session, _ = sigmoid_run
+    listed = json.loads(run_pttrace("ops", "sigmoid", "--json").stdout)
+    functions = listed["functions"]
+    # what `pttrace ops` lists is what the run broke on (each CPU capability's kernels a breakpoint of its own)
+    broken = [loc.function for b in session.breakpoints if b.spec.startswith("op:sigmoid") for loc in b.locations]
+    assert sorted(broken) == sorted(f["function"] for f in functions)
+    libraries = {f["library"] for f in functions}
+    assert len(libraries) == 1 and next(iter(libraries)).endswith("libtorch_cpu.so"), libraries
+    nm = subprocess.run(["nm", "-C", "--defined-only", next(iter(libraries))], capture_output=True, text=True,
+                        check=True, timeout=300).stdout
+    at: dict[int, set[str]] = {}
+    for line in nm.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] in "Tt" and "[clone " not in parts[2]:  # .cold, .isra: parts of one
+            at.setdefault(int(parts[0], 16), set()).add(parts[2])
+    for f in functions:
+        assert f["function"] in at.get(f["address"], ()), (hex(f["address"]), f["function"], at.get(f["address"]))
+    ours = {f["address"] for f in functions}
+    theirs = {a: names for a, names in at.items() if any(_SIGMOID_NAMES.search(n) for n in names)}
+    assert len(theirs) >= 30, theirs
+    missed = {a: names for a, names in theirs.items() if a not in ours}
+    assert not missed, missed
