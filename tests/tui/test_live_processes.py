@@ -1,7 +1,8 @@
 """The TUI with several processes and a real gdb (one recording, module-scoped): stop mode through the hits
-of a parent and its ``os.fork`` child (continue, finish in the child), the hits grouped by process under
-headings that say what each ran and how it ended, live and in ``view``, and the hits of a Python subprocess
-(traced by a recorder of its own) shown while the run goes on."""
+of a parent, its ``os.fork`` child (continue, finish in the child) and a Python subprocess (traced by a
+recorder of its own, in a gdb of its own: it stops there too), the hits grouped by process under headings
+that say what each ran and how it ended, live and in ``view``, and the subprocess's hit shown while the run
+goes on."""
 from __future__ import annotations
 
 import socket
@@ -33,12 +34,6 @@ def headings(table) -> list[tuple[int, str]]:
     return out
 
 
-def main_hits(app) -> list:
-    """The hits of the processes the main gdb follows (not those of a subprocess's own recorder)."""
-    own = {p.pid for p in app.state.processes.values() if p.session}
-    return [h for h in app.state.hits if h.thread.pid not in own]
-
-
 @pytest.fixture(scope="module")
 def fork_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fork_stop")
@@ -63,19 +58,19 @@ def fork_run(tmp_path_factory):
                                  [p.to_dict() for p in app.state.processes.values()]))
                 if app.state.finished:
                     break
-                # the hit it stopped at (it may come a little after the stop's news): the newest of the
-                # processes the main gdb follows (not the subprocess's, which its own recorder records)
-                await wait_until(pilot, lambda: len(main_hits(app)) > len(seen["stops"])
-                                 and app.call_path.hit.seq == main_hits(app)[-1].seq, timeout=10,
+                # the hit it stopped at (it may come a little after the stop's news): the newest, the
+                # subprocess's included (its own recorder stops it in its own gdb)
+                await wait_until(pilot, lambda: len(app.state.hits) > len(seen["stops"])
+                                 and app.call_path.hit.seq == app.state.hits[-1].seq, timeout=10,
                                  why=lambda: (seen["stops"], app.call_path.hit.seq,
                                               [(h.seq, h.thread.pid) for h in app.state.hits]))
                 hit = app.call_path.hit
                 seen["stops"].append((hit.thread.pid, app.call_path.frames[-1].short))
                 if len(seen["stops"]) == 3:  # both processes have hits: the pane groups them as they come
                     seen["grouped_live"] = headings(app.hits_table)
-                if len(seen["stops"]) == 4:  # the subprocess ended before this stop: its hit is shown already
-                    subs = [p.pid for p in app.state.processes.values() if p.session]
-                    seen["sub_hits_live"] = [h for h in app.state.hits if h.thread.pid in subs]
+                if app.state.processes[hit.thread.pid].session:  # the subprocess, stopped in its own gdb
+                    seen["sub_hits_live"] = [h for h in app.state.hits if h.thread.pid == hit.thread.pid]
+                    seen["status_in_sub"] = str(app.query_one("#status").render())
                 if seen["finish_in_child"] is None and app.state.processes[hit.thread.pid].ppid in app.state.processes:
                     # WHEN f is pressed at a hit of the child THEN gdb finishes the kernel in the child
                     depth = len(app.call_path.frames)
@@ -125,11 +120,15 @@ def test_stop_mode_steps_through_the_hits_of_a_parent_and_its_fork_child(fork_ru
     source, app, seen, session = fork_run
     assert source.error is None and source.status == "completed", (source.status, app.state.warnings)
     parent = session.processes[0].pid
-    main_hits = [h for h in session.hits if not (session.process(h.thread.pid) or session.processes[0]).session]
+    sub = next(p.pid for p in session.processes if p.session)
+    main_hits = [h for h in session.hits if h.thread.pid != sub]
     pids = [h.thread.pid for h in main_hits]
     assert len(main_hits) == 4 and pids.count(parent) == 2 and len(set(pids)) == 2, pids
-    # THEN every stop showed the hit it stopped at, in the process it stopped in
-    assert [s[0] for s in seen["stops"]] == pids, (seen["stops"], pids)
+    # THEN every stop showed the hit it stopped at, in the process it stopped in: the subprocess's hit too,
+    # stopped in its own gdb (the status line naming it), between the parent's two
+    assert [s[0] for s in seen["stops"] if s[0] != sub] == pids, (seen["stops"], pids)
+    assert [s[0] for s in seen["stops"]][-2:] == [sub, parent], seen["stops"]
+    assert f"pid {sub}" in seen["status_in_sub"], seen["status_in_sub"]
     assert all(s[1] == "at::wrapper_CPU_sigmoid" for s in seen["stops"]), seen["stops"]
     # AND finish at the child's hit finished the kernel in the child (not in the parent)
     child_pid, shown_pid, depth, after = seen["finish_in_child"]

@@ -9,6 +9,9 @@ it go (SIGCONT) and writes its hits into a session file of its own beside the ma
 (``<session id>.children/<pid>.jsonl``): nothing it runs is missed, its dynamic loader included. The
 main session names that file in the child's ``process`` record, and ``storage.load`` reads it with the
 main one. A child whose recorder cannot start is let go (SIGCONT) untraced, with a warning.
+
+Each child's recorder runs in the recording's mode (record or stop, changed with it): in stop mode its
+hits stop the child in that recorder's gdb, and its controller (``control_of``) steers it from there.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Callable, Protocol
 from tracer.errors import PttraceError
 from tracer.recorder import guard
 from tracer.recorder.config import TraceConfig
+from tracer.recorder.control import Controller
 from tracer.recorder.events import Listener, RecorderEvent, from_child
 from tracer.recorder.keeper import Keeper
 from tracer.session import records, storage
@@ -50,6 +54,9 @@ class ChildRecorder(Protocol):
     def run(self) -> str: ...
 
     def request_stop(self, reason: str = "interrupted") -> None: ...
+
+    @property
+    def control(self) -> Controller | None: ...
 
 
 MakeRecorder = Callable[[TraceConfig, Listener], ChildRecorder]
@@ -84,6 +91,34 @@ class ExecChildren:
         self._lock = threading.Lock()
         self._closing = False
         self._keeper = Keeper()
+        self.mode = config.mode  # the recording's mode, which each child's recorder follows
+
+    def set_mode(self, mode: str) -> None:
+        """The recording's mode changed (the TUI's m): every child's recorder takes it; one that starts
+        later starts in it."""
+        with self._lock:
+            self.mode = mode
+            subs = list(self._subs.values())
+        for sub in subs:
+            control = sub.control
+            if control is None:
+                continue  # still starting: _trace gives it the mode once it is up
+            try:
+                control.set_mode(mode)
+            except PttraceError as exc:  # its gdb is ending: nothing left to stop
+                log.debug("mode of a child's recorder: %s", exc.message)
+
+    def control_of(self, pid: int) -> Controller | None:
+        """The controller of the recorder that traces ``pid`` (None: no such recorder, or still starting)."""
+        with self._lock:
+            sub = self._subs.get(pid)
+        return sub.control if sub is not None else None
+
+    def controls(self) -> dict[int, Controller]:
+        """Every child's recorder that can be steered, by pid."""
+        with self._lock:
+            subs = dict(self._subs)
+        return {pid: sub.control for pid, sub in subs.items() if sub.control is not None}
 
     def hold(self, pid: int) -> bool:
         """Stop ``pid`` (SIGSTOP) until its recorder has attached; a keeper continues it if pttrace dies."""
@@ -149,7 +184,7 @@ class ExecChildren:
         cfg = dataclasses.replace(self._config, pid=pid, script=None, module=None, code=None, script_args=(),
                                   python=self._python, session_dir=sub_dir, live=self._config.live,
                                   forward_output=False, forward_input=False, timeout=None, notes=(), max_hits=0,
-                                  mode="record")
+                                  mode=self.mode)
         sub = self._make(cfg, lambda ev: self._forward(pid, ev))
         with self._lock:
             if self._closing:
@@ -158,6 +193,8 @@ class ExecChildren:
             self._subs[pid] = sub
         try:
             path = sub.start()
+            if self.mode != cfg.mode and sub.control is not None:  # changed while its gdb started
+                sub.control.set_mode(self.mode)
         finally:
             self.resume(pid)
         rel = os.path.relpath(path, self._session_path.parent)

@@ -22,7 +22,8 @@ class Controller:
     reactions read (``mode``, ``interrupting``, ``interrupt_arrived``)."""
 
     def __init__(self, mi: MiConnection, agent: AgentLink, policy: LibraryPolicy, main: Inferior, mode: str,
-                 follow_children: bool, fill: Callable[[list[Frame]], None], warn: Callable[[str], None]):
+                 follow_children: bool, fill: Callable[[list[Frame]], None], warn: Callable[[str], None],
+                 on_mode: Callable[[str], None] = lambda mode: None):
         self._mi = mi
         self._agent = agent
         self._policy = policy
@@ -31,6 +32,7 @@ class Controller:
         self._fill = fill
         self._warn = warn
         self.mode = mode
+        self._on_mode = on_mode  # the recorders of children that executed Python follow the mode
         self.interrupting = False  # interrupt(): the SIGINT stop that follows is ours, not the target's
 
     @property
@@ -40,6 +42,7 @@ class Controller:
     def set_mode(self, mode: str) -> None:
         self._agent.set_mode(mode)
         self.mode = mode
+        self._on_mode(mode)
 
     def interrupt_arrived(self) -> None:
         """The stop of our interrupt came."""

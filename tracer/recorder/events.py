@@ -2,6 +2,7 @@
 dataclass per kind. They are sent from the recorder's own threads; a listener must not block."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
@@ -10,9 +11,11 @@ from tracer.session.model import Breakpoint, Hit
 
 @dataclass(frozen=True)
 class TargetStateChanged:
-    """The target is now "running", "stopped", "exited" or "detached"."""
+    """The target is now "running", "stopped", "exited" or "detached"; a child's recorder also says
+    "finished" (its recording ended)."""
 
     state: str
+    child: int | None = None  # a child that executed Python: its own recorder's target (children.py)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class TargetStopped:
     frame: tuple[tuple[str, str], ...] = ()  # where: (key, value) of func, addr, file, line, from
     returned: tuple[str, str] | None = None  # a finish: gdb's value history name ("$1") and the value
     process: int | None = None  # the pid of the process that stopped, when gdb says (several processes)
+    child: int | None = None  # a child that executed Python, stopped in its own recorder's gdb (children.py)
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,15 @@ class RecorderFinished:
 
 def from_child(pid: int, event: "RecorderEvent") -> "RecorderEvent | None":
     """What the recorder of a child that executed Python tells the main recording's listener: its hits,
-    its process records and its warnings (as ``storage.load`` words them); the rest (its target's state,
-    its end) is the child's own business."""
+    its process records and its warnings (as ``storage.load`` words them); its stops and its target's state,
+    marked as the child's (a TUI steers it through that recorder's controller); its end as the state
+    "finished". The rest (its breakpoints, its output) is the child's own business."""
+    if isinstance(event, TargetStopped):
+        return dataclasses.replace(event, process=event.process or pid, child=pid)
+    if isinstance(event, TargetStateChanged):
+        return TargetStateChanged(event.state, child=pid)
+    if isinstance(event, RecorderFinished):
+        return TargetStateChanged("finished", child=pid)
     if isinstance(event, HitRecorded):
         return HitRecorded(event.hit, child=pid)
     if isinstance(event, ProcessRecorded):

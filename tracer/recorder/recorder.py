@@ -118,6 +118,11 @@ class Recorder:
         """The run is over: session closed, launched target killed or attached one detached."""
         return self._finished.is_set()
 
+    def child_controls(self) -> dict[int, Controller]:
+        """The controllers of the recorders of children that executed Python, by pid: each steers its child
+        in its own gdb (stop mode stops there too)."""
+        return self._children.controls() if self._children is not None else {}
+
     def request_stop(self, reason: str = "interrupted") -> None:
         """Thread-safe: ask the run loop to end (Ctrl-C, the TUI's quit)."""
         self.stop_requested = reason
@@ -188,7 +193,7 @@ class Recorder:
         self._children = ExecChildren(cfg, self.python, files.path, files.writer, type(self), notices.emit,
                                       notices.warn)
         self.control = Controller(mi, parts.agent, parts.policy, self.main, cfg.mode, cfg.follow_children,
-                                  files.tailer.fill, notices.warn)
+                                  files.tailer.fill, notices.warn, self._children.set_mode)
         self._ending = Ending(mi, parts.agent, self.processes, self.outcome, attached=cfg.pid is not None,
                               warn=notices.warn)
         self._reactions = Reactions(mi, parts.agent, parts.policy, parts.later, parts.follower, self.processes,

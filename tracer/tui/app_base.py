@@ -44,9 +44,9 @@ class AppBase(App[int]):
         path = self.source.session_path
         self.query_one(StatusLine).render_state(self.state, path.name if path else self.source.label)
 
-    def show_stop(self, hit, what: str) -> None:
+    def show_stop(self, hit, what: str, title: str | None = None) -> None:
         """The call path of a stop that is not a recorded hit (a step, a prompt line), kept on screen."""
         self.state.target = "stopped"
         self._pinned = True
-        self.call_path.show(hit, f"where {what} stopped · thread {hit.thread.id} (not a recorded hit)",
+        self.call_path.show(hit, title or f"where {what} stopped · thread {hit.thread.id} (not a recorded hit)",
                             self.cwd, stopped=True)

@@ -95,7 +95,13 @@ class ControlActions(AppBase):
             self.state.forget_breakpoint(action[7:])
             self.query_one(BreakpointsTable).update_from(self.state)
             self.notify(f"breakpoint {action[7:]} removed", timeout=4)
-        if message.hit is not None:
+        if message.hit is not None and action == "continue":
+            # c let one gdb's processes go while another gdb's still stand at a stop (a child that executed
+            # Python has a gdb of its own): the keys steer that one now (sources.Steering)
+            hit = message.hit
+            self.show_stop(hit, action, f"pid {hit.thread.pid} is still stopped · thread {hit.thread.id}")
+            self.notify(f"pid {hit.thread.pid} is still stopped: s, n, f, c and : act on it now", timeout=6)
+        elif message.hit is not None:
             self.show_stop(message.hit, action)
         elif action in CONTROL_ACTIONS or action == "interrupt":
             self.notify(f"{action}: the target did not stop again", severity="warning", timeout=5)

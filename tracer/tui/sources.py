@@ -39,6 +39,7 @@ from tracer.errors import PttraceError
 from tracer.text.escape import visible
 from tracer.session.hit_table import HitTable
 from tracer.session.model import Breakpoint, Hit, Location, Session
+from tracer.tui.steering import Steering
 
 CONTROL_ACTIONS = ("step", "next", "finish")
 SHOWN_WAIT = 2.0  # seconds a saved session's reader waits for its first screen to be drawn
@@ -103,7 +104,7 @@ class EventSource:
     def set_mode(self, mode: str) -> None:
         self._not_live("change the mode")
 
-    def resume(self) -> None:
+    def resume(self) -> Hit | None:
         self._not_live("continue")
 
     def interrupt(self) -> Hit | None:
@@ -418,7 +419,7 @@ class LiveSource(EventSource):
         self._renumbered = False  # hits of a child's own recorder came: hits are numbered as they come
         self._said_calls = False  # an attached target: that a call runs code in it is said once
         self._mode: str = getattr(config, "mode", "record")
-        self._unstoppable: set[int] = set()  # processes recorded by a recorder of their own: said once each
+        self._steering = Steering()  # the main gdb, or a child's that executed Python: the one stopped
 
     # --- the run -----------------------------------------------------------------------------
     def _on_engine_event(self, ev) -> None:
@@ -438,14 +439,16 @@ class LiveSource(EventSource):
         event = _source_event(ev)
         if event is None:
             return
+        child = getattr(ev, "child", None)  # a child that executed Python: its own recorder's news
+        if event.kind == "state" and not self._steering.state(child, str(event.data)):
+            return  # another gdb's target than the one the TUI shows (steering.py)
         if event.kind == "stopped" and isinstance(event.data, dict):
+            self._steering.stopped(child, event.data)
             self._stops += 1
             from tracer.recorder.unknowns import name_frame
 
             event.data["frame"] = name_frame(event.data["frame"], event.data.get("pid") or pid)
         if event.kind == "hit" and isinstance(event.data, Hit):
-            child = getattr(ev, "child", None)
-            self._say_unstoppable(child)
             event = SourceEvent("hit", self._numbered(event.data, child))
         if event.kind == "evals" and self._renumbered:
             return  # numbered by the agent, not as the hits shown now: the run's end sends them as saved
@@ -454,16 +457,6 @@ class LiveSource(EventSource):
             if self._renumbered:
                 self._send_as_saved()
         self._emit(event)
-
-    def _say_unstoppable(self, child: int | None) -> None:
-        """Stop mode, and a hit of a process that executed Python (a recorder of its own records it, in
-        another gdb): the target did not stop there, and s, n, f cannot reach it. Said once a process."""
-        if child is None or self._mode != "stop" or child in self._unstoppable:
-            return
-        self._unstoppable.add(child)
-        self._emit(SourceEvent("warning", f"pid {child} executed a new Python program: its hits are recorded by "
-                                          "a recorder of its own, which does not stop in stop mode (s, n, f and "
-                                          "the prompt act on the processes of the first gdb only)"))
 
     def _numbered(self, hit: Hit, child: int | None) -> Hit:
         """A hit of a child's own recorder is numbered by that recorder: while the run goes on, such hits
@@ -626,13 +619,28 @@ class LiveSource(EventSource):
         return reading_stdin(getattr(self.engine, "target_pid", None))
 
     # --- control ------------------------------------------------------------------------------
-    def _engine(self):
-        """The recorder's controller, once gdb is up and while the run lasts."""
+    def _engine(self, steered: bool = True):
+        """The controller the keys steer, once gdb is up and while the run lasts: the main recorder's, or
+        (``steered``) that of the child that executed Python whose stop the TUI shows (steering.py)."""
         if self.engine is None or getattr(self.engine, "control", None) is None:
             raise NotStopped("gdb is still starting.")
         if self.finished:
             raise NotLive("the run has ended: there is no target any more.")
+        child = self._steering.child
+        if steered and child is not None:
+            control = self._child_controls().get(child)
+            if control is not None:
+                return control
         return self.engine.control
+
+    def _child_controls(self) -> dict:
+        children = getattr(self.engine, "child_controls", None)
+        return children() if children is not None else {}
+
+    @property
+    def _steered_pid(self) -> int | None:
+        """The process whose names gdb's words are given in (unknowns.name_unknowns)."""
+        return self._steering.child or self._pid
 
     def set_mode(self, mode: str) -> None:
         """Also while gdb is starting: the run then begins in that mode (a hit during
@@ -642,15 +650,24 @@ class LiveSource(EventSource):
                 self.config = dataclasses.replace(self.config, mode=mode)
                 self._early_mode = self._mode = mode
                 return
-            self._engine().set_mode(mode)
+            self._engine(steered=False).set_mode(mode)  # the children's recorders follow it
             self._mode = mode
 
-    def resume(self) -> None:
+    def resume(self) -> Hit | None:
+        """Continue the steered gdb's processes. Another gdb still stopped is steered then: its call path
+        is returned (None when every gdb runs)."""
         with self._lock:
             engine = self._engine()
             if engine.target_state != "stopped":
                 raise NotStopped("the target is not stopped.")
             engine.resume()
+            other = self._steering.ran_on()
+            if other is None:
+                return None
+            child, stop = other
+            self._stops += 1
+            self._emit(SourceEvent("stopped", stop))
+            return self._engine().snapshot()
 
     # The lock covers sending a command, not waiting for its stop: a `finish` out of a long
     # function may run for minutes, and an interrupt must be able to cut it short meanwhile.
@@ -658,10 +675,19 @@ class LiveSource(EventSource):
         with self._lock:
             engine = self._engine()
             if engine.target_state != "running":
-                raise NotStopped("the target is not running.")
+                engine = self._running()
             before = self._stops
             engine.interrupt()
-        return self._wait_for_stop(before, timeout=10.0)
+        return self._wait_for_stop(before, timeout=10.0, engine=engine)
+
+    def _running(self):
+        """The steered gdb's target is not running: the main one's, else a child's that runs (the target
+        executed another Python: its own recorder has it)."""
+        for child, control in [(None, self._engine(steered=False)), *self._child_controls().items()]:
+            if control.target_state == "running":
+                self._steering.child = child
+                return control
+        raise NotStopped("the target is not running.")
 
     def step(self, action: str) -> Hit | None:
         if action not in CONTROL_ACTIONS:
@@ -675,16 +701,15 @@ class LiveSource(EventSource):
         if said:  # gdb's own words: "Single stepping until exit from function X, which has no line ..."
             from tracer.recorder.unknowns import demangled, name_unknowns
 
-            self._emit(SourceEvent("gdb", demangled(name_unknowns(" ".join(str(said).split()), self._pid))))
-        return self._wait_for_stop(before, timeout=60.0)
+            self._emit(SourceEvent("gdb", demangled(name_unknowns(" ".join(str(said).split()), self._steered_pid))))
+        return self._wait_for_stop(before, timeout=60.0, engine=engine)
 
-    def _wait_for_stop(self, stops_before: int, timeout: float) -> Hit | None:
+    def _wait_for_stop(self, stops_before: int, timeout: float, engine) -> Hit | None:
         """Wait for the target to stop again, then read where it is.
 
         A stop is known from a "stopped" event, or from a snapshot that succeeds: gdb refuses to
         read the frames of a running thread, so a snapshot that answers means the target stopped.
         """
-        engine = self.engine.control
         deadline = time.monotonic() + timeout
         delay = 0.02
         while time.monotonic() < deadline and not self.finished:
@@ -712,11 +737,12 @@ class LiveSource(EventSource):
                         "what it changes stays changed after pttrace detaches")
             before = self._stops
             answer, kind = engine.gdb_line(line, place, say)
-        hit = self._wait_for_stop(before, timeout=60.0) if kind == "resuming" and not answer.error else None
+        hit = (self._wait_for_stop(before, timeout=60.0, engine=engine) if kind == "resuming" and not answer.error
+               else None)
         from tracer.recorder.unknowns import name_unknowns
 
-        return PromptResult(name_unknowns(answer.text, self._pid), answer.error, answer.where, kind, hit, note,
-                            answer.moved_to)
+        return PromptResult(name_unknowns(answer.text, self._steered_pid), answer.error, answer.where, kind, hit,
+                            note, answer.moved_to)
 
     def gdb_complete(self, text: str) -> list[str]:
         with self._lock:
@@ -738,12 +764,12 @@ class LiveSource(EventSource):
 
     def add_breakpoint(self, spec: str) -> None:
         with self._lock:
-            self._engine().add_breakpoint(spec)
+            self._engine(steered=False).add_breakpoint(spec)
 
     def delete_breakpoint(self, spec: str) -> None:
         with self._lock:
-            self._engine().delete_breakpoint(spec)
+            self._engine(steered=False).delete_breakpoint(spec)
 
     def enable_breakpoint(self, spec: str, on: bool) -> None:
         with self._lock:
-            self._engine().enable_breakpoint(spec, on)
+            self._engine(steered=False).enable_breakpoint(spec, on)

@@ -1,0 +1,55 @@
+"""Which gdb the TUI's keys steer when a child that executed Python stands at a stop in a gdb of its own
+(tracer/tui/steering.py), and what that child's recorder tells the main listener (events.from_child)."""
+from __future__ import annotations
+
+from tracer.recorder.events import (HitRecorded, RecorderFinished, TargetOutput, TargetStateChanged, TargetStopped,
+                                    from_child)
+from tracer.tui.steering import MAIN, Steering
+
+
+def test_a_childs_stop_and_state_reach_the_tui_marked_as_its():
+    stop = from_child(41, TargetStopped("breakpoint-hit", thread_id="1", breakpoint="1"))
+    assert isinstance(stop, TargetStopped) and (stop.child, stop.process, stop.thread_id) == (41, 41, "1")
+    assert from_child(41, TargetStateChanged("running")) == TargetStateChanged("running", child=41)
+    assert from_child(41, RecorderFinished("completed")) == TargetStateChanged("finished", child=41)
+    assert from_child(41, TargetOutput("x")) is None  # its target's output is its own recorder's business
+
+
+def test_the_gdb_that_stopped_last_is_steered_and_only_its_state_is_shown():
+    steer = Steering()
+    assert steer.child is MAIN and steer.state(MAIN, "running")
+    # GIVEN the child stopped in its gdb while the main gdb's parent runs on (waiting for it)
+    steer.stopped(41, {"reason": "breakpoint-hit"})
+    assert steer.child == 41
+    # THEN the main gdb's news that its processes run does not make the TUI say the target runs
+    assert not steer.state(MAIN, "running")
+    # AND the child's does, once it is continued
+    assert steer.state(41, "running")
+    assert steer.ran_on() is None  # nothing else is stopped
+
+
+def test_continuing_one_gdb_turns_the_keys_to_another_still_stopped():
+    steer = Steering()
+    steer.stopped(MAIN, {"reason": "breakpoint-hit", "pid": 10})
+    steer.stopped(41, {"reason": "breakpoint-hit", "pid": 41})
+    assert steer.child == 41
+    # WHEN the child is continued THEN the main gdb's stop is steered again, and the child's late news of
+    # running is not shown
+    assert steer.ran_on() == (MAIN, {"reason": "breakpoint-hit", "pid": 10})
+    assert steer.child is MAIN and not steer.state(41, "running")
+    assert steer.ran_on() is None
+
+
+def test_a_childs_recorder_that_ended_leaves_the_main_gdb_steered():
+    steer = Steering()
+    steer.stopped(41, {})
+    assert steer.state(41, "running")
+    assert not steer.state(41, "finished")
+    assert steer.child is MAIN and steer.state(MAIN, "running")
+
+
+def test_a_hit_of_a_child_still_carries_its_pid():
+    from tracer.session.model import Hit, Thread
+
+    hit = Hit(seq=1, breakpoint="f", thread=Thread(id=1), time=0.0, frames=[])
+    assert from_child(41, HitRecorded(hit)) == HitRecorded(hit, child=41)
