@@ -80,6 +80,12 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
             status = str(app.query_one("#status").render())
             assert worker != app.state.pid and f"pid {worker}" in status, status
             assert f"gdb thread {app.state.last_stop['thread-id']}" in status
+            # AND the thread list names the kernel the worker stopped in, where gdb (unwind tables only) has ??
+            await pilot.press("t")
+            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=allowance(30))
+            stopped = next(r for r in app.screen.rows if r.current)
+            assert "in at::wrapper_CPU_sigmoid () from libtorch_cpu.so" in stopped.frame, stopped
+            await pilot.press("escape")
             for key, action in (("s", "step"), ("n", "next"), ("f", "finish")):
                 before = path.hit
                 await pilot.press(key)

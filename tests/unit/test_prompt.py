@@ -93,7 +93,7 @@ def test_thread_rows_from_gdbs_thread_info():
     one, two = thread_rows(payload)
     assert (one.id, one.lwp, one.name, one.frame, one.current) == ("1", 10801, "python3",
                                                                    "__GI___nanosleep at nanosleep.c:25", False)
-    assert two.current and two.frame == "0x00007fffe35eec40 in ?? from libtorch_cpu.so"
+    assert two.current and two.frame == "0x00007fffe35eec40 in ?? () from libtorch_cpu.so"
 
 
 def test_gdbs_linkage_names_are_demangled():

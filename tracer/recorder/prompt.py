@@ -188,7 +188,7 @@ def thread_rows(payload: dict) -> list[ThreadRow]:
         f = t.get("frame") if isinstance(t.get("frame"), dict) else {}
         where = str(f.get("func") or "??")
         if where == "??" and f.get("addr"):
-            where = f"{f['addr']} in ??"
+            where = f"{f['addr']} in ?? ()"  # as gdb writes it: unknowns.name_unknowns names it
         if f.get("file") and f.get("line"):
             where += f" at {f['file']}:{f['line']}"
         elif f.get("from"):

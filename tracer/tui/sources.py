@@ -753,7 +753,11 @@ class LiveSource(EventSource):
             engine = self._engine()
             if engine.target_state != "stopped":
                 raise NotStopped("the target is running: interrupt it first (i).")
-            return engine.threads()
+            rows = engine.threads()
+        from tracer.recorder.unknowns import name_unknowns
+
+        # gdb names no function of the libraries it has as unwind tables only: pttrace's index does
+        return [dataclasses.replace(row, frame=name_unknowns(row.frame, self._steered_pid)) for row in rows]
 
     def select_thread(self, thread_id: str) -> Hit | None:
         with self._lock:
