@@ -9,8 +9,10 @@ job ignores the hang-up and writes pttrace's exit status to a file (nothing can 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 
 from tests.conftest import alive, gdb_pids
 from tests.support import allowance
-from tests.tui.test_terminal import PTTRACE, TMUX, Terminal, descendants
+from tests.tui.test_terminal import PTTRACE, TMUX, Terminal, _quote, descendants
 from tests.tui.support import ROOT
 
 pytestmark = [pytest.mark.gdb, pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
@@ -28,15 +30,27 @@ WRAPPER = ("import signal, subprocess, sys; signal.signal(signal.SIGHUP, signal.
            "rc = subprocess.call(sys.argv[2:]); open(sys.argv[1], 'w').write(str(rc))")
 
 
-@pytest.mark.parametrize("mode", ["stop", "record", "ended"])
+class LeaderTerminal(Terminal):
+    """A pane whose command is its session's leader (exec'd by the pane's shell). The kernel sends SIGHUP at
+    a hang-up to the leader only; the others get it when the leader dies of it. This leader (the wrapper)
+    ignores it: nothing reaches pttrace, and only the terminal itself can tell it is gone."""
+
+    def __init__(self, command: list[str]):  # noqa: super().__init__ would put a shell in front
+        self.folder = tempfile.mkdtemp(prefix="pttrace-tmux-")
+        self.socket = os.path.join(self.folder, "socket")
+        self.tmux("new-session", "-d", "-x", "160", "-y", "48", "-c", str(ROOT), "sleep 600")
+        self.tmux("respawn-pane", "-k", "-t", "0", "-c", str(ROOT), "exec " + " ".join(_quote(a) for a in command))
+
+
+@pytest.mark.parametrize("mode", ["stop", "record", "ended", "stop-no-sighup"])
 def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
     sessions, rc_file = tmp_path / "sessions", tmp_path / "rc"
     target = str(ROOT / ("tests/targets/loop.py" if mode == "record" else "scripts/hello-world.py"))
     spec = "THPVariable_tensor" if mode == "record" else "wrapper_CPU_sigmoid"
     command = [sys.executable, "-c", WRAPPER, str(rc_file), str(PTTRACE), "run", target, "-b", spec,
-               "--session-dir", str(sessions), *(["--stop"] if mode == "stop" else [])]
+               "--session-dir", str(sessions), *(["--stop"] if mode.startswith("stop") else [])]
     before = gdb_pids()
-    term = Terminal(command)
+    term = LeaderTerminal(command) if mode == "stop-no-sighup" else Terminal(command)
     try:
         # GIVEN the TUI in that mode
         term.wait_for("hits 1" if mode != "record" else "hits", timeout=120)

@@ -364,6 +364,7 @@ def run_live(config) -> int:
                              daemon=True).start()
 
     old = {signum: signal.signal(signum, on_term) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    threading.Thread(target=_watch_hangup, args=(app_ended,), name="hangup-watch", daemon=True).start()
     try:
         app.run()
     finally:
@@ -376,12 +377,15 @@ def run_live(config) -> int:
     path = source.session_path
     if path is not None and "sighup" not in signalled:  # after a hang-up there is no terminal
         n = len(app.state.hits)
-        print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
-              f"{n:,} hit{'' if n == 1 else 's'})", file=sys.stderr)
         from tracer.session import storage
 
         default = storage.default_dir().resolve() == path.parent.resolve()
-        print(f"  view it again with: pttrace view {path.stem if default else path}", file=sys.stderr)
+        try:
+            print(f"pttrace: session saved to {path} ({source.status or 'interrupted'}, "
+                  f"{n:,} hit{'' if n == 1 else 's'})", file=sys.stderr)
+            print(f"  view it again with: pttrace view {path.stem if default else path}", file=sys.stderr)
+        except OSError:  # a terminal gone all the same (EIO): the exit code still says how the run ended
+            pass
     from tracer.recorder.shutdown import exit_code
 
     return exit_code(signalled[0] if signalled else None, bool(getattr(source.engine, "gdb_lost", False)))
@@ -403,6 +407,24 @@ def _end_regardless(source, reason: str, app_ended: threading.Event) -> None:
     if app_ended.wait(SIGNAL_GRACE[reason]):
         return
     os._exit(exit_code(reason, bool(getattr(source.engine, "gdb_lost", False))))
+
+
+def _watch_hangup(app_ended: threading.Event) -> None:
+    """A terminal that hangs up ends pttrace as SIGHUP does, even when no SIGHUP comes: the kernel sends it
+    to the session's leader, which passes it on only by dying. A leader that ignores it (a wrapper with
+    `trap '' HUP`) left pttrace at a stop for ever, its target stopped, under a terminal that was gone
+    (3 runs in 3). The terminal says so itself: poll reports POLLHUP on it from the hang-up on."""
+    import select
+
+    fds = [fd for fd in (0, 1, 2) if os.isatty(fd)]
+    if not fds:
+        return
+    poller = select.poll()
+    poller.register(fds[0], 0)  # POLLHUP and POLLERR are reported whatever the mask asks for
+    while not app_ended.is_set():
+        if any(ev & (select.POLLHUP | select.POLLERR) for _, ev in poller.poll(500)):
+            os.kill(os.getpid(), signal.SIGHUP)
+            return
 
 
 def view_session(path) -> int:
