@@ -461,9 +461,10 @@ def test_fifos_devices_links_and_empty_files_named_like_sessions_are_skipped_wit
         code = main(["show", str(tmp_path / f"{name}.jsonl")])
         err = capsys.readouterr().err
         assert code == 2 and len(err.strip().splitlines()) == 1, (name, err)
-    # `last` is never a FIFO or a link, whatever their times
+    # `last` is never a FIFO or a link, whatever their times, nor a newer file that is not a session
+    (tmp_path / "notes.jsonl").write_text("# pttrace notes\n")
     assert main(["show", "last", "--session-dir", str(tmp_path)]) == 0
-    capsys.readouterr()
+    assert "Sigmoid" in capsys.readouterr().out
 
 
 def test_a_child_session_that_is_a_fifo_a_device_or_a_link_is_not_read(tmp_path, capsys, no_hang):

@@ -661,6 +661,16 @@ def list_sessions(directory: Path) -> list[Path]:
     return sorted(directory.glob("*" + SUFFIX), key=lambda p: p.name)
 
 
+def _begins_as_session(path: Path) -> bool:
+    """Whether the file's first line is a header record, by a look at its first bytes."""
+    try:
+        with open_session_file(path) as fh:
+            first = fh.read(4096).split(b"\n", 1)[0]
+    except (SessionError, OSError):
+        return False
+    return b'"type"' in first and b'"header"' in first
+
+
 def resolve(ref: str, directory: Path | None = None) -> Path:
     """A session reference: a path, an id, a unique id prefix, or ``last``."""
     directory = directory or default_dir()
@@ -676,7 +686,9 @@ def resolve(ref: str, directory: Path | None = None) -> Path:
         return candidate
     files = list_sessions(directory)
     if ref == "last":
-        files = [p for p in files if not p.is_symlink() and p.is_file()]  # never a FIFO or a link
+        # never a FIFO or a link, nor a file that does not begin as a session does (an export written
+        # into the directory under a session's name made every `last` fail until it was removed)
+        files = [p for p in files if not p.is_symlink() and p.is_file() and _begins_as_session(p)]
         if not files:
             raise SessionError(f"no sessions in {directory}/ yet; record one with `pttrace run`.")
         return max(files, key=lambda p: (p.stat().st_mtime, p.name))
