@@ -1,6 +1,7 @@
 """Closing the terminal under the TUI ends pttrace (real tmux, real gdb): exit 129, the session closed with
 its end record, gdb and the target gone, in every mode of the TUI (stop mode at a hit, record mode while
-the target runs, a run whose target has ended). Before, pttrace stayed alive under PID 1 for ever, blocked
+the target runs, a run whose target has ended, a terminal whose session leader passes no SIGHUP on); SIGTERM
+ends it too (143). Before, pttrace stayed alive under PID 1 for ever, blocked
 in Textual's shutdown writing to the terminal that was gone, and ignored SIGTERM.
 
 The pane's shell is its session leader: killing the tmux server hangs its terminal up, the shell dies, and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +22,7 @@ import pytest
 
 from tests.conftest import alive, gdb_pids
 from tests.support import allowance
-from tests.tui.test_terminal import PTTRACE, TMUX, Terminal, _quote, descendants
+from tests.tui.test_terminal import EXIT_MARK, PTTRACE, TMUX, Terminal, _quote, descendants
 from tests.tui.support import ROOT
 
 pytestmark = [pytest.mark.gdb, pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
@@ -71,6 +73,46 @@ def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
         lines = next(sessions.glob("*.jsonl")).read_text().splitlines()
         end_record = json.loads(lines[-1])
         assert end_record["type"] == "end" and end_record["reason"] in ("sighup", "exited"), end_record
+        deadline = time.monotonic() + allowance(20)
+        while [p for p in held if alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in held if alive(p)], "a process of the run was left"
+        assert gdb_pids() <= before
+    finally:
+        term.close()
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def test_sigterm_at_a_stop_ends_pttrace_with_143_and_gives_the_terminal_back(tmp_path: Path):
+    sessions, rc_file = tmp_path / "sessions", tmp_path / "rc"
+    command = [sys.executable, "-c", WRAPPER, str(rc_file), str(PTTRACE), "run", str(ROOT / "scripts/hello-world.py"),
+               "-b", "wrapper_CPU_sigmoid", "--session-dir", str(sessions), "--stop"]
+    before = gdb_pids()
+    term = Terminal(command)
+    try:
+        # GIVEN the TUI at a stop (the target held by gdb at its first hit)
+        term.wait_for("hits 1", timeout=120)
+        (pid,) = [p for p in term.processes() if _argv(p)[1:3] == [str(PTTRACE), "run"]]
+        held = [pid, *descendants(pid)]  # pttrace, its gdb and the target
+        assert len(held) >= 3, held
+        # WHEN it gets SIGTERM
+        os.kill(pid, signal.SIGTERM)
+        # THEN it ends with 143, the terminal back to the shell, its session closed, nothing of it left
+        end = time.monotonic() + allowance(60)
+        while not rc_file.exists():
+            assert time.monotonic() < end, f"pttrace did not end after SIGTERM: {held}"
+            time.sleep(0.2)
+        assert rc_file.read_text() == "143"
+        term.wait_for(EXIT_MARK, timeout=30)
+        end_record = json.loads(next(sessions.glob("*.jsonl")).read_text().splitlines()[-1])
+        assert end_record["type"] == "end" and end_record["reason"] == "sigterm", end_record
         deadline = time.monotonic() + allowance(20)
         while [p for p in held if alive(p)] and time.monotonic() < deadline:
             time.sleep(0.2)
