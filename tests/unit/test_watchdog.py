@@ -121,3 +121,66 @@ def test_a_run_ended_by_a_lost_event_is_not_a_run_that_ended_as_asked():
     # while a run that ended as asked still exits 0, and a signal still wins
     assert shutdown.exit_code("exited", gdb_lost=False) == 0
     assert shutdown.exit_code("sigterm", gdb_lost=False) == 143
+
+
+# A tracer that misses one wake-up, as gdb 13 does under a fork storm: it traces a child, lets it run to its
+# next stop, and swallows the SIGCHLD of that stop before waiting for the next one; then it sleeps, its
+# tracee in a ptrace stop, the event still waiting in the kernel. Each SIGCHLD after that wakes it once.
+_SLEEPY_TRACER = r"""
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+kid = os.fork()
+if kid == 0:
+    libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGUSR1)  # its second stop: the one whose wake-up is missed
+    os._exit(5)
+print(kid, flush=True)
+os.waitpid(kid, 0)  # the first stop
+libc.ptrace(7, kid, None, None)  # PTRACE_CONT
+while open(f"/proc/{kid}/stat").read().rsplit(")", 1)[1].split()[0] != "t":
+    pass
+signal.sigtimedwait([signal.SIGCHLD], 0)  # the missed wake-up
+while True:
+    signal.sigwait([signal.SIGCHLD])
+    got, status = os.waitpid(kid, os.WNOHANG | 0x40000000)
+    if got and os.WIFSTOPPED(status):
+        libc.ptrace(7, kid, None, os.WSTOPSIG(status) if os.WSTOPSIG(status) != signal.SIGUSR1 else 0)
+    elif got:
+        sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+class _Stub:
+    """The watchdog's view of a recording (the process table, the MI connection): only what it reads."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def test_a_tracer_that_missed_a_wake_up_is_woken_and_goes_on():
+    # GIVEN a tracer asleep while its tracee waits in a ptrace stop whose SIGCHLD it missed
+    import subprocess
+    import sys
+    tracer = subprocess.Popen([sys.executable, "-c", _SLEEPY_TRACER], stdout=subprocess.PIPE, text=True)
+    try:
+        tracee = int(tracer.stdout.readline())
+        _wait_state(tracee, "t")
+        running = _Stub(state="running", pid=tracee, group="i1")
+        processes = _Stub(live=lambda: [running], inferiors={"i1": running})
+        warnings: list[str] = []
+        dog = watchdog.Watchdog(_Stub(proc=tracer, last_notify=0.0), None, processes, None, None, warnings.append)
+        # WHEN the recorder's loop looks, again and again, having heard nothing from it
+        end = time.monotonic() + 30 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        while tracer.poll() is None:
+            assert time.monotonic() < end, f"the tracer was never woken ({dog.wake_ups} wake-ups)"
+            assert dog.check(heard=1.0) is False  # never a rescue: a wake-up is enough
+            time.sleep(0.05)
+        # THEN it was woken (a SIGCHLD), took the stop it had missed and let its tracee run to its end
+        assert dog.wake_ups >= 1
+        assert tracer.returncode == 5 and not warnings
+    finally:
+        tracer.kill()
+        tracer.wait()

@@ -78,6 +78,7 @@ class MiConnection:
         self.events: "queue.Queue[MiEvent]" = queue.Queue()
         self.stderr_tail: list[str] = []
         self.transcript: list[str] = []  # last MI lines, for error reports
+        self.last_notify = 0.0  # time.monotonic() of the last async record (*stopped, =thread-group-started...)
         self._alive = True
         self._reader = threading.Thread(target=self._read_stdout, name="gdb-mi-reader", daemon=True)
         self._reader.start()
@@ -125,6 +126,8 @@ class MiConnection:
                 box.append(rec)
                 ev.set()
             return
+        if kind == "notify":
+            self.last_notify = time.monotonic()
         if kind == "console" and self._console is not None:
             self._console.append(rec.get("payload") or "")
         elif kind == "log" and self._log is not None:

@@ -30,6 +30,7 @@ from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
 from tracer.recorder.events import Listener, RecorderEvent, from_child
 from tracer.recorder.keeper import Keeper
+from tracer.recorder.shutdown import LOST_EVENT
 from tracer.session import records, storage
 
 log = logging.getLogger("pttrace.recorder")
@@ -54,6 +55,9 @@ class ChildRecorder(Protocol):
     def run(self) -> str: ...
 
     def request_stop(self, reason: str = "interrupted") -> None: ...
+
+    @property
+    def end_reason(self) -> str | None: ...
 
     @property
     def control(self) -> Controller | None: ...
@@ -91,6 +95,7 @@ class ExecChildren:
         self._lock = threading.Lock()
         self._closing = False
         self._keeper = Keeper()
+        self.lost: list[int] = []  # children whose own recorder was ended by an event its gdb lost
         self.mode = config.mode  # the recording's mode, which each child's recorder follows
 
     def set_mode(self, mode: str) -> None:
@@ -203,6 +208,11 @@ class ExecChildren:
         except PttraceError as exc:
             log.debug("process record: %s", exc)
         sub.run()
+        if sub.end_reason == LOST_EVENT:
+            # Its session says where; the recording as a whole did not end as asked (not "completed").
+            self.lost.append(pid)
+            self._warn(f"the recorder of process {pid} was ended by an event its gdb lost: the hits of process "
+                       f"{pid} (and of its children) after that are missing")
 
     def _forward(self, pid: int, event) -> None:
         forwarded = from_child(pid, event)

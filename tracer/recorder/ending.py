@@ -137,6 +137,11 @@ class Ending:
             self._warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
                        "blocks read: none of them names it); nothing of it was broken on")
         children.close(kill=not self._attached)  # a run's children go with it; an attach's run on
+        if children.lost and outcome.end_reason not in shutdown.SIGNAL_EXIT:
+            # A child's recorder lost hits (its gdb lost an event): the run did not end as asked.
+            outcome.end_reason = shutdown.LOST_EVENT
+            if outcome.status == "completed":
+                outcome.status = "interrupted"
         files.keys.settle()
         shutdown.write_op_tables(files.writer, op_tables)
         # Names for the frames recorded by library and offset that no fill record has yet.

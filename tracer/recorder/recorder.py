@@ -30,7 +30,7 @@ from tracer.recorder.notices import Notices
 from tracer.recorder.outcome import Outcome
 from tracer.recorder.processes import ProcessTable
 from tracer.recorder.reactions import Reactions
-from tracer.recorder.watchdog import Watchdog
+from tracer.recorder.watchdog import QUIET, Watchdog
 from tracer.session import storage
 from tracer.session.model import Session, SessionInfo
 
@@ -243,7 +243,8 @@ class Recorder:
                             ending.finish_target()
                             break
                     # Nothing from gdb: has it lost an event? (a fork storm; watchdog.py)
-                    if now - quiet_since > 2.0 and self._watchdog is not None and self._watchdog.check():
+                    if now - quiet_since > QUIET and self._watchdog is not None \
+                            and self._watchdog.check(quiet_since):
                         ending.finish_target()
                         break
                     continue

@@ -6,10 +6,15 @@ parent left in its fork's event stop and the new child in its first stop, both h
 while gdb believed them running and waited in poll; the exit of another child was lost with it. Nothing
 would ever come again.
 
-So, while pttrace believes the target runs and gdb has said nothing for a while, this compares what the
-kernel says of every process gdb holds (``/proc/PID/task/TID/stat``, ``TracerPid``) with that belief. When
-every one of their threads has sat in a ptrace stop for seconds and gdb has not used the CPU meanwhile,
-the stop was lost: gdb's own tracer thread (the agent, rescue.py) reads why each thread stopped and
+What gdb loses there is a wake-up, not the events (measured: with gdb idle in poll and the parent and its
+new child in ptrace stops, a SIGCHLD sent to gdb by hand made it take both events and go on; one run woken
+44 times so recorded all 200 hits). So, while pttrace believes the target runs and gdb has said nothing
+for a while, this compares what the kernel says of every process gdb holds (``/proc/PID/task/TID/stat``,
+``TracerPid``) with that belief. When every one of their threads sits in a ptrace stop and gdb, idle,
+has not used the CPU for half a second, gdb is woken: a SIGCHLD, as the kernel would have sent it, which
+makes gdb collect whatever waits for it (harmless when nothing does). Only when a few wake-ups change
+nothing for seconds is the stop taken as lost: gdb's own tracer thread (the agent, rescue.py) reads why
+each thread stopped and
   - continues a thread stopped at a fork, clone or vfork event, or for a signal (passed on; a SIGSTOP of
     gdb's own is dropped),
   - hands a child gdb never learnt of (held, its breakpoint bytes put back) to a recorder of its own, as
@@ -43,8 +48,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pttrace.recorder")
 
-STUCK_FOR = 3.0  # seconds every held thread must stay in a ptrace stop, gdb idle, before it counts as lost
-CHECK_EVERY = 1.0  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
+WAKE_AFTER = 0.5  # seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken
+WAKE_UPS = 3  # wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost
+STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
+CHECK_EVERY = 0.25  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
+QUIET = 0.5  # seconds without a word from gdb before the recorder's loop asks for a look
 
 
 def _state_and_cpu(pid: int, tid: int | None = None) -> tuple[str, int] | None:
@@ -78,6 +86,18 @@ def tasks(pid: int) -> list[int]:
         return []
 
 
+def _in_ptrace_stop(pid: int, tid: int) -> bool:
+    return (_state_and_cpu(pid, tid) or ("?",))[0] == "t"
+
+
+class _TakenBack(Exception):
+    """gdb resumed a thread the rescue was taking from it: gdb found its event after all."""
+
+    def __init__(self, tid: int):
+        super().__init__(tid)
+        self.tid = tid
+
+
 def all_in_ptrace_stop(pids: list[int]) -> bool:
     states = [_state_and_cpu(pid, tid) for pid in pids for tid in tasks(pid)]
     return bool(states) and all(s is not None and s[0] == "t" for s in states)
@@ -98,14 +118,20 @@ class Watchdog:
         self._outcome, self._warn = outcome, warn
         self._look: _Look | None = None
         self._last = 0.0
+        self._heard = 0.0  # when gdb last said something (the recorder's quiet_since)
+        self._woken = 0  # wake-ups since gdb last said something
+        self.wake_ups = 0  # every wake-up of the run (the log says each)
         self.rescues = 0
 
-    def check(self) -> bool:
-        """True when the run was ended (a lost stop that cannot be taken on)."""
+    def check(self, heard: float) -> bool:
+        """A look, ``heard`` being when gdb last said something; True when the run was ended (a lost stop
+        that cannot be taken on)."""
         now = time.monotonic()
         if now - self._last < CHECK_EVERY:
             return False
         self._last = now
+        if heard != self._heard:  # gdb spoke since the last look: whatever it had lost, it found
+            self._heard, self._woken = heard, 0
         if not any(i.state == "running" for i in self._processes.live()):
             self._look = None
             return False
@@ -116,6 +142,10 @@ class Watchdog:
             return False
         if self._look is None or self._look.gdb_cpu != gdb[1]:
             self._look = _Look(gdb[1], now)
+            return False
+        if self._woken < WAKE_UPS:
+            if now - self._look.since >= WAKE_AFTER:
+                self._wake(held)
             return False
         if now - self._look.since < STUCK_FOR:
             return False
@@ -128,45 +158,80 @@ class Watchdog:
             self._outcome.end_reason = LOST_EVENT
             return True
 
+    def _wake(self, held: list[int]) -> None:
+        """gdb missed the SIGCHLD of events that wait for it: another one makes its event loop collect them."""
+        self._look = None  # stuck again for WAKE_AFTER before the next one
+        self._woken += 1
+        self.wake_ups += 1
+        log.info("gdb idle while every process it holds (%s) sits in a ptrace stop: woken (SIGCHLD), wake-up %d",
+                 ", ".join(map(str, held)), self.wake_ups)
+        try:
+            os.kill(self._mi.proc.pid, signal.SIGCHLD)
+        except OSError as exc:  # gdb gone: the run loop hears of it
+            log.debug("waking gdb: %s", exc)
+
     def _rescue(self, held: list[int]) -> bool:
         # gdb's own thread list is no help here: asking it reads the registers of every thread it believes
         # in, and fails on one whose end it lost. The processes gdb announced are the process table's.
         known = {i.pid for i in self._processes.inferiors.values() if i.pid is not None}
+        asked = time.monotonic()
+        stops = {pid: [(tid, self._info(tid)) for tid in tasks(pid)] for pid in held if pid in known}
+        if self._taken_back(held, asked):
+            return False
         said: list[str] = []
-        for pid in held:
-            if pid not in known:
-                said.append(self._adopt(pid))
-                continue
-            for tid in tasks(pid):
-                info = self._info(tid)
-                event = info.get("event")
-                signo = info.get("signo") if isinstance(info.get("signo"), int) else 0
-                if event in ("fork", "vfork"):
-                    # gdb has lost this process's fork, and loses every later one (measured: each fork of
-                    # the same parent lost after the first): it goes to a gdb of its own, as its child does.
-                    said.append(self._move(pid, f"its {event} event was lost"))
-                    break
-                if event in ("clone", "vfork-done") or (signo and signo not in (signal.SIGTRAP,)):
-                    sig = 0 if event or signo == signal.SIGSTOP else signo
-                    self._do(f"resume {tid} {sig}", lambda: _gone(tid) or (_state_and_cpu(pid, tid) or ("?",))[0] != "t",
-                             f"continuing thread {tid}")
-                    what = f"its {event} event" if event else f"signal {info.get('signal')}"
-                    said.append(f"thread {tid} of process {pid} was left stopped at {what}; continued")
-                else:
-                    self._warn(f"gdb lost a stop of process {pid} (thread {tid}, {info.get('signal') or info}) "
-                               "and pttrace cannot take it on without gdb: the run was ended there, every hit "
-                               "recorded before it is kept")
-                    self._outcome.end_reason = LOST_EVENT
-                    return True
+        try:
+            for pid in held:
+                if pid not in known:
+                    said.append(self._adopt(pid))
+                    continue
+                for tid, info in stops[pid]:
+                    event = info.get("event")
+                    signo = info.get("signo") if isinstance(info.get("signo"), int) else 0
+                    if event in ("fork", "vfork"):
+                        # gdb has lost this process's fork, and loses every later one (measured: each fork of
+                        # the same parent lost after the first): it goes to a gdb of its own, as its child does.
+                        said.append(self._move(pid, f"its {event} event was lost"))
+                        break
+                    if event in ("clone", "vfork-done") or (signo and signo not in (signal.SIGTRAP,)):
+                        sig = 0 if event or signo == signal.SIGSTOP else signo
+                        self._do(f"resume {tid} {sig}", lambda: _gone(tid) or not _in_ptrace_stop(pid, tid),
+                                 f"continuing thread {tid}")
+                        what = f"its {event} event" if event else f"signal {info.get('signal')}"
+                        said.append(f"thread {tid} of process {pid} was left stopped at {what}; continued")
+                    else:
+                        self._warn(f"gdb lost a stop of process {pid} (thread {tid}, {info.get('signal') or info}) "
+                                   "and pttrace cannot take it on without gdb: the run was ended there, every hit "
+                                   "recorded before it is kept")
+                        self._outcome.end_reason = LOST_EVENT
+                        return True
+        except _TakenBack as back:
+            log.info("gdb took thread %s back while pttrace released it: the run goes on with gdb", back.tid)
+            if said:
+                self._said(said)
+            return False
         for inferior in self._processes.live():
             if inferior.pid is not None and inferior.pid not in held:
                 self._processes.exited(inferior.group)
                 said.append(f"process {inferior.pid} ended without gdb reporting it (its exit status is not "
                             "known)")
+        self._said(said)
+        return False
+
+    def _said(self, said: list[str]) -> None:
         self.rescues += 1
         self._warn("gdb lost events while processes forked and exited (gdb 13 under a fork storm); pttrace took "
-                 "the run past them: " + "; ".join(said))
-        return False
+                   "the run past them: " + "; ".join(said))
+
+    def _taken_back(self, held: list[int], asked: float) -> bool:
+        """gdb came to the events itself while the agent read them (a command wakes its event loop): gdb
+        said something, or a thread it held left its ptrace stop, or a process joined them. Then nothing
+        is taken from gdb (detaching a process gdb is handling made it fail: "Couldn't get registers: No
+        such process", and the run ended); the next look starts afresh."""
+        now_held = traced_by(self._mi.proc.pid)
+        if self._mi.last_notify < asked and sorted(now_held) == sorted(held) and all_in_ptrace_stop(held):
+            return False
+        log.info("gdb took up the stopped processes itself while pttrace read them: nothing taken from it")
+        return True
 
     def _info(self, tid: int) -> dict:
         """Why a thread is in its ptrace stop (rescue.stop_info), asked again if gdb's answer is lost."""
@@ -212,8 +277,13 @@ class Watchdog:
         self._children.holding(pid)
         os.kill(pid, signal.SIGSTOP)  # pending before the detach: it stops at once, whatever the detach delivers
         for tid in tasks(pid) or [pid]:  # ptrace holds each thread on its own
-            self._do(f"release {tid}", lambda: _gone(tid) or guard.traced_by(tid) != self._mi.proc.pid,
-                     f"detaching thread {tid}")
+            try:
+                self._do(f"release {tid}", lambda: _gone(tid) or guard.traced_by(tid) != self._mi.proc.pid,
+                         f"detaching thread {tid}")
+            except AgentError:
+                if guard.traced_by(tid) == self._mi.proc.pid and not _in_ptrace_stop(pid, tid):
+                    raise _TakenBack(tid) from None  # gdb runs it again: its SIGSTOP is passed over (user_stop.py)
+                raise
         try:
             guard.remove_breakpoints(pid, resume=False)  # held: its recorder continues it once attached
         except guard.RepairError as exc:
