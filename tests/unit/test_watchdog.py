@@ -184,3 +184,47 @@ def test_a_tracer_that_missed_a_wake_up_is_woken_and_goes_on():
     finally:
         tracer.kill()
         tracer.wait()
+
+
+def test_a_handed_over_process_whose_recorder_lost_an_event_is_said_and_counted(tmp_path):
+    # GIVEN a process handed to a recorder of its own (as the watchdog hands a storm's target over) whose
+    # gdb then lost an event it could not take the run past: that recorder ended there, hits missing
+    import subprocess
+    import sys
+    from tracer.recorder import shutdown
+    from tracer.recorder.children import Execd, ExecChildren
+    from tracer.recorder.config import TraceConfig
+    from tracer.session.storage import SessionWriter
+
+    class EndedByALostEvent:
+        """Stands for the child's Recorder: only what ExecChildren asks of it."""
+        control = None
+        end_reason = shutdown.LOST_EVENT
+
+        def start(self):
+            return tmp_path / "s.children" / "1.jsonl"
+
+        def run(self):
+            return "interrupted"
+
+        def request_stop(self, reason="interrupted"):
+            pass
+
+    held = subprocess.Popen(["sleep", "60"])
+    try:
+        warnings: list[str] = []
+        kids = ExecChildren(TraceConfig(breakpoints=("f",), script="x.py", session_dir=tmp_path), sys.executable,
+                            tmp_path / "s.jsonl", SessionWriter(tmp_path / "s.jsonl"),
+                            lambda cfg, listener: EndedByALostEvent(), lambda ev: None, warnings.append)
+        # WHEN its recorder runs to that end
+        kids.hand_over(Execd(held.pid, ["python3", "x.py"], None))
+        end = time.monotonic() + 20 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        while not kids.idle():
+            assert time.monotonic() < end, "the child's recorder never ended"
+            time.sleep(0.02)
+        # THEN the recording knows (its end is then interrupted, exit 3: ending.py) and says which process
+        assert kids.lost == [held.pid]
+        assert any(f"process {held.pid}" in w and "missing" in w for w in warnings), warnings
+    finally:
+        held.kill()
+        held.wait()
