@@ -48,15 +48,18 @@ def _path(hit) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
+    """The CFI run (with its log: which libraries gdb read the symbols of) and one forced onto the old path;
+    paths to their sessions, and the log."""
     tmp = tmp_path_factory.mktemp("cfi")
+    log = tmp / "log.txt"
     args = [a for spec in BREAKS for a in ("--break", spec)] + [str(HELLO)]
-    cfi = _record(tmp, "cfi", args)
+    cfi = _record(tmp, "cfi", ["--log", str(log), *args])
     old = _record(tmp, "old", args, env={"PTTRACE_NO_CFI": "1"})
-    return cfi, old
+    return cfi, old, log
 
 
 def test_cfi_run_records_the_same_paths_as_the_old_path(two_runs):
-    cfi_path, old_path = two_runs
+    cfi_path, old_path, _ = two_runs
     cfi, old = storage.load(cfi_path), storage.load(old_path)
     assert cfi.info.status == old.info.status == "completed"
     assert [h.breakpoint for h in cfi.hits] == [h.breakpoint for h in old.hits]
@@ -81,10 +84,8 @@ def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_
     """Re-runs read fewer symbols: libtorch_python.so (30 MB, no DWARF) is given to gdb as unwind tables
     and named by our index; a small library no stack passes through is never read; one a stack passes
     through is read when the agent asks. Every frame is still what gdb reading every library gives."""
-    cfi_path, _ = two_runs
-    log = tmp_path / "log.txt"
+    lazy, _, log = two_runs  # the CFI run: libraries read lazily
     args = [a for spec in BREAKS for a in ("--break", spec)] + [str(HELLO)]
-    lazy = _record(tmp_path, "lazy", ["--log", str(log), *args])
     every = _record(tmp_path, "every", ["--all-symbols", *args])
     a, b = storage.load(lazy), storage.load(every)
     assert [h.breakpoint for h in a.hits] == [h.breakpoint for h in b.hits] and a.hits
@@ -104,7 +105,7 @@ def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_
 
 
 def test_session_cut_off_keeps_library_and_offset_and_the_fills_written(two_runs, tmp_path):
-    cfi_path, _ = two_runs
+    cfi_path, _, _ = two_runs
     lines = cfi_path.read_text().splitlines()
     kinds = [json.loads(line)["type"] for line in lines]
     # Cut before any fill record and the end (pttrace killed before it wrote them): the frames were

@@ -368,7 +368,9 @@ def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftove
 
 
 def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path, no_leftovers):
-    # GIVEN a session directory on a 256 KiB tmpfs (in a private mount namespace: nothing to clean up)
+    # GIVEN a session directory on a 32 KiB tmpfs (in a private mount namespace: nothing to clean up): the
+    # records before the first hit take ~14 KiB and a hit of loop.py ~70 bytes (its stack interned), so the
+    # disk fills after ~250 hits, ~5 s (256 KiB took 3,500 hits and a minute of the suite)
     prefix = private_mount_prefix()
     if prefix is None:
         pytest.skip("cannot make a private mount namespace here (unshare refused)")
@@ -377,7 +379,7 @@ def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path,
     loader = ("import glob, sys; from tracer.session import storage; "
               "s = storage.load(glob.glob(sys.argv[1] + '/*.jsonl')[0]); "
               "print('LOADED', s.info.status, len(s.hits), [h.seq for h in s.hits] == list(range(1, len(s.hits) + 1)))")
-    script = ('mount -t tmpfs -o size=256k tmpfs "$1" || exit 99; '
+    script = ('mount -t tmpfs -o size=32k tmpfs "$1" || exit 99; '
               '"$2" -m tracer run --batch -b THPVariable_tensor --session-dir "$1" "$3"; echo "RC=$?"; '
               '"$2" -c "$4" "$1"')
     # WHEN the target keeps hitting the breakpoint until the disk is full

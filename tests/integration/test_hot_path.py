@@ -216,10 +216,35 @@ def _run_reuse(tmp_path: Path, name: str, no_reuse: bool, *extra: str) -> tuple[
     return hits, json.loads(stats.read_text())
 
 
-def test_reused_stacks_record_what_a_full_walk_records(tmp_path):
+@pytest.fixture(scope="module")
+def reuse_and_walk(tmp_path_factory) -> tuple[Path, list[dict], dict, list[dict], dict]:
+    """The reuse script traced with the whole-stack reuse and without it (PTTRACE_NO_STACK_REUSE=1), and
+    where: the walk without reuse is the oracle of both reuse tests (each run is a whole pttrace run)."""
+    where = tmp_path_factory.mktemp("reuse")
+    reused, stats = _run_reuse(where, "reuse", False)
+    walked, plain = _run_reuse(where, "walk", True)
+    return where, reused, stats, walked, plain
+
+
+def _cut(hits: list[dict], depth: int) -> list[dict]:
+    """What ``--max-depth`` keeps of whole hits: the innermost ``depth`` frames, marked truncated, and the
+    values read in those frames (a value names its frame by index: counted from the cut)."""
+    out = []
+    for hit in hits:
+        hit = dict(hit)
+        dropped = len(hit["frames"]) - depth
+        if dropped > 0:
+            hit["frames"] = hit["frames"][dropped:]
+            hit["truncated"] = True
+            if "values" in hit:
+                hit["values"] = [{**v, "frame": v["frame"] - dropped} for v in hit["values"] if v["frame"] >= dropped]
+        out.append(hit)
+    return out
+
+
+def test_reused_stacks_record_what_a_full_walk_records(reuse_and_walk):
     # GIVEN the same script traced with the whole-stack reuse and without it (PTTRACE_NO_STACK_REUSE=1)
-    reused, stats = _run_reuse(tmp_path, "reuse", False)
-    walked, plain = _run_reuse(tmp_path, "walk", True)
+    _, reused, stats, walked, plain = reuse_and_walk
     # THEN every hit is the same, record for record
     assert len(reused) == 40 + 4 * 8 + 4 + 5 + 1
     assert len(walked) == len(reused)
@@ -255,12 +280,12 @@ def _marker(hit: dict) -> str:
     return f"{inner['file']}:{inner['function']}"
 
 
-def test_reuse_keeps_the_max_depth_cut(tmp_path):
+def test_reuse_keeps_the_max_depth_cut(reuse_and_walk):
     # GIVEN a cut that falls inside the Python frames of the deeper stacks only
-    reused, stats = _run_reuse(tmp_path, "reuse", False, "--max-depth", "27")
-    walked, _ = _run_reuse(tmp_path, "walk", True, "--max-depth", "27")
-    # THEN the same hits, the same cut
-    assert reused == walked
+    where, _, _, walked, _ = reuse_and_walk
+    reused, stats = _run_reuse(where, "reuse-cut27", False, "--max-depth", "27")
+    # THEN the same hits as the full walk without reuse, each cut to its innermost 27 frames
+    assert reused == _cut(walked, 27)
     assert any(h.get("truncated") for h in reused) and not all(h.get("truncated") for h in reused)
     assert stats["reused"] >= 39, stats
 
