@@ -66,6 +66,7 @@ async def step_next_finish_there(pilot, app, pid: int) -> None:
         await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
                          and app.state.gdb == "ready", timeout=allowance(90), step=0.1)
         assert path.hit.thread.pid == pid, (action, path.hit.thread)
+        assert path.frames[-1].address != before.frames[-1].address, (action, path.frames[-1])  # it moved
         assert f"pid {pid}" in _status(app), (action, _status(app))
         await assert_where_gdb_is(pilot, app, action)
 

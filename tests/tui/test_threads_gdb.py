@@ -91,8 +91,10 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
                 await pilot.press(key)
                 await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
                                  and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
-                # THEN it stopped in the worker, and the innermost frame shown is where gdb's pc is
+                # THEN it stopped in the worker, somewhere else than before (a step that gdb refused left it
+                # where it stood), and the innermost frame shown is where gdb's pc is
                 assert path.hit.thread.pid == worker
+                assert path.frames[-1].address != before.frames[-1].address, (action, path.frames[-1])
                 said = await ask(pilot, app, "p/x $pc")
                 await pilot.press("escape")
                 assert said.endswith(f"0x{path.frames[-1].address:x}"), (action, said, path.frames[-1])

@@ -53,3 +53,36 @@ def test_a_hit_of_a_child_still_carries_its_pid():
 
     hit = Hit(seq=1, breakpoint="f", thread=Thread(id=1), time=0.0, frames=[])
     assert from_child(41, HitRecorded(hit)) == HitRecorded(hit, child=41)
+
+
+def test_a_step_gdb_refuses_is_said_not_shown_as_a_stop():
+    # GIVEN a gdb that refuses -exec-step (a DataLoader worker whose library symbols it could not use)
+    import pytest
+
+    from tracer.gdb.mi import GdbCommandError, MiResult
+    from tracer.recorder.control import Controller
+    from tracer.recorder.inferiors import Inferior
+
+    class Mi:
+        def __init__(self):
+            self.sent = []
+
+        def command(self, text, timeout=30.0, check=True):
+            self.sent.append(text)
+            if text == "-exec-step":
+                return MiResult(1, "error", {"msg": "Cannot find bounds of current function"})
+            return MiResult(1, "running" if text.startswith("-exec") else "done", {}, ["Run till exit\n"])
+
+    class Policy:
+        def for_stepping(self):
+            pass
+
+    mi = Mi()
+    control = Controller(mi, None, Policy(), Inferior("i1", pid=1), "stop", True, lambda frames: None,  # type: ignore[arg-type]
+                         lambda text: None)
+    # WHEN s is pressed THEN gdb's reason is raised (the TUI shows it), nothing claims a stop
+    with pytest.raises(GdbCommandError, match="gdb: Cannot find bounds of current function"):
+        control.step()
+    # AND a finish gdb runs tells what gdb said
+    assert control.finish() == "Run till exit"
+    assert mi.sent[-1] == "-exec-finish"

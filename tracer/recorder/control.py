@@ -9,7 +9,7 @@ import time
 from typing import Callable
 
 from tracer.errors import UsageError
-from tracer.gdb.mi import MiConnection
+from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.inferiors import Inferior
 from tracer.recorder.libraries import LibraryPolicy
@@ -64,7 +64,10 @@ class Controller:
     # no line number information.", "Run till exit from #0 ..."): its console text before ^running.
     def _run_alone(self, command: str) -> str:
         self._every_process(False)
-        return "".join(self._mi.command(command, check=False).console).strip()
+        res = self._mi.command(command, check=False)
+        if res.error:  # the target did not move: said, not shown as a stop where it already stood
+            raise GdbCommandError(f"gdb: {res.error}")
+        return "".join(res.console).strip()
 
     def step(self) -> str:
         self._policy.for_stepping()

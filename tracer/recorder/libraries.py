@@ -20,18 +20,12 @@ from tracer.gdb.mi import MiConnection
 from tracer.recorder import resolve
 from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.settings import Settings
+from tracer.text.escape import gdb_regex_literal
 
 log = logging.getLogger("pttrace.recorder")
 # Libraries gdb reads at once even when others wait for a stack (see LibraryPolicy.lazy): nearly every
 # stack passes through them, and gdb's thread support reads libc anyway.
 READ_AT_ONCE = ("libpython", "libc.so", "ld-linux", "ld64.so", "libc10.so")  # libc10: the TLS key sets
-
-
-def gdb_regex_literal(path: str) -> str:
-    """A regex (for gdb's ``sharedlibrary``) matching exactly this path. A line break cannot reach gdb
-    in a command: ``.`` stands for it (a library ``dlopen``ed from such a path still gets its symbols)."""
-    special = set("\\.[]*^$")  # POSIX basic regex: (){}+?| are literal unless escaped
-    return "^" + "".join("\\" + ch if ch in special else "." if ch in "\r\n" else ch for ch in path) + "$"
 
 
 class LibraryPolicy:

@@ -62,3 +62,10 @@ def json_line_may_hide_controls(raw: bytes) -> bool:
     if raw.isascii() and b"\\" not in raw and b"\x7f" not in raw:
         return False
     return _JSON_UNSAFE_RE.search(raw) is not None
+
+
+def gdb_regex_literal(path: str) -> str:
+    """A regex (for gdb's ``sharedlibrary``) matching exactly this path. A line break cannot reach gdb
+    in a command: ``.`` stands for it (a library ``dlopen``ed from such a path still gets its symbols)."""
+    special = set("\\.[]*^$")  # POSIX basic regex: (){}+?| are literal unless escaped
+    return "^" + "".join("\\" + ch if ch in special else "." if ch in "\r\n" else ch for ch in path) + "$"

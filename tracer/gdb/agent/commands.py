@@ -43,6 +43,7 @@ from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
 from tracer.gdb.agent.torchscript import READER as TORCHSCRIPT
+from tracer.text.escape import gdb_regex_literal
 
 
 def install_values(values: dict) -> None:
@@ -129,7 +130,8 @@ def _cfi_add(arg: str) -> None:
     base = native.mapped_base(lib)
     if base is None:
         raise gdb.GdbError(f"{lib} is not mapped in the target")
-    gdb.execute(f"add-symbol-file {_gdb_path_arg(copy)} -o {base:#x}", to_string=True)
+    if not _holds(gdb.current_progspace(), copy):  # once a space: a second copy hid the library's symbols
+        gdb.execute(f"add-symbol-file {_gdb_path_arg(copy)} -o {base:#x}", to_string=True)
     STATE.cfi_libs[lib] = (copy, base)
     real = os.path.realpath(lib)
     if real != lib:
@@ -144,11 +146,47 @@ def _cfi_drop(arg: str) -> None:
     for name in (lib, os.path.realpath(lib)):
         entry = STATE.cfi_libs.pop(name, None) or entry
     if entry is not None:
-        try:
-            gdb.execute(f"remove-symbol-file {_gdb_path_arg(entry[0])}", to_string=True)
-        except gdb.error as exc:
-            LOG.info("remove-symbol-file %s: %s", entry[0], exc)
+        _drop_everywhere(entry[0], lib)
     CACHES.invalidate()
+
+
+def _holds(space, copy: str) -> bool:
+    return space is not None and any(o.filename == copy for o in space.objfiles())
+
+
+def _drop_everywhere(copy: str, lib: str) -> None:
+    """Take the copy away in every process's program space, each time it was added there: a DataLoader
+    worker's held it twice, one removal left the other in front of the library's symbols, and gdb found no
+    function bounds there (s and n did nothing). A space other than the selected one gets the library's
+    own symbols at once (the recorder gives them to the selected one)."""
+    here = gdb.selected_inferior()
+    thread = gdb.selected_thread()
+    try:
+        frame = gdb.selected_frame()
+    except gdb.error:
+        frame = None
+    try:
+        for inferior in [here, *[i for i in gdb.inferiors() if i.num != here.num]]:
+            if not _holds(inferior.progspace, copy):
+                continue
+            if inferior.num != gdb.selected_inferior().num:
+                gdb.execute(f"inferior {inferior.num}", to_string=True)
+            for _ in range(8):  # each remove-symbol-file takes one of them away
+                if not _holds(gdb.current_progspace(), copy):
+                    break
+                gdb.execute(f"remove-symbol-file {_gdb_path_arg(copy)}", to_string=True)
+            if inferior.num != here.num:
+                gdb.execute(f"sharedlibrary {gdb_regex_literal(lib)}", to_string=True)
+    except gdb.error as exc:
+        LOG.info("remove-symbol-file %s: %s", copy, exc)
+    finally:
+        if gdb.selected_inferior().num != here.num:
+            if thread is not None and thread.is_valid():
+                thread.switch()
+            else:
+                gdb.execute(f"inferior {here.num}", to_string=True)
+            if frame is not None and frame.is_valid():
+                frame.select()
 
 
 def _snapshot(arg: str) -> None:
