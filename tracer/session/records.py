@@ -56,6 +56,7 @@ its first hit (bench/RESULTS.md, "A million hits").
 from __future__ import annotations
 
 import json
+import operator
 from typing import IO, Any, Callable, Iterator
 
 from tracer.text.escape import clean, json_line_may_hide_controls
@@ -228,6 +229,10 @@ class Interner:
         self._last_args: tuple[Any, int | None] = (None, None)
         self._last_vary: tuple[Any, int | None] = (None, None)
         self._new: list[tuple[dict, Any]] = []  # what the last encode_hit defined: undone if it is not written
+        # The last call path's frames (the very objects) and its id: a hot hit's frames are the cached ones
+        # of the hit before, so an identity check spares looking up each frame's JSON.
+        self._last_stack: tuple[list, bool, int] | None = None
+        self._last_split: tuple[Any, list, list] = (None, [], [])  # values given, split_varying's result
 
     def rollback(self) -> None:
         """The last hit was not written (disk full): what it defined is not in the file either."""
@@ -235,9 +240,14 @@ class Interner:
             table.pop(key, None)
         self._new = []
         self._last_args = self._last_vary = (None, None)  # they may name what was not written
+        self._last_stack = None
 
     def _stack(self, frames: list, truncated: bool, out: list[str]) -> int:
         """The id of this call path, its frame and stack records added to ``out`` if new."""
+        last = self._last_stack
+        if last is not None and last[1] == truncated and len(last[0]) == len(frames) \
+                and all(map(operator.is_, frames, last[0])):
+            return last[2]
         ids = []
         new = self._new
         known = self._frames
@@ -258,6 +268,7 @@ class Interner:
             if truncated:
                 stack_rec["truncated"] = True
             out.append(_dumps(stack_rec))
+        self._last_stack = (list(frames), truncated, sid)
         return sid
 
     VARY_KEPT = 256  # distinct vary lists remembered: a loop over fresh tensors makes one a hit, never repeated
@@ -305,7 +316,12 @@ class Interner:
         sid = self._stack(frames, truncated, out)
         items: list[dict] = []
         if values:
-            values, items = split_varying(values)
+            if values is self._last_split[0]:  # the very list of the hit before (the agent keeps it)
+                values, items = self._last_split[1], self._last_split[2]
+            else:
+                given = values
+                values, items = split_varying(values)
+                self._last_split = (given, values, items)
         aid = self._values(values, out)
         vid = self._varying(items, out)
         key = (breakpoint, thread.get("id"), thread.get("name"), thread.get("lwp"), thread.get("python_name"),

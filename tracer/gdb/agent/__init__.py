@@ -22,6 +22,8 @@ never guessed.
   commands.py       the pttrace-* gdb commands; unwinders.py: gdb's unwinder search, skipped when empty
   log.py            the agent's log file; errors.py: the exceptions reading the target raises
   compiled.py       the Python frame dynamo ran a compiled graph in place of ("graph N")
+  regs.py           frame #0's registers at a stop in one ptrace read (gdb's frame only when needed)
+  bulk.py           what a hot hit read last time, checked again in one system call (kept values, frames)
 """
 try:
     import gdb  # type: ignore[import-not-found]  # noqa: F401

@@ -181,6 +181,28 @@ def read_entry(frame, name: str | None, library: str | None, read_memory) -> lis
     return out
 
 
+def entry_key(frame, name: str | None, library: str | None) -> tuple | None:
+    """What ``read_entry``'s result depends on besides the memory its readers read: the function and the
+    words of every register its arguments came in (and the stack pointer, when one is on the stack).
+    None when there is nothing to read, or a register cannot be."""
+    if frame is None or not name:
+        return None
+    p = plan(frame, name, library)
+    if p.why is not None:
+        return None
+    registers = _registers_of.get(id(p))
+    if registers is None or registers[0] is not p:
+        names = [r for loc in p.locations if loc.how is not None for r in loc.registers]
+        if any(loc.how is not None and not loc.registers for loc in p.locations):
+            names.append("rsp")
+        registers = _registers_of[id(p)] = (p, tuple(dict.fromkeys(names)))
+    try:
+        return (name, library) + tuple(_word(frame, r) for r in registers[1])
+    except (RuntimeError, ValueError, OverflowError):  # gdb.error is a RuntimeError
+        return None
+
+
+_registers_of: dict[int, tuple] = {}
 _parts_of: dict[int, tuple] = {}
 
 

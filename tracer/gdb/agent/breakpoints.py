@@ -8,7 +8,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.session import records
 from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
-from tracer.gdb.agent import native, stash
+from tracer.gdb.agent import native, regs, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
@@ -83,7 +83,7 @@ class TraceBreakpoint(gdb.Breakpoint):
             return True
         innermost: dict[str, Any]  # the innermost frame's record (a cached one, or a copy with a name)
         try:
-            newest = gdb.newest_frame()
+            newest = regs.stop_frame()  # gdb's frame #0 only when something needs more than registers
             innermost = native.describe(newest, 0)
         except READ_ERRORS:
             newest, innermost = None, {"function": None, "layer": None}

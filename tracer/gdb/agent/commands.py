@@ -67,6 +67,7 @@ def install_values(values: dict) -> None:
         return None
 
     values_agent.install(values.get("layout"), symbolize if tables else None, values.get("why"))
+    CACHES.arguments.clear()  # described with another layout
 
 
 def _setup(arg: str) -> None:

@@ -1,6 +1,7 @@
 """Recording one hit: the call path of the stopped thread, as a ``hit`` record in the session."""
 from __future__ import annotations
 
+import operator
 import time
 
 import gdb  # type: ignore[import-not-found]
@@ -16,6 +17,7 @@ from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
 from tracer.gdb.agent.torchscript import mark_torchscript
+from tracer.session.records import CachedFrame
 
 
 def thread_info() -> dict:
@@ -61,7 +63,26 @@ def kernels_by_caller(frames: list) -> None:
     for i in range(1, len(frames)):
         f = frames[i]
         if f["layer"] == "runtime" and f["kind"] == "native" and kernel_below_adapter("runtime", frames[i - 1]["function"]):
-            frames[i] = dict(f, layer="kernel")
+            frames[i] = with_field(f, "layer", "kernel")
+
+
+_copies: dict[tuple, tuple] = {}
+
+
+def with_field(frame: dict, field: str, value) -> CachedFrame:
+    """A copy of a shared frame with one field set, the same copy for the same frame and value at every hit
+    (a CachedFrame: its JSON is encoded once, and the session's interning finds the hit's stack by the
+    frames' identity, records.Interner)."""
+    key = (id(frame), field, value)
+    kept = _copies.get(key)
+    if kept is not None and kept[0] is frame:
+        return kept[1]
+    copy = CachedFrame(frame)
+    copy[field] = value
+    if len(_copies) >= 4096:
+        _copies.clear()
+    _copies[key] = (frame, copy)
+    return copy
 
 
 def record_frames(spec: str | None, frames: list[dict], keyset: int | None = None,
@@ -80,19 +101,40 @@ def record_frames(spec: str | None, frames: list[dict], keyset: int | None = Non
     write_not_evaluated(STATE.hits, "this hit's call path was read at a later stop")
 
 
+_last_carried: list = [None, 0, None]  # values, frame index, the list made of them
+
+
+def _carried(values: dict, frame: int) -> list[dict]:
+    """The hit's values placed at its innermost frame: the same list as the hit before's when the values
+    are the same dict (entry.py hands a hot hit the one kept), so the session's interning, which compares
+    and splits them, finds them by identity (records.Interner)."""
+    if _last_carried[0] is values and _last_carried[1] == frame:
+        return _last_carried[2]
+    out = [dict(values, frame=frame)]
+    _last_carried[:] = [values, frame, out]
+    return out
+
+
 MAX_DEBUG_FRAMES = 16  # outer frames whose DWARF arguments are read, innermost first
 
 
-def debug_values(newest, frames: list[dict]) -> list[dict]:
+def debug_frames(frames: list[dict]) -> dict[int, int]:
+    """The outer frames ``debug_values`` reads: address -> index in ``frames``."""
+    return {f["address"]: i for i, f in enumerate(frames[:-1])
+            if f["kind"] == "native" and f.get("layer") != "interpreter" and f.get("file") and _debug_frame(f)}
+
+
+def debug_values(newest, frames: list[dict], wanted_debug: dict | None = None) -> list[dict]:
     """The arguments of the outer frames that have DWARF (a debug build's, not the interpreter's), read by
     name as gdb's ``bt`` shows them; ``not available`` where optimised out. Nothing on a release wheel:
     no recorded native frame outside the interpreter has a file, so this costs one pass over the frames."""
     # The cheap refusals inline, before a call: every Python frame has a file, and so has every interpreter
     # frame of an interpreter built with DWARF (pyenv's: 19 of a hot hit's 21 frames); on a release wheel
     # torch's frames have none. Calling _debug_frame for each was ~5% of a hit's stop() (cProfile).
-    wanted = {f["address"]: i for i, f in enumerate(frames[:-1])
-              if f["kind"] == "native" and f.get("layer") != "interpreter" and f.get("file") and _debug_frame(f)}
-    if newest is None or not wanted:
+    if newest is None:
+        return []
+    wanted = dict(wanted_debug if wanted_debug is not None else debug_frames(frames))  # popped below
+    if not wanted:
         return []
     out: list[dict] = []
     try:
@@ -121,6 +163,33 @@ def _debug_frame(f: dict) -> bool:
             and not lib.startswith(("/lib/", "/usr/lib/", "/lib64/")))
 
 
+class _Seen:
+    """The last call path call_path gave (the very frame objects) and what is worked out from its frames
+    alone. A hot hit's frames are the objects of the hit before (cached walks and Python frame records), so
+    one identity check spares the passes over its ~25 frames: the kernels a boxing adapter calls, dynamo's
+    compiled frames, whether it is a pool worker's stack, which outer frames have DWARF arguments (together
+    ~0.04 ms of a hit's ~0.25 ms stop(), thread CPU time, bench/hot_add.py)."""
+
+    given: list = []
+    made: list = []
+    worker = False
+    wanted: dict = {}
+
+
+def _worked_out(frames: list) -> tuple[list, bool, dict]:
+    """(``frames`` with kernels relabelled and compiled frames marked, whether they are a pool worker's,
+    ``debug_frames`` of them)."""
+    seen = _Seen
+    if frames and len(frames) == len(seen.given) and all(map(operator.is_, frames, seen.given)):
+        return list(seen.made), seen.worker, seen.wanted
+    given = list(frames)
+    kernels_by_caller(frames)
+    mark_compiled(frames)
+    seen.given, seen.made = given, list(frames)
+    seen.worker, seen.wanted = launcher.in_worker(frames), debug_frames(frames)
+    return frames, seen.worker, seen.wanted
+
+
 def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = False,
                keyset: int | None = None, newest=None, keyset_note: str | None = None,
                launched_by: dict | None = None, defer_missing: bool = False, values: dict | None = None) -> bool:
@@ -130,20 +199,19 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     ``values``: what the innermost frame carried (``arguments.read_entry``, the TLS key sets)."""
     FRAMES.left_over = False
     frames, truncated = call_path(newest)
-    kernels_by_caller(frames)
-    mark_compiled(frames)
+    frames, worker, wanted_debug = _worked_out(frames)
     mark_torchscript(frames, newest)
     if keyset is not None and frames:
-        frames[-1] = dict(frames[-1], keyset=keyset)
+        frames[-1] = with_field(frames[-1], "keyset", keyset)
     elif keyset_note and frames:  # it takes one, which could not be read: why, never a guess
-        frames[-1] = dict(frames[-1], keyset_note=keyset_note)
+        frames[-1] = with_field(frames[-1], "keyset_note", keyset_note)
     if allow_defer or defer_missing:
         missing = missing_symbols(frames)
         if missing:
             defer_for(missing, spec)
             return False
     if allow_defer:
-        if launcher.in_worker(frames):
+        if worker:
             STATE.pending_spec = spec
             STATE.pending_launcher = True
             return False
@@ -151,9 +219,11 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
         OUT.warn("a hit had fewer C eval frames than Python frame groups: its outermost Python frames are missing")
     STATE.hits += 1
     STATE.asked_libs.clear()
-    carried = [dict(values, frame=len(frames) - 1)] if values and frames else []
+    carried = _carried(values, len(frames) - 1) if values and frames else []
     if STATE.arguments:
-        carried += debug_values(newest, frames)
+        extra = debug_values(newest, frames, wanted_debug)
+        if extra:
+            carried = carried + extra  # never += : the list may be the one kept for the next hit
     OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by, carried)
     write_evals(STATE.hits, newest)
     STATS.write()

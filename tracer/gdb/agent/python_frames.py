@@ -16,6 +16,7 @@ import re
 
 import gdb  # type: ignore[import-not-found]
 
+from tracer.gdb.agent import bulk
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.pycode import SourceLines, frame_record
@@ -211,11 +212,32 @@ class CPythonFrames:
 
     def thread_groups(self, thread, count: int) -> list | None:
         """The Python frames of the ``count`` eval frames of a reused walk, innermost first; None unless
-        the thread's chain was read whole and has exactly that many groups (then gdb walks the hit)."""
-        chain = self._chain(thread)
+        the thread's chain was read whole and has exactly that many groups (then gdb walks the hit).
+
+        The groups of the last hit of this thread are handed out again when every byte read for them (its
+        thread state, each ``_PyInterpreterFrame``) is unchanged, checked with one ``process_vm_readv``
+        (bulk.py): the same frames at the same instructions."""
+        key = (thread.global_num, count)
+        inferior = gdb.selected_inferior()
+        kept = CACHES.py_groups.get(key)
+        if kept is not None and kept[0].unchanged(inferior):
+            return kept[1]
+        runtime = CACHES.py_runtime
+        recorder = bulk.Recorder(runtime.read)
+        runtime.read = recorder  # every read of the chain (and of a code object not seen before) is kept
+        try:
+            chain = self._chain(thread)
+        finally:
+            runtime.read = recorder.reader
         if chain is None or not chain.complete or len(chain.groups) != count:
             return None
-        return self._groups(chain)
+        groups = self._groups(chain)
+        regions = recorder.regions_read()
+        if regions is not None:
+            if len(CACHES.py_groups) >= _MAX_THREADS:
+                CACHES.py_groups.clear()
+            CACHES.py_groups[key] = (regions, groups)
+        return groups
 
 
 class WalkGroups:

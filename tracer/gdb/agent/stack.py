@@ -11,7 +11,7 @@ import sys
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import native, reuse
+from tracer.gdb.agent import native, regs, reuse
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import EVAL, SLOT, STATS
@@ -95,6 +95,7 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
             STATS.rejected += 1
             del CACHES.walks[key]
         STATS.walked += 1
+    f = regs.real(f)  # a walk asks gdb for every frame: frame #0 is gdb's too
     frames, truncated, entries = _walk(f, py, key is not None)
     if key is not None and entries is not None and not truncated:
         walk = reuse.make_walk(entries)

@@ -60,7 +60,16 @@ class Caches:
         # (thread, pc, sp of that frame) -> (frames, return-address slots).
         self.suffix: dict[tuple[int, int, int], tuple] = {}
         self.walks: dict[tuple[int, int, int], Walk] = {}  # (thread, innermost pc, sp) -> a reusable walk (reuse.py)
+        # pcs a breakpoint stopped at with no DWARF argument to read there (no debug information, or the
+        # function's first instruction): keyset.py reads the entry registers without asking gdb for a block.
+        self.plain_entry: set[int] = set()
+        # (function, its argument registers' words) -> (the memory regions read, the arguments described):
+        # entry.py hands a hit the kept description when those regions still hold the same bytes.
+        self.arguments: dict[tuple, tuple] = {}
         self.tstates: dict[int, int] = {}  # thread's global number -> the address of its PyThreadState
+        # (thread's global number, eval frames) -> (the regions read for its Python frames, their groups):
+        # python_frames.py hands a reused walk the kept groups while those regions hold the same bytes.
+        self.py_groups: dict[tuple[int, int], tuple] = {}
         self.runtime: bool | None = None  # Python frames readable; None: not checked since the last change
         # The target's CPython runtime (tracer.pyruntime.PythonRuntime, with its code objects read so far)
         # and the record of each Python frame it gave (PyFrame -> CachedFrame): kept while the target runs.
@@ -83,7 +92,10 @@ class Caches:
         self.symbols_loaded.clear()
         self.suffix.clear()
         self.walks.clear()
+        self.plain_entry.clear()
+        self.arguments.clear()
         self.tstates.clear()
+        self.py_groups.clear()
         self.runtime = None
         self.forget_thread_names()
         if target_exited:
@@ -102,6 +114,7 @@ class Caches:
             del self.native[key]
         self.suffix.clear()
         self.walks.clear()
+        self.plain_entry.clear()
 
 
 STATE = State()

@@ -24,8 +24,9 @@ class LocalKeySets:
         self._address: dict[tuple[int, int], int] = {}  # (inferior, thread's global number) -> address
         self._failed: tuple[int, str] | None = None  # (gdb's objfiles then, why): asked again once they change
 
-    def read(self) -> tuple[tuple[int, int] | None, str | None]:
-        """((included, excluded) as stored, None), or (None, why they were not read)."""
+    def read(self, read_memory=None) -> tuple[tuple[int, int] | None, str | None]:
+        """((included, excluded) as stored, None), or (None, why they were not read). ``read_memory``: the
+        reader to go through (entry.py's, which keeps what it read), else the selected inferior's."""
         try:
             thread = gdb.selected_thread()
             key = (thread.inferior.num, thread.global_num)
@@ -42,7 +43,7 @@ class LocalKeySets:
                 self._failed = (objfiles, f"gdb cannot find this thread's raw_local_dispatch_key_set in libc10.so ({exc})")
                 return None, self._failed[1]
         try:
-            raw = bytes(gdb.selected_inferior().read_memory(address, 16))
+            raw = bytes((read_memory or gdb.selected_inferior().read_memory)(address, 16))
         except READ_ERRORS as exc:
             return None, f"its memory cannot be read ({exc})"
         return struct.unpack("<QQ", raw), None

@@ -74,13 +74,14 @@ class _Reader:
         return True
 
     def in_loop(self, f: dict) -> bool:
-        if f.get("kind") != "native" or not (f.get("library") or "").endswith(LIBRARY):
-            return False
-        pc = f.get("address")
+        pc = f.get("address")  # None for a Python frame
         if pc is None:
             return False
-        known = self.loops.get(pc)
+        known = self.loops.get(pc)  # a pc is one library's: its kind and library were looked at once
         if known is None:
+            if f.get("kind") != "native" or not (f.get("library") or "").endswith(LIBRARY):
+                self.loops[pc] = False
+                return False
             base = native.lib_base(f["library"])
             known = False
             if base is not None and self.layout is not None:

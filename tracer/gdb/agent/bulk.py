@@ -1,0 +1,125 @@
+"""What a hot hit read last time, read again in one system call to see whether anything changed.
+
+A hit's argument values are a function of the registers they were passed in and of the memory their
+readers went through (``tracer.values``: a tensor is a dozen reads, each a gdb call). ``Recorder`` keeps
+every region a computation read and the bytes it got; ``Regions.unchanged()`` reads all of them again
+with one ``process_vm_readv`` (gdb is the target's tracer, so the kernel lets it) and compares: when
+every byte is the same, the computation would give the same result, and the one kept is used.
+``process_vm_readv`` missing or refused (another kernel, a seccomp filter): the regions are read one by one
+through gdb, which still spares the computation.
+"""
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.log import LOG
+
+MAX_REGIONS = 256  # a computation that read more than this is not kept (process_vm_readv takes 1024 iovecs)
+MAX_BYTES = 1 << 16
+
+
+class Recorder:
+    """A memory reader that keeps what it read (``failed``: some read raised: the result depends on more
+    than the bytes kept, so it is not reused)."""
+
+    def __init__(self, read) -> None:
+        self.reader = read
+        self.regions: list[tuple[int, int]] = []
+        self.chunks: list[bytes] = []
+        self.failed = False
+
+    def __call__(self, address: int, length: int) -> bytes:
+        try:
+            data = bytes(self.reader(address, length))
+        except Exception:
+            self.failed = True
+            raise
+        self.regions.append((address, len(data)))
+        self.chunks.append(data)
+        return data
+
+    def regions_read(self) -> "Regions | None":
+        """The regions read and their bytes, to check later; None if they cannot be (a failed read,
+        too many or too much)."""
+        total = sum(n for _a, n in self.regions)
+        if self.failed or len(self.regions) > MAX_REGIONS or total > MAX_BYTES:
+            return None
+        return Regions(tuple(self.regions), b"".join(self.chunks))
+
+
+class _Vm:
+    """libc's process_vm_readv, loaded at first use (``on`` False: not available here)."""
+
+    def __init__(self) -> None:
+        self.call: Any = None
+        self.ctypes: Any = None
+        self.on = platform.system() == "Linux"
+
+    def load(self) -> bool:
+        if self.call is None and self.on:
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL(None, use_errno=True).process_vm_readv
+                fn.restype = ctypes.c_ssize_t
+                fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                               ctypes.c_ulong]
+                self.call, self.ctypes = fn, ctypes
+            except (OSError, AttributeError) as exc:
+                LOG.info("no process_vm_readv: %s", exc)
+                self.on = False
+        return self.on
+
+
+_VM = _Vm()
+
+
+class Regions:
+    """Regions of the target's memory and the bytes they held when read."""
+
+    __slots__ = ("regions", "data", "_iov")
+
+    def __init__(self, regions: tuple, data: bytes) -> None:
+        self.regions = regions
+        self.data = data
+        self._iov: Any = None  # (local buffer, local iovecs, remote iovecs), made at the first check
+
+    def unchanged(self, inferior) -> bool:
+        """Whether every region still holds the bytes read then."""
+        if not self.regions:
+            return True
+        if _VM.on and _VM.load():
+            got = self._vm_read(inferior.pid)
+            if got is not None:
+                return got == self.data
+        try:
+            return b"".join(bytes(inferior.read_memory(a, n)) for a, n in self.regions) == self.data
+        except READ_ERRORS:
+            return False
+
+    def _vm_read(self, pid: int) -> bytes | None:
+        ct = _VM.ctypes
+        if self._iov is None:
+            buf = ct.create_string_buffer(len(self.data))
+            base = ct.addressof(buf)
+            local: list[int] = []
+            remote: list[int] = []
+            off = 0
+            for address, length in self.regions:
+                local += (base + off, length)
+                remote += (address, length)
+                off += length
+            n = len(self.regions)
+            self._iov = (buf, (ct.c_size_t * (2 * n))(*local), (ct.c_size_t * (2 * n))(*remote))
+        buf, local_iov, remote_iov = self._iov
+        n = len(self.regions)
+        got = _VM.call(pid, local_iov, n, remote_iov, n, 0)
+        if got < 0:
+            errno = ct.get_errno()
+            if errno in (1, 38):  # EPERM, ENOSYS: not here, ever (a seccomp filter, an old kernel)
+                LOG.info("process_vm_readv refused (errno %d): regions are checked through gdb", errno)
+                _VM.on = False
+            return None
+        return buf.raw[:got] if got != len(self.data) else buf.raw
