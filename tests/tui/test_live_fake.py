@@ -557,6 +557,11 @@ def test_a_narrow_status_line_still_says_which_thread_stopped(fake_source):
             app._redraw_status()
             status = str(app.query_one("#status").render())
             assert " · thread 2 (picked) · " in status, status
+            # WHEN the target runs on THEN no thread is named: the pick was for that stop
+            fake_source.push("state", "running")
+            await wait_until(pilot, lambda: app.state.target == "running")
+            status = str(app.query_one("#status").render())
+            assert "thread" not in status, status
             await pilot.press("q")
 
     run_pilot(scenario())

@@ -104,6 +104,7 @@ class TraceState:
                 self.target = data
                 if data != "stopped":
                     self.stop_reason = None
+                    self.selected_thread = None  # picked for that stop: the status line named it running
             return {"status", "bindings"}
         if kind == "stopped":
             self.selected_thread = None  # a new stop: gdb selects the thread that stopped
