@@ -65,6 +65,11 @@ def _state_and_cpu(pid: int, tid: int | None = None) -> tuple[str, int] | None:
         return None
 
 
+def _runs(pid: int) -> bool:
+    """Its main thread runs, sleeps or waits on I/O: not in a ptrace stop, not ended."""
+    return (_state_and_cpu(pid) or ("?",))[0] in ("R", "S", "D")
+
+
 def _gone(tid: int) -> bool:
     """The thread has ended (or is a zombie): nothing left to detach or continue."""
     return guard.process_state(tid) in (None, "Z", "X")
@@ -132,7 +137,9 @@ class Watchdog:
         self._last = now
         if heard != self._heard:  # gdb spoke since the last look: whatever it had lost, it found
             self._heard, self._woken = heard, 0
-        if not any(i.state == "running" for i in self._processes.live()):
+        live = self._processes.live()
+        if not any(i.state == "running" for i in live) or any(_runs(i.pid) for i in live if i.pid):
+            # A process gdb holds runs: nothing is stuck (and no scan of /proc: a quiet run looks cheaply).
             self._look = None
             return False
         gdb = _state_and_cpu(self._mi.proc.pid)
