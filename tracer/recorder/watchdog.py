@@ -49,7 +49,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("pttrace.recorder")
 
 WAKE_AFTER = 0.5  # seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken
-WAKE_UPS = 3  # wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost
+# Wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost: measured, gdb
+# sometimes went on only at the third of a row, and a rescue hands processes to gdbs of their own. (An
+# -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in ptrace stops.)
+WAKE_UPS = 10
 STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
 CHECK_EVERY = 0.25  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
 QUIET = 0.5  # seconds without a word from gdb before the recorder's loop asks for a look
@@ -93,6 +96,13 @@ def tasks(pid: int) -> list[int]:
 
 def _in_ptrace_stop(pid: int, tid: int) -> bool:
     return (_state_and_cpu(pid, tid) or ("?",))[0] == "t"
+
+
+def _taken_on(info: dict) -> bool:
+    """A stop the rescue can take the run past: a fork, clone or vfork event, or a signal other than a
+    breakpoint's SIGTRAP (a lost breakpoint stop, or a stop that cannot be read, cannot be)."""
+    signo = info.get("signo") if isinstance(info.get("signo"), int) else 0
+    return info.get("event") in ("fork", "vfork", "clone", "vfork-done") or bool(signo and signo != signal.SIGTRAP)
 
 
 class _TakenBack(Exception):
@@ -185,6 +195,16 @@ class Watchdog:
         stops = {pid: [(tid, self._info(tid)) for tid in tasks(pid)] for pid in held if pid in known}
         if self._taken_back(held, asked):
             return False
+        lost = [(pid, tid, info) for pid in held if pid in known for tid, info in stops[pid] if not _taken_on(info)]
+        if lost:
+            # Decided before anything is taken from gdb: a rescue half done, then the end of the run, left
+            # the handed-over target to be killed with the run (its recorder: "No such process").
+            pid, tid, info = lost[0]
+            self._warn(f"gdb lost a stop of process {pid} (thread {tid}, {info.get('signal') or info}) and "
+                       "pttrace cannot take it on without gdb: the run was ended there, every hit recorded "
+                       "before it is kept")
+            self._outcome.end_reason = LOST_EVENT
+            return True
         said: list[str] = []
         try:
             for pid in held:
@@ -199,18 +219,12 @@ class Watchdog:
                         # the same parent lost after the first): it goes to a gdb of its own, as its child does.
                         said.append(self._move(pid, f"its {event} event was lost"))
                         break
-                    if event in ("clone", "vfork-done") or (signo and signo not in (signal.SIGTRAP,)):
+                    if _taken_on(info):
                         sig = 0 if event or signo == signal.SIGSTOP else signo
                         self._do(f"resume {tid} {sig}", lambda: _gone(tid) or not _in_ptrace_stop(pid, tid),
                                  f"continuing thread {tid}")
                         what = f"its {event} event" if event else f"signal {info.get('signal')}"
                         said.append(f"thread {tid} of process {pid} was left stopped at {what}; continued")
-                    else:
-                        self._warn(f"gdb lost a stop of process {pid} (thread {tid}, {info.get('signal') or info}) "
-                                   "and pttrace cannot take it on without gdb: the run was ended there, every hit "
-                                   "recorded before it is kept")
-                        self._outcome.end_reason = LOST_EVENT
-                        return True
         except _TakenBack as back:
             log.info("gdb took thread %s back while pttrace released it: the run goes on with gdb", back.tid)
             if said:
