@@ -87,11 +87,23 @@ def test_a_target_that_executes_another_python_script(tmp_path):
             assert f"pid {pid}" in status and f"gdb thread {app.state.last_stop['thread-id']}" in status
             await assert_where_gdb_is(pilot, app, "hit")
 
-            # WHEN c lets it run into its exec THEN the new program's hit (its own recorder, same pid) stops too
+            # WHEN a breakpoint is added there (b), on a function only the new program will call
+            added = "torch::autograd::THPVariable_ones"
+            app._control(f"add {added}", lambda: source.add_breakpoint(added))
+            await wait_until(pilot, lambda: app.state.gdb == "ready" and added in app.state.breakpoints,
+                             timeout=allowance(120), step=0.2)
+            # AND c lets it run into its exec THEN the new program (its own recorder, same pid) stops at that
+            # breakpoint first: the recorder that started after the change has it
             await pilot.press("c")
             await wait_until(pilot, lambda: len(app.state.hits) >= 2 and app.state.target == "stopped"
                              and app.state.gdb == "ready" and path.hit is not None and path.hit.seq == 2,
                              timeout=allowance(240), step=0.2)
+            assert path.hit.breakpoint == added and path.hit.thread.pid == pid, path.hit
+            # WHEN c THEN it stops at its sigmoid
+            await pilot.press("c")
+            await wait_until(pilot, lambda: len(app.state.hits) >= 3 and app.state.target == "stopped"
+                             and app.state.gdb == "ready" and path.hit is not None and path.hit.seq == 3,
+                             timeout=allowance(120), step=0.2)
             assert [f.file for f in path.hit.frames if f.kind == "python"] == [str(SECOND)]
             status = _status(app)
             assert "stopped: breakpoint" in status and f"pid {pid}" in status and "gdb thread 1" in status, status
@@ -102,7 +114,7 @@ def test_a_target_that_executes_another_python_script(tmp_path):
             # WHEN c THEN the new program runs to its end, and so does the run
             await pilot.press("c")
             await wait_until(pilot, lambda: app.state.finished, timeout=allowance(120), step=0.2)
-            assert len(app.state.hits) == 2
+            assert [h.breakpoint for h in app.state.hits] == ["wrapper_CPU_sigmoid", added, "wrapper_CPU_sigmoid"]
             text = "\n".join(x.plain for x in app.query_one(OutputLog)._lines)
             assert f"FIRST {pid}" in text and "executed a new Python program" not in text, text
             await pilot.press("q")

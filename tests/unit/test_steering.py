@@ -86,3 +86,77 @@ def test_a_step_gdb_refuses_is_said_not_shown_as_a_stop():
     # AND a finish gdb runs tells what gdb said
     assert control.finish() == "Run till exit"
     assert mi.sent[-1] == "-exec-finish"
+
+
+def test_breakpoints_changed_during_the_run_reach_every_childs_recorder(tmp_path):
+    # GIVEN the recorders of two children that executed Python, one started before the changes, one after
+    import os
+
+    from tracer.recorder.children import Execd, ExecChildren
+    from tracer.recorder.config import TraceConfig
+
+    class Control:
+        def __init__(self):
+            self.calls = []
+
+        def add_breakpoint(self, spec):
+            self.calls.append(("add", spec))
+
+        def delete_breakpoint(self, spec):
+            self.calls.append(("remove", spec))
+
+        def enable_breakpoint(self, spec, on):
+            self.calls.append(("on" if on else "off", spec))
+
+        def set_mode(self, mode):
+            self.calls.append(("mode", mode))
+
+    class Sub:
+        def __init__(self, cfg):
+            self.cfg, self.control, self.end_reason = cfg, Control(), None
+
+        def start(self):
+            return tmp_path / "child.jsonl"
+
+        def run(self):
+            return "completed"
+
+        def request_stop(self, reason="interrupted"):
+            pass
+
+    class Writer:
+        def write(self, record):
+            pass
+
+    made: list[Sub] = []
+
+    def make(cfg, listener):
+        made.append(Sub(cfg))
+        return made[-1]
+
+    config = TraceConfig(breakpoints=("wrapper_CPU_sigmoid", "initModule"), python="python", session_dir=tmp_path)
+    warned: list[str] = []
+    children = ExecChildren(config, "python", tmp_path / "s.jsonl", Writer(), make, lambda ev: None,  # type: ignore[arg-type]
+                            warned.append)
+
+    def follow(pid):
+        children.hand_over(Execd(pid, ["python", "x.py"], "python"))
+        for t in list(children._threads):
+            t.join(10)
+            assert not t.is_alive()
+
+    me = os.getpid()  # a held child is let go with SIGCONT: harmless to this process
+    follow(me)
+    # WHEN the user adds one, removes one and turns one off, and the mode changes
+    children.breakpoint_changed("THPVariable_ones", "add")
+    children.breakpoint_changed("initModule", "remove")
+    children.breakpoint_changed("wrapper_CPU_sigmoid", "off")
+    children.set_mode("stop")
+    # THEN the running child's recorder makes each change
+    assert made[0].control.calls == [("add", "THPVariable_ones"), ("remove", "initModule"),
+                                     ("off", "wrapper_CPU_sigmoid"), ("mode", "stop")]
+    # AND a child that starts later starts with them: its breakpoints, its mode, the one turned off
+    follow(me)
+    assert made[1].cfg.breakpoints == ("THPVariable_ones", "wrapper_CPU_sigmoid") and made[1].cfg.mode == "stop"
+    assert made[1].control.calls == [("off", "wrapper_CPU_sigmoid")]
+    assert not warned

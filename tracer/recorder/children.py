@@ -11,7 +11,9 @@ main session names that file in the child's ``process`` record, and ``storage.lo
 main one. A child whose recorder cannot start is let go (SIGCONT) untraced, with a warning.
 
 Each child's recorder runs in the recording's mode (record or stop, changed with it): in stop mode its
-hits stop the child in that recorder's gdb, and its controller (``control_of``) steers it from there.
+hits stop the child in that recorder's gdb, and its controller (``control_of``) steers it from there. A
+breakpoint added, removed or turned off during the run is changed in every child's recorder too, and one
+that starts later starts with the change.
 """
 from __future__ import annotations
 
@@ -97,6 +99,7 @@ class ExecChildren:
         self._keeper = Keeper()
         self.lost: list[int] = []  # children whose own recorder was ended by an event its gdb lost
         self.mode = config.mode  # the recording's mode, which each child's recorder follows
+        self._off: set[str] = set()  # breakpoints turned off during the run: off in a child's recorder too
 
     def set_mode(self, mode: str) -> None:
         """The recording's mode changed (the TUI's m): every child's recorder takes it; one that starts
@@ -112,6 +115,35 @@ class ExecChildren:
                 control.set_mode(mode)
             except PttraceError as exc:  # its gdb is ending: nothing left to stop
                 log.debug("mode of a child's recorder: %s", exc.message)
+
+    def breakpoint_changed(self, spec: str, change: str) -> None:
+        """The user added ("add"), removed ("remove"), turned off ("off") or on ("on") a breakpoint of the
+        recording: every child's recorder makes the same change, and one that starts later starts with it."""
+        with self._lock:
+            specs = [b for b in self._config.breakpoints if b != spec]
+            if change != "remove":
+                specs.append(spec)
+            self._config = dataclasses.replace(self._config, breakpoints=tuple(specs))
+            if change == "off":
+                self._off.add(spec)
+            else:
+                self._off.discard(spec)
+            subs = list(self._subs.items())
+        for pid, sub in subs:
+            if sub.control is not None:  # one still starting takes its breakpoints from the configuration
+                self._change(pid, sub.control, spec, change)
+
+    def _change(self, pid: int, control: Controller, spec: str, change: str) -> None:
+        try:
+            if change == "add":
+                control.add_breakpoint(spec)
+            elif change == "remove":
+                control.delete_breakpoint(spec)
+            else:
+                control.enable_breakpoint(spec, change == "on")
+        except PttraceError as exc:  # its gdb may be ending; else the child keeps it as it was: said
+            self._warn(f"process {pid}: breakpoint {spec!r} could not be changed ({change}) in its own recorder: "
+                       f"{exc.message}")
 
     def control_of(self, pid: int) -> Controller | None:
         """The controller of the recorder that traces ``pid`` (None: no such recorder, or still starting)."""
@@ -200,6 +232,9 @@ class ExecChildren:
             path = sub.start()
             if self.mode != cfg.mode and sub.control is not None:  # changed while its gdb started
                 sub.control.set_mode(self.mode)
+            for spec in sorted(self._off):
+                if sub.control is not None:
+                    self._change(pid, sub.control, spec, "off")
         finally:
             self.resume(pid)
         rel = os.path.relpath(path, self._session_path.parent)

@@ -23,7 +23,8 @@ class Controller:
 
     def __init__(self, mi: MiConnection, agent: AgentLink, policy: LibraryPolicy, main: Inferior, mode: str,
                  follow_children: bool, fill: Callable[[list[Frame]], None], warn: Callable[[str], None],
-                 on_mode: Callable[[str], None] = lambda mode: None):
+                 on_mode: Callable[[str], None] = lambda mode: None,
+                 on_breakpoint: Callable[[str, str], None] = lambda spec, change: None):
         self._mi = mi
         self._agent = agent
         self._policy = policy
@@ -33,6 +34,7 @@ class Controller:
         self._warn = warn
         self.mode = mode
         self._on_mode = on_mode  # the recorders of children that executed Python follow the mode
+        self._on_breakpoint = on_breakpoint  # and the breakpoints changed during the run (spec, change)
         self.interrupting = False  # interrupt(): the SIGINT stop that follows is ours, not the target's
 
     @property
@@ -147,10 +149,13 @@ class Controller:
                 raise UsageError(f"gdb rejects the breakpoint {spec!r}: {refused}.")
             self._warn(f"breakpoint {spec!r} was refused by gdb: {refused}")
         self._agent.dump_breakpoints()
+        if not at_start and not refused:
+            self._on_breakpoint(spec, "add")
 
     def delete_breakpoint(self, spec: str) -> None:
         self._agent.delete_breakpoint(spec)
         self._agent.dump_breakpoints()
+        self._on_breakpoint(spec, "remove")
 
     def enable_breakpoint(self, spec: str, on: bool) -> None:
         """Turn a breakpoint off (kept, never stopped at) or on again; the dump tells the readers."""
@@ -158,6 +163,7 @@ class Controller:
         if refused:
             raise UsageError(f"{refused}.")
         self._agent.dump_breakpoints()
+        self._on_breakpoint(spec, "on" if on else "off")
 
     def snapshot(self) -> Hit | None:
         """The call path of the stopped thread, as a Hit with seq 0 (None while the target runs)."""

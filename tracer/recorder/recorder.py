@@ -193,7 +193,8 @@ class Recorder:
         self._children = ExecChildren(cfg, self.python, files.path, files.writer, type(self), notices.emit,
                                       notices.warn)
         self.control = Controller(mi, parts.agent, parts.policy, self.main, cfg.mode, cfg.follow_children,
-                                  files.tailer.fill, notices.warn, self._children.set_mode)
+                                  files.tailer.fill, notices.warn, self._children.set_mode,
+                                  self._children.breakpoint_changed)
         self._ending = Ending(mi, parts.agent, self.processes, self.outcome, attached=cfg.pid is not None,
                               warn=notices.warn)
         self._reactions = Reactions(mi, parts.agent, parts.policy, parts.later, parts.follower, self.processes,
