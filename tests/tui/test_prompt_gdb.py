@@ -60,26 +60,40 @@ def stopped_at_first_hit(app) -> bool:
     return app.state.target == "stopped" and app.call_path.hit is not None and app.state.gdb == "ready"
 
 
+def stopped_in(app, short: str) -> bool:
+    """the target stopped with the given function innermost, selected in the call path"""
+    path = app.call_path
+    return (app.state.target == "stopped" and app.state.gdb == "ready" and path.hit is not None
+            and path.frames[path.selected_frame_index()].short == short)
+
+
 @pytest.mark.gdb
-def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
-    # GIVEN a Python calling the -g -O0 demo operator, stopped in its CPU kernel (stop mode)
+def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_kernel(tmp_path, debug_ext):
+    # GIVEN a Python calling the -g -O0 demo's boxed operator, then its operator with a CPU kernel, in stop
+    # mode (one run for both: the first `call` into libtorch_cpu.so makes gdb read its symbols, ~10 s)
     lib = debug_ext
     code = (f"import torch; torch.ops.load_library({str(lib)!r}); a = torch.arange(4, dtype=torch.float32); "
+            "print('result', torch.ops.pttrace_demo.boxed_scale(a, 3, 'seventeen')); "
             "print(torch.ops.pttrace_demo.scale_add(a, a, 2.0))")
     from tracer.commands.ops import _in_background, _values_layout  # as the CLI establishes the tensor layout
 
-    config = TraceConfig(breakpoints=("pttrace_demo::scale_add_cpu",), python=sys.executable, code=code,
-                         session_dir=tmp_path, live=True, forward_output=False, mode="stop",
-                         values_layout_later=_in_background(_values_layout, sys.executable, None))
+    config = TraceConfig(breakpoints=("pttrace_demo::scale_add_cpu", "pttrace_demo::boxed_scale_stack"),
+                         python=sys.executable, code=code, session_dir=tmp_path, live=True, forward_output=False,
+                         mode="stop", values_layout_later=_in_background(_values_layout, sys.executable, None))
     source = LiveSource(config)
 
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            await seeds_ivalue_dump(pilot, app)
+
+            # WHEN c goes on THEN the target stops in the demo operator's CPU kernel
+            await pilot.press("c")
+            await wait_until(pilot, lambda: stopped_in(app, "pttrace_demo::scale_add_cpu"), timeout=allowance(120),
+                             step=0.2)
             path = app.call_path
             log = app.query_one(OutputLog)
-            assert path.frames[path.selected_frame_index()].short == "pttrace_demo::scale_add_cpu"
 
             # WHEN `info locals` is typed THEN gdb lists the kernel's locals (frame #0, selected)
             said = await ask(pilot, app, "info locals")
@@ -92,7 +106,7 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
                 assert re.fullmatch(r"at::Tensor at 0x[0-9a-f]+: float32\[4\] cpu = \[0\.0, 1\.0, 2\.0, 3\.0\]", said), said
 
             # WHEN a method of at::Tensor defined in libtorch_cpu.so is called THEN it runs in the target
-            # (gdb first gets the symbols of the library it had as unwind tables only)
+            # (gdb got the symbols of the library it had as unwind tables only for the dump above)
             said = await ask(pilot, app, "call a.print()")
             await wait_until(pilot, lambda: "CPUFloatType [4]]" in "\n".join(x.plain for x in log._lines),
                              timeout=allowance(10))  # print() writes to the target's terminal
@@ -144,10 +158,13 @@ def test_prompt_on_the_debug_extension(tmp_path, debug_ext):
                 if action == "finish":
                     assert re.search(r"Value returned is \$\d+ = ", "\n".join(x.plain for x in log._lines))
 
-            # WHEN c lets the run end THEN the call path is no longer titled for a stop that is over
+            # WHEN c lets the run end THEN the call path is no longer titled for a stop that is over, and
+            # the boxed op returned what it always does: the dumps changed nothing
             await pilot.press("c")
             await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
             assert "over: " in path.border_title, path.border_title
+            await wait_until(pilot, lambda: "result tensor([0., 3., 6., 9.])" in output_text(app),
+                             timeout=allowance(10))
             await pilot.press("q")
             await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
         return app
@@ -160,50 +177,31 @@ def output_text(app) -> str:
     return "\n".join(x.plain for x in app.query_one(OutputLog)._lines)
 
 
-@pytest.mark.gdb
-def test_the_seeds_ivalue_dump_in_a_boxed_kernel(tmp_path, debug_ext):
-    # GIVEN the debug extension's boxed kernel (its arguments are IValues on the dispatcher's stack), the
-    # target stopped in the function it hands the stack to by reference
-    code = (f"import torch; torch.ops.load_library({str(debug_ext)!r}); a = torch.arange(4, dtype=torch.float32); "
-            "print('result', torch.ops.pttrace_demo.boxed_scale(a, 3, 'seventeen'))")
-    source = stop_mode_source(tmp_path, "pttrace_demo::boxed_scale_stack", code=code)
+async def seeds_ivalue_dump(pilot, app) -> None:
+    """The seeds' IValue dump: the debug extension's boxed kernel (its arguments are IValues on the
+    dispatcher's stack), the target stopped in the function it hands the stack to by reference."""
+    path = app.call_path
+    assert path.frames[path.selected_frame_index()].short == "pttrace_demo::boxed_scale_stack"
+    assert any(f.short == "pttrace_demo::boxed_scale_cpu" for f in path.frames)
+    # WHEN the seeds' line is typed as they write it THEN IValue::dump (libtorch_cpu.so) runs in the
+    # target and prints the op's first argument, the tensor it was given, in the output pane
+    line = "call ((c10::IValue *)stack._M_impl._M_start)->dump()"
+    await ask(pilot, app, line)
+    await wait_until(pilot, lambda: "[ CPUFloatType{4} ]" in output_text(app).split(f"(gdb) {line}")[-1],
+                     timeout=allowance(20))
+    dumped = output_text(app).split(f"(gdb) {line}")[-1]
+    assert re.search(r"^\s*0\n\s*1\n\s*2\n\s*3\n\[ CPUFloatType\{4\} \]", dumped, re.M), dumped
 
-    async def scenario():
-        app = make_app(source)
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
-            path = app.call_path
-            assert path.frames[path.selected_frame_index()].short == "pttrace_demo::boxed_scale_stack"
-            assert any(f.short == "pttrace_demo::boxed_scale_cpu" for f in path.frames)
-
-            # WHEN the seeds' line is typed as they write it THEN IValue::dump (libtorch_cpu.so) runs in the
-            # target and prints the op's first argument, the tensor it was given, in the output pane
-            await ask(pilot, app, "call ((c10::IValue *)stack._M_impl._M_start)->dump()")
-            await wait_until(pilot, lambda: "[ CPUFloatType{4} ]" in output_text(app), timeout=allowance(20))
-            dumped = output_text(app).split("(gdb) call ((c10::IValue *)stack._M_impl._M_start)->dump()")[-1]
-            assert re.search(r"^\s*0\n\s*1\n\s*2\n\s*3\n\[ CPUFloatType\{4\} \]", dumped, re.M), dumped
-
-            # WHEN `up` selects the boxed kernel, whose stack is a pointer THEN `stack->` reaches the
-            # other arguments: the int and the string the op was called with
-            said = await ask(pilot, app, "up")
-            assert said.startswith("#1  ") and "pttrace_demo::boxed_scale_cpu" in said, said
-            await ask(pilot, app, "call ((c10::IValue *)stack->_M_impl._M_start)[2].dump()")
-            await wait_until(pilot, lambda: re.search(r"^seventeen$", output_text(app), re.M), timeout=allowance(20))
-            await ask(pilot, app, "call ((c10::IValue *)stack->_M_impl._M_start)[1].dump()")
-            await wait_until(pilot, lambda: re.search(r"^3$", output_text(app), re.M), timeout=allowance(20))
-            await pilot.press("escape")
-
-            # WHEN c lets the run end THEN the op returned what it always does: the dumps changed nothing
-            await pilot.press("c")
-            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
-            await wait_until(pilot, lambda: "result tensor([0., 3., 6., 9.])" in output_text(app),
-                             timeout=allowance(10))
-            await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
-        return app
-
-    run_pilot(scenario(), timeout=allowance(600))
-    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+    # WHEN `up` selects the boxed kernel, whose stack is a pointer THEN `stack->` reaches the
+    # other arguments: the int and the string the op was called with
+    said = await ask(pilot, app, "up")
+    assert said.startswith("#1  ") and "pttrace_demo::boxed_scale_cpu" in said, said
+    for index, printed in ((2, "seventeen"), (1, "3")):
+        line = f"call ((c10::IValue *)stack->_M_impl._M_start)[{index}].dump()"
+        await ask(pilot, app, line)
+        await wait_until(pilot, lambda: re.search(f"^{printed}$", output_text(app).split(f"(gdb) {line}")[-1], re.M),
+                         timeout=allowance(20))
+    await pilot.press("escape")
 
 
 @pytest.mark.gdb
