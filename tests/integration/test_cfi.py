@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, ROOT, run_pttrace
+from tests.support import allowance
 from tracer.session import records, storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -216,7 +217,7 @@ def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
     runner = threading.Thread(target=engine.run, daemon=True)
     runner.start()
     try:
-        assert stopped.wait(120), "no stop at wrapper_CPU_sigmoid"
+        assert stopped.wait(allowance(120)), "no stop at wrapper_CPU_sigmoid"
         assert engine.policy.cfi_libs, "libtorch_cpu.so was not given to gdb as unwind tables"
         snap = engine.control.snapshot()
         assert snap.frames[-1].short == "at::wrapper_CPU_sigmoid" and snap.frames[-1].layer == "kernel"
@@ -225,7 +226,8 @@ def test_a_breakpoint_added_later_by_name_gets_the_librarys_symbols(tmp_path):
         assert not [lib for lib in engine.policy.cfi_libs if lib.endswith("libtorch_cpu.so")]
         engine.control.set_mode("record")
         engine.control.resume()
-        runner.join(180)
+        runner.join(allowance(180))
+        assert not runner.is_alive(), "the run did not end after the resume"
     finally:
         if runner.is_alive():
             engine.request_stop()
