@@ -565,3 +565,36 @@ def test_a_narrow_status_line_still_says_which_thread_stopped(fake_source):
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_c_at_one_gdbs_stop_turns_to_another_gdb_still_stopped(fake_source, fixture_session):
+    """A child that executed Python stands at a stop in a gdb of its own while the main gdb's process is
+    stopped too: c continues the one shown, and the TUI then shows the other (its stop, its pid), whose
+    keys act on it (sources.LiveSource.resume returns its call path)."""
+    sigmoid = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    other = numbered_hits(sigmoid, 1, 1)[0]
+
+    def resume():
+        fake_source.calls.append(("resume",))
+        fake_source.push("stopped", {"reason": "breakpoint-hit", "thread-id": "1", "pid": 4242})
+        return other
+
+    fake_source.resume = resume
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            fake_source.push("hit", numbered_hits(sigmoid, 2, 1)[0])
+            fake_source.push("stopped", {"reason": "breakpoint-hit", "thread-id": "1", "pid": 5151})
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.state.gdb == "ready")
+            # WHEN c is pressed THEN the call path and status line show the stop still standing, in its process
+            await pilot.press("c")
+            await wait_until(pilot, lambda: app.call_path.border_title.startswith(
+                f"call path · pid {other.thread.pid} is still stopped · thread {other.thread.id}"),
+                why=lambda: app.call_path.border_title)
+            assert app.state.target == "stopped" and "pid 4242" in str(app.query_one("#status").render())
+            assert app.check_action("control", ("step",)) is True
+            await pilot.press("q")
+
+    run_pilot(scenario())
