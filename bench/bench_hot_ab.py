@@ -1,0 +1,109 @@
+"""The hot breakpoint's gdb CPU per hit, this tree against another checkout of pttrace, alternating.
+
+    .venv/bin/python bench/bench_hot_ab.py --base DIR [-n ROUNDS]
+
+DIR is a checkout of the commit to compare with (``git worktree add --detach DIR COMMIT``): its pttrace
+runs with this venv and ``PYTHONPATH=DIR``, so its own agent goes into gdb. Each round runs, in turn, the
+base and this tree with argument values (the default) and without (``PTTRACE_NO_ARGS=1``), and a bare
+``gdb.Breakpoint`` whose ``stop()`` returns False, on 2,000 hits of ``at::_ops::add_Tensor::call``
+(bench/threads_target.py, one thread). The figure is gdb's CPU time per hit (every thread of it, from
+/proc/PID/task/*/schedstat, read by the target around its loop): on a shared machine the load inflates it
+far less than wall time, but it still moves by tens of percent between runs minutes apart, so only the
+rounds' alternation makes the comparison. Every pttrace run must record all 2,000 hits.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = ROOT / ".venv" / "bin" / "python"
+N = 2000
+OP = "at::_ops::add_Tensor::call"
+BARE = """set pagination off
+set confirm off
+set print thread-events off
+python
+import gdb
+def _noplt(bp):
+    try:
+        for loc in bp.locations:
+            if loc.enabled and (loc.function or "").endswith("@plt"):
+                loc.enabled = False
+    except Exception:
+        pass
+gdb.events.breakpoint_modified.connect(_noplt)
+class _Bare(gdb.Breakpoint):
+    def stop(self):
+        return False
+gdb.execute("set breakpoint pending on")
+_Bare(%r)
+end
+run
+""" % OP
+VARIANTS = ("base", "new", "base-noargs", "new-noargs", "bare")
+
+
+def run_one(variant: str, base: Path, tmp: Path, rnd: int) -> float | None:
+    d = tmp / f"{variant}-{rnd}"
+    d.mkdir()
+    target = ["bench/threads_target.py", "idle", "1", str(N), "--out", str(d / "loop.json")]
+    env = dict(os.environ)
+    if variant.endswith("noargs"):
+        env["PTTRACE_NO_ARGS"] = "1"
+    if variant.startswith("base"):
+        env["PYTHONPATH"] = str(base)
+    if variant == "bare":
+        (tmp / "bare.gdb").write_text(BARE)
+        argv = [shutil.which("gdb") or "gdb", "-nx", "-batch", "-x", str(tmp / "bare.gdb"), "--args", str(PY), *target]
+    else:
+        argv = [str(PY), "-m", "tracer", "run", "--break", OP, "--batch", "-q", "--session-dir", str(d / "s"),
+                "--", *target]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    try:
+        loop = json.loads((d / "loop.json").read_text())
+    except (OSError, ValueError):
+        print(f"FAILED {variant}: rc {proc.returncode} {proc.stderr[-500:]}", file=sys.stderr)
+        return None
+    if variant != "bare":
+        hits = sum(line.count('"type":"hit"') for p in (d / "s").glob("*.jsonl") for line in p.open())
+        if hits != N:
+            print(f"FAILED {variant}: {hits} hits recorded, not {N}", file=sys.stderr)
+            return None
+    return 1000 * loop["debugger_cpu"] / loop["n"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, required=True, help="a checkout of the pttrace to compare with")
+    parser.add_argument("-n", "--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="pttrace-bench-ab-"))
+    res: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    try:
+        for rnd in range(args.rounds):
+            for v in VARIANTS:
+                ms = run_one(v, args.base.resolve(), tmp, rnd)
+                if ms is not None:
+                    res[v].append(ms)
+                    print(f"round {rnd} {v:12} gdb CPU {ms:.3f} ms a hit, load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {v: statistics.median(x) for v, x in res.items() if x}
+    for v, x in res.items():
+        if x:
+            ratio = f", {med[v] / med['bare']:.2f}x bare" if med.get("bare") else ""
+            print(f"{v:12} median {med[v]:.3f} ms [{min(x):.3f}-{max(x):.3f}]{ratio}; rounds "
+                  + " ".join(f"{a:.3f}" for a in x))
+    return 0 if all(len(x) == args.rounds for x in res.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
