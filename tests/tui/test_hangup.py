@@ -120,3 +120,23 @@ def test_sigterm_at_a_stop_ends_pttrace_with_143_and_gives_the_terminal_back(tmp
         assert gdb_pids() <= before
     finally:
         term.close()
+
+
+def test_a_view_whose_terminal_hangs_up_without_sighup_ends(tmp_path: Path):
+    # GIVEN `pttrace view` on a terminal whose session leader ignores SIGHUP (it passes nothing on)
+    rc_file = tmp_path / "rc"
+    command = [sys.executable, "-c", WRAPPER, str(rc_file), str(PTTRACE), "view",
+               str(ROOT / "tests" / "data" / "tui_session.jsonl")]
+    term = LeaderTerminal(command)
+    try:
+        term.wait_for("hits", timeout=60)
+        (pid,) = [p for p in term.processes() if _argv(p)[1:3] == [str(PTTRACE), "view"]]
+        # WHEN the terminal goes away THEN the view ends (it stayed, spinning on its input at 30% CPU)
+        subprocess.run([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
+        end = time.monotonic() + allowance(30)
+        while not rc_file.exists():
+            assert time.monotonic() < end, "pttrace view did not end after its terminal closed"
+            time.sleep(0.2)
+        assert rc_file.read_text() == "129" and not alive(pid)
+    finally:
+        term.close()

@@ -201,3 +201,46 @@ def test_the_targets_stdout_and_stderr_both_reach_the_output_pane_its_stderr_in_
 
     run_pilot(scenario(), timeout=allowance(200))
     assert source.finished and source.error is None and source.status == "completed"
+
+
+CONTROLS = '''\
+import sys, torch
+print("\\x1b[31mred\\x1b[0m ok", flush=True)
+print("a\\x1b]52;c;ZWNobw==\\x07b \\x9b2J \\u202eevil", flush=True)
+print("\\x1b]0;pwned\\x07title", file=sys.stderr, flush=True)
+torch.sigmoid(torch.ones(1))
+print("DONE", flush=True)
+'''
+
+
+@pytest.mark.gdb
+def test_a_real_targets_control_sequences_are_shown_not_obeyed(tmp_path):
+    """The fake's control-sequence case (test_live_fake) through a real pty: colours kept, a clipboard
+    write, a window title, a C1 CSI and a bidi override spelled out, on stdout and stderr alike."""
+    script = tmp_path / "controls.py"
+    script.write_text(CONTROLS)
+    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(script),
+                         session_dir=tmp_path, live=True, forward_output=False)
+    source = LiveSource(config)
+
+    async def scenario():
+        app = make_app(source)
+        async with app.run_test(size=(160, 48)) as pilot:
+            log = app.query_one(OutputLog)
+
+            def lines() -> list[str]:
+                return [strip.text.rstrip() for strip in log.lines]
+
+            await wait_until(pilot, lambda: app.state.target == "exited" and "DONE" in lines(), timeout=90,
+                             step=0.2, why=lambda: f"target {app.state.target}, pane {lines()}")
+            shown = lines()
+            assert "red ok" in shown, shown
+            assert "a52;c;ZWNobw==b \\x9b2J \\u202eevil" in shown, shown
+            assert "0;pwnedtitle" in shown, shown
+            for strip in log.lines:
+                assert not any(ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e" for ch in strip.text)
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
+
+    run_pilot(scenario(), timeout=allowance(200))
+    assert source.finished and source.error is None

@@ -688,10 +688,12 @@ def resolve(ref: str, directory: Path | None = None) -> Path:
     if ref == "last":
         # never a FIFO or a link, nor a file that does not begin as a session does (an export written
         # into the directory under a session's name made every `last` fail until it was removed)
-        files = [p for p in files if not p.is_symlink() and p.is_file() and _begins_as_session(p)]
-        if not files:
+        files = [p for p in files if not p.is_symlink() and p.is_file()]
+        newest_first = sorted(files, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+        found = next((p for p in newest_first if _begins_as_session(p)), None)  # only the newest opened
+        if found is None:
             raise SessionError(f"no sessions in {directory}/ yet; record one with `pttrace run`.")
-        return max(files, key=lambda p: (p.stat().st_mtime, p.name))
+        return found
     exact = [p for p in files if p.stem == ref]
     if exact:
         return exact[0]

@@ -364,7 +364,8 @@ def run_live(config) -> int:
                              daemon=True).start()
 
     old = {signum: signal.signal(signum, on_term) for signum in (signal.SIGTERM, signal.SIGHUP)}
-    threading.Thread(target=_watch_hangup, args=(app_ended,), name="hangup-watch", daemon=True).start()
+    threading.Thread(target=_watch_hangup, args=(app_ended, lambda: os.kill(os.getpid(), signal.SIGHUP)),
+                     name="hangup-watch", daemon=True).start()
     try:
         app.run()
     finally:
@@ -409,7 +410,7 @@ def _end_regardless(source, reason: str, app_ended: threading.Event) -> None:
     os._exit(exit_code(reason, bool(getattr(source.engine, "gdb_lost", False))))
 
 
-def _watch_hangup(app_ended: threading.Event) -> None:
+def _watch_hangup(app_ended: threading.Event, hung_up: Callable[[], None]) -> None:
     """A terminal that hangs up ends pttrace as SIGHUP does, even when no SIGHUP comes: the kernel sends it
     to the session's leader, which passes it on only by dying. A leader that ignores it (a wrapper with
     `trap '' HUP`) left pttrace at a stop for ever, its target stopped, under a terminal that was gone
@@ -423,12 +424,19 @@ def _watch_hangup(app_ended: threading.Event) -> None:
     poller.register(fds[0], 0)  # POLLHUP and POLLERR are reported whatever the mask asks for
     while not app_ended.is_set():
         if any(ev & (select.POLLHUP | select.POLLERR) for _, ev in poller.poll(500)):
-            os.kill(os.getpid(), signal.SIGHUP)
+            hung_up()
             return
 
 
 def view_session(path) -> int:
     """``pttrace view SESSION``: browse a recorded session; no gdb."""
     source = SessionSource.open(path)
-    make_app(source).run()
+    ended = threading.Event()
+    # nothing to save or restore once the terminal is gone: a view left behind spun on its input (30% CPU)
+    threading.Thread(target=_watch_hangup, args=(ended, lambda: os._exit(129)), name="hangup-watch",
+                     daemon=True).start()
+    try:
+        make_app(source).run()
+    finally:
+        ended.set()
     return 0
