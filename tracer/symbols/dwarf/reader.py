@@ -100,6 +100,8 @@ class DwarfReader:
         .debug_aranges alone when it is not done yet."""
         if self._aranges is not None:
             return self._aranges
+        if not complete and self._listed is not None:
+            return self._listed  # the cache held no complete list when this was read (a read per address: 25%)
         stored = cache.read(self.key, "aranges")
         if stored is not None:
             self._aranges = stored
