@@ -418,6 +418,25 @@ def test_an_end_record_show_cannot_read_is_not_a_completed_session_in_the_listin
     assert re.search(r" interrupted \(1 damaged line\)", row), row
 
 
+@pytest.mark.parametrize("kind, field, value", [
+    ("site", "stack", 99999999999999999999999),  # a site of an undefined stack
+    ("site", "thread", {"id": 99999999999999999999999}),
+    ("frame", "frame", None),
+    ("stack", "frames", [424242]),  # a stack of an undefined frame
+])
+def test_hits_of_a_damaged_definition_are_not_counted_by_sessions_either(tmp_path, capsys, kind, field, value):
+    # GIVEN an interned session whose first definition of that kind show cannot read (all hits share it)
+    recs = interned(records())
+    next(r for r in recs if r["type"] == kind)[field] = value
+    p = write(tmp_path / "def.jsonl", recs)
+    shown = exported_hits(capsys, p)
+    assert shown < 4
+    # THEN `sessions` counts the hits show counts (it counted every hit line: 4 where show had 0)
+    assert main(["sessions", "--session-dir", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("def "))
+    assert re.search(rf" {shown} +\w+ \(\d+ damaged lines?\)", row), (shown, row)
+
+
 def test_process_records_naming_their_own_file_or_each_other_add_nothing(tmp_path, capsys, no_hang):
     # GIVEN a session whose 30 process records name its own file, and another that names it back
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

@@ -18,6 +18,10 @@ _HIT_PREFIX_RE = re.compile(rb'^\{\s*"type"\s*:\s*"hit"\s*,')
 # A hit line as pttrace writes it: its seq an integer of at most 18 digits. Another line that starts as a
 # hit is decoded and counted only if it is one (a crafted ``"seq":1e400`` was counted, which show skips).
 _HIT_LINE_RE = re.compile(rb'^\{"type":"hit","seq":\d{1,18},.*\}\s*$', re.S)
+# Its site (schema 2): hits are read as show reads them until one of their site reads whole; that site's
+# other hits then count unread (a site of an undefined stack, a damaged thread or frame made every hit line
+# count here where show had none).
+_SITE_RE = re.compile(rb',"site":(\d{1,18})[,}]')
 MAX_SEQ = 10 ** 18
 
 
@@ -87,12 +91,25 @@ def summarize(path: Path) -> Summary:
     is not a session), so that one bad file never hides the others."""
     from tracer.errors import SessionError
     from tracer.session.model import SCHEMA, RecordError, SessionInfo, check
+    from tracer.session import records
     from tracer.session.records import BadRecord, decode
-    from tracer.session.storage import END_TYPES, open_session_file
+    from tracer.session.storage import END_TYPES, HitReader, open_session_file
 
     s = Summary(path=path, id=path.stem)
     info = None
     children: list[str] = []
+    reader = HitReader()  # the frames, stacks and sites the hits refer to, checked as show checks them
+    sites: set[int] = set()  # the sites a hit of which read whole: their other plain hits count unread
+
+    def counts(rec: dict) -> bool:
+        try:
+            reader.feed(rec)
+        except (BadRecord, KeyError, TypeError, ValueError):
+            return False
+        if type(rec.get("site")) is int:
+            sites.add(rec["site"])
+        return True
+
     if path.is_symlink():  # a shared directory is untrusted: a link may lead anywhere (a FIFO, /dev/zero)
         s.readable, s.why = False, "a symbolic link, not a session file: skipped"
         return s
@@ -102,8 +119,10 @@ def summarize(path: Path) -> Summary:
                 if not raw.strip():
                     continue
                 if _HIT_LINE_RE.match(raw):
-                    s.hits += 1
-                    continue
+                    site = _SITE_RE.search(raw)
+                    if (int(site.group(1)) in sites) if site is not None else b'"site"' not in raw:
+                        s.hits += 1  # a hit of a site read already, or of schema 1 (its frames inline)
+                        continue
                 try:
                     rec = decode(raw)
                     kind = rec["type"]
@@ -117,7 +136,11 @@ def summarize(path: Path) -> Summary:
                         seq = rec.get("seq")
                         if type(seq) is not int or not 0 <= seq < MAX_SEQ:
                             raise RecordError("a hit whose seq is not an integer")
+                        if not counts(rec):
+                            raise RecordError("a hit whose site, stack or frames show cannot read")
                         s.hits += 1
+                    elif kind in (records.FRAME, records.STACK, records.SITE, records.ARGS, records.VARY):
+                        reader.feed(rec)
                     elif kind == "breakpoint":
                         _add_spec(s, rec)
                     elif kind == "process" and isinstance(rec.get("session"), str) and rec["session"]:
@@ -129,7 +152,7 @@ def summarize(path: Path) -> Summary:
                         bps = rec.get("breakpoints")
                         for b in bps if isinstance(bps, list) else []:
                             _add_spec(s, b)
-                except (BadRecord, RecordError):
+                except (BadRecord, KeyError, TypeError, ValueError):  # RecordError among them
                     if raw.endswith(b"\n"):
                         s.damaged += 1  # else a record still being written
     except SessionError as exc:
