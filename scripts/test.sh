@@ -12,7 +12,7 @@ builds=()
 trap 'kill "${builds[@]}" 2>/dev/null || true' EXIT  # a failure below leaves no build running
 .venv/bin/python scripts/build_debug_ext.py >"$logs/debug_ext" 2>&1 & builds+=($!)
 .venv/bin/python scripts/build_debug_ext.py --no-debug >"$logs/debug_ext_nodwarf" 2>&1 & builds+=($!)
-PTTRACE_CACHE="${PTTRACE_CACHE:-tests/.cache}" .venv/bin/python bench/gen_big_debug.py --units 3 --types 60 --small \
+PTTRACE_CACHE="${PTTRACE_CACHE:-$PWD/tests/.cache}" .venv/bin/python bench/gen_big_debug.py --units 3 --types 60 --small \
     >"$logs/bigdebug" 2>&1 & builds+=($!)
 # The oracle of the speedscope export's test: speedscope's own schema, from its npm package.
 .venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
