@@ -50,7 +50,8 @@ log = logging.getLogger("pttrace.recorder")
 
 WAKE_AFTER = 0.5  # seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken
 # Wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost: measured, gdb
-# sometimes went on only at the third of a row, and a rescue hands processes to gdbs of their own. (An
+# went on after 1 to 4 in a row (9 stalls of one 200-child run), and a rescue hands processes to gdbs of
+# their own. (An
 # -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in ptrace stops.)
 WAKE_UPS = 10
 STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
