@@ -50,8 +50,8 @@ log = logging.getLogger("pttrace.recorder")
 
 WAKE_AFTER = 0.5  # seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken
 # Wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost: measured, gdb
-# went on after 1 to 6 in a row (22 stalls over three 200-child runs, beside another test on 2 cores), and a
-# rescue hands processes to gdbs of their own. (An
+# went on after 1 to 10 in a row (105 stalls over 25 200-child runs, beside another storm on 2 cores: 53
+# after one, 37 after two or three), and a rescue hands processes to gdbs of their own. (An
 # -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in ptrace stops.)
 WAKE_UPS = 20
 STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
