@@ -540,3 +540,30 @@ def test_each_hit_shows_its_own_values_when_they_change_from_hit_to_hit(tmp_path
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (250, 60)], ids=["80x24", "120x40", "250x60"])
+def test_every_breakpoints_hit_count_is_in_view_at_every_size(size):
+    # (issue 27: at 80x24 and 120x40 the pane is ~20-28 cells wide and a long spec pushed the hits column
+    # out of view; the spec is cut in the middle, or to its end in a narrow pane, instead)
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=size) as pilot:
+            await opened(pilot)
+            bps = app.query_one(BreakpointsTable)
+            await pilot.pause()
+            # GIVEN the recorded hello-world session's 4 breakpoints at this terminal size
+            specs = ["THPVariable_tensor", "wrapper_CPU_sigmoid", "wrapper_CPU_sigmoid_backward", "THPVariable_tensr"]
+            # THEN the spec and hits columns fit the pane's visible width, so every count is on screen
+            columns = {c.key.value: c for c in bps.ordered_columns}
+            shown = columns["spec"].get_render_width(bps) + columns["hits"].get_render_width(bps)
+            assert bps.scroll_x == 0 and shown <= bps.scrollable_content_region.width, \
+                (shown, bps.scrollable_content_region.width)
+            assert column(bps, "hits") == ["2", "1", "1", "0"]
+            # and each spec shown is the spec itself, or cut with "…" keeping its end (the function's name)
+            for spec, cell in zip(specs, column(bps, "spec")):
+                assert cell == spec or ("…" in cell and spec.endswith(cell.split("…")[-1]) and len(cell) < len(spec))
+            if size[0] >= 250:
+                assert column(bps, "spec") == specs  # a wide pane cuts nothing
+
+    run_pilot(scenario())

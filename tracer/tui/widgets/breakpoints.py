@@ -64,11 +64,13 @@ def count_text(n: int) -> str:
     return f"{n / 1_000_000_000:.1f}G"
 
 
-def _fit(spec: str) -> str:
+def _fit(spec: str, width: int = SPEC_WIDTH) -> str:
     """A long spec cut in the middle: its end (the function's own name) matters most."""
-    if len(spec) <= SPEC_WIDTH:
+    if len(spec) <= width:
         return spec
-    keep = SPEC_WIDTH - 1
+    if width < 16:  # a narrow pane: the end alone ("…_sigmoid"), a head of two letters says nothing
+        return "…" + spec[-(width - 1):]
+    keep = width - 1
     return spec[: keep // 3] + "…" + spec[-(keep - keep // 3):]
 
 
@@ -86,9 +88,27 @@ class BreakpointsTable(RowJumps, DataTable):
         self._shape: list[str] = []
         self._shown: dict[str, tuple] = {}  # spec -> what its row shows: (record, first frame, hits)
         self._reveal: str | None = None  # a spec just added: its row is brought into view when it comes
+        self.spec_width = SPEC_WIDTH
+        """Specs are cut in the middle to this width, less in a narrow pane: the hits column stays in view."""
         self.border_title = "breakpoints"
 
     def on_mount(self) -> None:
+        self._add_columns()
+
+    def on_resize(self) -> None:
+        # At 80x24 the pane is ~20 cells wide: a 19-character spec pushed the hits column out of view.
+        # Each column takes its width plus 2 cells of padding; 2 more for the vertical scrollbar.
+        width = max(8, min(SPEC_WIDTH, self.size.width - (COUNT_WIDTH + 2) - 2 - 2))
+        if width != self.spec_width:
+            self.spec_width = width
+            if self._shown:
+                self._reveal = self.selected_spec or self._reveal  # the cursor stays on its breakpoint
+                self._shown, self._shape = {}, []  # every row again, with the specs cut to the new width
+                self.clear(columns=True)  # columns too: a column's width only ever grows
+                self._add_columns()
+                self.update_from(self.state)
+
+    def _add_columns(self) -> None:
         self.add_column("spec", key="spec")
         self.add_column("hits", key="hits", width=COUNT_WIDTH)  # fixed: a redraw never narrows or drops it
         self.add_column("on", key="on")
@@ -98,7 +118,7 @@ class BreakpointsTable(RowJumps, DataTable):
         rows: list[tuple[str, tuple]] = []
         for spec, bp in state.breakpoints.items():
             on = Text("on", style="green") if bp.enabled else Text("off", style="grey50")
-            rows.append((f"bp:{spec}", (Text(_fit(spec), style="bold cyan", no_wrap=True),
+            rows.append((f"bp:{spec}", (Text(_fit(spec, self.spec_width), style="bold cyan", no_wrap=True),
                                         Text(count_text(state.hits_of(spec)), justify="right"), on,
                                         _summary(bp, state.first_frames.get(spec)))))
             resolved = [loc for loc in bp.locations if loc.address]
