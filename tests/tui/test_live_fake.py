@@ -590,10 +590,12 @@ def test_c_at_one_gdbs_stop_turns_to_another_gdb_still_stopped(fake_source, fixt
             await wait_until(pilot, lambda: app.state.target == "stopped" and app.state.gdb == "ready")
             # WHEN c is pressed THEN the call path and status line show the stop still standing, in its process
             await pilot.press("c")
+            # (the title comes with resume()'s answer, the status line with the stop event it pushed: two
+            # messages, either first; CI saw the title before the status line once)
             await wait_until(pilot, lambda: app.call_path.border_title.startswith(
-                f"call path · pid {other.thread.pid} is still stopped · thread {other.thread.id}"),
-                why=lambda: app.call_path.border_title)
-            assert app.state.target == "stopped" and "pid 4242" in str(app.query_one("#status").render())
+                f"call path · pid {other.thread.pid} is still stopped · thread {other.thread.id}")
+                and app.state.target == "stopped" and "pid 4242" in str(app.query_one("#status").render()),
+                why=lambda: (app.call_path.border_title, str(app.query_one("#status").render())))
             assert app.check_action("control", ("step",)) is True
             await pilot.press("q")
 
