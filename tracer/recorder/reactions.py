@@ -280,6 +280,12 @@ class Reactions:
                 self._hold().from_execve(status.exec_request)
                 self.continue_live()
                 return False
+            if (status.need_process is not None or status.need_libs or status.need_launcher) and stop.thread_id:
+                # The work below runs in gdb's selected thread, which must be the one that stopped: gdb can
+                # leave another process's inferior selected, one that ended meanwhile (seen once in CI: a fork
+                # child's first hit set up and read in an ended DataLoader worker's inferior, its hit written
+                # without a thread or a frame).
+                mi.command(f"-thread-select {stop.thread_id}", check=False)
             if status.need_process is not None and not status.write_error:
                 # A child's first hit: its libraries get their symbols as its parent's have them.
                 self._processes.set_up_child(mi, agent, policy, status.need_process)

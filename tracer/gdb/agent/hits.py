@@ -224,7 +224,12 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
         extra = debug_values(newest, frames, wanted_debug)
         if extra:
             carried = carried + extra  # never += : the list may be the one kept for the next hit
-    OUT.write_hit(STATE.hits, spec, thread_info(), time.time(), frames, truncated, signal, launched_by, carried)
+    thread = thread_info()
+    if thread.get("id") is None and not frames:  # never a hit shown as if it had an empty call path
+        OUT.warn(f"hit #{STATE.hits} of {spec or 'a breakpoint'} was read while gdb had no thread selected: its "
+                 "thread and call path are not known (the hit is counted, nothing of it is shown); run with "
+                 "--log and report it")
+    OUT.write_hit(STATE.hits, spec, thread, time.time(), frames, truncated, signal, launched_by, carried)
     write_evals(STATE.hits, newest)
     STATS.write()
     return True
