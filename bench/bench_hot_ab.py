@@ -23,31 +23,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_run import BARE as BARE_BP, NOPLT  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / ".venv" / "bin" / "python"
 N = 2000
 OP = "at::_ops::add_Tensor::call"
-BARE = """set pagination off
-set confirm off
-set print thread-events off
-python
-import gdb
-def _noplt(bp):
-    try:
-        for loc in bp.locations:
-            if loc.enabled and (loc.function or "").endswith("@plt"):
-                loc.enabled = False
-    except Exception:
-        pass
-gdb.events.breakpoint_modified.connect(_noplt)
-class _Bare(gdb.Breakpoint):
-    def stop(self):
-        return False
-gdb.execute("set breakpoint pending on")
-_Bare(%r)
-end
-run
-""" % OP
+# The bare breakpoint of the other benchmarks (its stop() counts and returns False), PLT stubs left out.
+BARE = "set pagination off\nset confirm off\nset print thread-events off\n" + NOPLT + (BARE_BP % OP) + "run\n"
 VARIANTS = ("base", "new", "base-noargs", "new-noargs", "bare")
 
 

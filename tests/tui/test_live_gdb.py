@@ -172,14 +172,13 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
         stop_process(target)
 
 
-@pytest.mark.gdb
-def test_the_targets_stdout_and_stderr_both_reach_the_output_pane_its_stderr_in_red(tmp_path):
-    """The fake's stderr event (test_live_fake) as real gdb and a real target make it: each stream a
-    terminal of its own (recorder/launch.py), both shown, the stderr line red."""
-    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable,
-                         script=str(ROOT / "tests" / "targets" / "streams.py"), session_dir=tmp_path, live=True,
-                         forward_output=False)
+def _output_pane_of_a_run(tmp_path, script, last: str):
+    """A live run of ``script`` under real gdb to its end (``last`` printed): the output pane's lines as
+    text, its strips (their styles) and the source, once the app has quit."""
+    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(script),
+                         session_dir=tmp_path, live=True, forward_output=False)
     source = LiveSource(config)
+    seen: dict = {}
 
     async def scenario():
         app = make_app(source)
@@ -189,17 +188,24 @@ def test_the_targets_stdout_and_stderr_both_reach_the_output_pane_its_stderr_in_
             def lines() -> list[str]:
                 return [strip.text.rstrip() for strip in log.lines]
 
-            await wait_until(pilot, lambda: app.state.target == "exited" and "OUT2" in lines(), timeout=90,
+            await wait_until(pilot, lambda: app.state.target == "exited" and last in lines(), timeout=90,
                              step=0.2, why=lambda: f"target {app.state.target}, pane {lines()}")
-            shown = lines()
-            assert "OUT1 tty=True" in shown and "ERR tty=True" in shown, shown
-            red = [strip.text.rstrip() for strip in log.lines
-                   if any("red" in str(seg.style) for seg in strip)]
-            assert red == ["ERR tty=True"], red
+            seen["lines"], seen["strips"] = lines(), list(log.lines)
             await pilot.press("q")
             await wait_until(pilot, lambda: not app.is_running, timeout=30)
 
     run_pilot(scenario(), timeout=allowance(200))
+    return seen["lines"], seen["strips"], source
+
+
+@pytest.mark.gdb
+def test_the_targets_stdout_and_stderr_both_reach_the_output_pane_its_stderr_in_red(tmp_path):
+    """The fake's stderr event (test_live_fake) as real gdb and a real target make it: each stream a
+    terminal of its own (recorder/launch.py), both shown, the stderr line red."""
+    shown, strips, source = _output_pane_of_a_run(tmp_path, ROOT / "tests" / "targets" / "streams.py", "OUT2")
+    assert "OUT1 tty=True" in shown and "ERR tty=True" in shown, shown
+    red = [strip.text.rstrip() for strip in strips if any("red" in str(seg.style) for seg in strip)]
+    assert red == ["ERR tty=True"], red
     assert source.finished and source.error is None and source.status == "completed"
 
 
@@ -213,34 +219,17 @@ print("DONE", flush=True)
 '''
 
 
+
 @pytest.mark.gdb
 def test_a_real_targets_control_sequences_are_shown_not_obeyed(tmp_path):
     """The fake's control-sequence case (test_live_fake) through a real pty: colours kept, a clipboard
     write, a window title, a C1 CSI and a bidi override spelled out, on stdout and stderr alike."""
     script = tmp_path / "controls.py"
     script.write_text(CONTROLS)
-    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(script),
-                         session_dir=tmp_path, live=True, forward_output=False)
-    source = LiveSource(config)
-
-    async def scenario():
-        app = make_app(source)
-        async with app.run_test(size=(160, 48)) as pilot:
-            log = app.query_one(OutputLog)
-
-            def lines() -> list[str]:
-                return [strip.text.rstrip() for strip in log.lines]
-
-            await wait_until(pilot, lambda: app.state.target == "exited" and "DONE" in lines(), timeout=90,
-                             step=0.2, why=lambda: f"target {app.state.target}, pane {lines()}")
-            shown = lines()
-            assert "red ok" in shown, shown
-            assert "a52;c;ZWNobw==b \\x9b2J \\u202eevil" in shown, shown
-            assert "0;pwnedtitle" in shown, shown
-            for strip in log.lines:
-                assert not any(ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e" for ch in strip.text)
-            await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, timeout=30)
-
-    run_pilot(scenario(), timeout=allowance(200))
+    shown, strips, source = _output_pane_of_a_run(tmp_path, script, "DONE")
+    assert "red ok" in shown, shown
+    assert "a52;c;ZWNobw==b \\x9b2J \\u202eevil" in shown, shown
+    assert "0;pwnedtitle" in shown, shown
+    for strip in strips:
+        assert not any(ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e" for ch in strip.text)
     assert source.finished and source.error is None
