@@ -44,6 +44,15 @@ class LeaderTerminal(Terminal):
         self.tmux("respawn-pane", "-k", "-t", "0", "-c", str(ROOT), "exec " + " ".join(_quote(a) for a in command))
 
 
+def _nothing_left(held, before) -> None:
+    """Every process of the run (``held``) ends within a load-scaled deadline, and no gdb is left."""
+    deadline = time.monotonic() + allowance(20)
+    while [p for p in held if alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in held if alive(p)], "a process of the run was left"
+    assert gdb_pids() <= before
+
+
 @pytest.mark.parametrize("mode", ["stop", "record", "ended", "stop-no-sighup"])
 def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
     sessions, rc_file = tmp_path / "sessions", tmp_path / "rc"
@@ -73,11 +82,7 @@ def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
         lines = next(sessions.glob("*.jsonl")).read_text().splitlines()
         end_record = json.loads(lines[-1])
         assert end_record["type"] == "end" and end_record["reason"] in ("sighup", "exited"), end_record
-        deadline = time.monotonic() + allowance(20)
-        while [p for p in held if alive(p)] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in held if alive(p)], "a process of the run was left"
-        assert gdb_pids() <= before
+        _nothing_left(held, before)
     finally:
         term.close()
 
@@ -113,11 +118,7 @@ def test_sigterm_at_a_stop_ends_pttrace_with_143_and_gives_the_terminal_back(tmp
         term.wait_for(EXIT_MARK, timeout=30)
         end_record = json.loads(next(sessions.glob("*.jsonl")).read_text().splitlines()[-1])
         assert end_record["type"] == "end" and end_record["reason"] == "sigterm", end_record
-        deadline = time.monotonic() + allowance(20)
-        while [p for p in held if alive(p)] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in held if alive(p)], "a process of the run was left"
-        assert gdb_pids() <= before
+        _nothing_left(held, before)
     finally:
         term.close()
 
