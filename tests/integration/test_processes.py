@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -211,20 +212,30 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
                               stderr=subprocess.DEVNULL)
     before = gdb_pids()
     sessions = tmp_path / "sessions"
+    tracer = None
     try:
         wait_for(ready.exists, 120, "the parent's ready file")
-        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--duration", "25", "--break",
-                                   "THPVariable_tensor", "--session-dir", str(sessions)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", "THPVariable_tensor",
+                                   "--session-dir", str(sessions)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it forks its worker.
         _wait_for_a_hit(tracer, sessions)
         go.touch()
-        out, err = tracer.communicate(timeout=allowance(180))
-        assert tracer.returncode == 0, err
-        assert gdb_pids() <= before, "a gdb was left running"
-        session = storage.load(next(sessions.glob("*.jsonl")))
         lines = Lines(target.stdout, "the forking parent")
         child_pid = int(lines.next(60).split()[1])
+
+        def childs_hit():
+            """a hit of the child in the session being written (so pttrace followed it)"""
+            assert tracer.poll() is None, f"pttrace ended ({tracer.returncode}) before the child's hit"
+            return any(h.thread.pid == child_pid for h in storage.load(next(sessions.glob("*.jsonl"))).hits)
+
+        # Ctrl-C once the child has a hit (not a fixed --duration): pttrace detaches from both and ends.
+        wait_for(childs_hit, 120, "the child's first hit in the session", step=0.2)
+        tracer.send_signal(signal.SIGINT)
+        out, err = tracer.communicate(timeout=allowance(180))
+        assert tracer.returncode == 130, err  # 128 + SIGINT: ended by the signal, as asked
+        assert gdb_pids() <= before, "a gdb was left running"
+        session = storage.load(next(sessions.glob("*.jsonl")))
         assert session.info.status == "detached"
         child = session.process(child_pid)
         assert child is not None and child.ppid == target.pid and child.state == "detached", \
@@ -235,11 +246,12 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
         assert alive(target.pid) and alive(child_pid)
         stop.touch()
         assert lines.next(60).split() == [b"CHILD-EXIT", b"7"]
-        assert target.wait(60) == 0
+        assert target.wait(allowance(60)) == 0
     finally:
         stop.touch()
-        if target.poll() is None:
-            target.kill()
+        for proc in (tracer, target):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
 
 
 def test_a_run_ended_early_kills_every_child_it_followed(tmp_path):
@@ -339,8 +351,6 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
     # Attached to a parent that starts a Python subprocess: the child waits, stopped, while its recorder
     # starts (its session file is the first sign of that). pttrace killed then, the keeper continues it
     # and it does its work; the parent, detached by its gdb, waits for it and ends.
-    import signal
-
     ready, go, marker = tmp_path / "ready", tmp_path / "go", tmp_path / "ran"
     (tmp_path / "parent.py").write_text(HELD_PARENT)
     target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(ready), str(go), str(marker)])
