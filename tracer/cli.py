@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tracer import __version__
@@ -15,10 +16,42 @@ from tracer.text.escape import visible
 COMMANDS = ["run", "attach", "where", "ops", "sessions", "show", "export", "diff", "view"]
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` tells it ($COLUMNS, else stdout's terminal,
+    else 80), read with ``os`` alone."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, its width found without ``shutil``: argparse makes a formatter for every
+    ``add_argument`` and imports shutil (with bz2, lzma, fnmatch) for its width, ~3 ms of a warm
+    ``pttrace where`` (target 0.1 s) that prints no help."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser with that formatter; subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, formatter_class=_Formatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every subcommand's parser, or with ``only`` just that one's: each command module imports what its
     options need, and a ``pttrace where`` that loaded all nine spent ~50 ms on others' imports."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pttrace",
         description="Record the call path from Python down to PyTorch's C++ kernels, under gdb.",
     )

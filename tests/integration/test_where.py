@@ -121,7 +121,9 @@ def test_the_installed_command_runs(torch_libs, cache_dir):
 
 def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
     """The answer comes from the cached index: no rich, no DWARF reader, no sources, no typing (5-10 ms
-    of a warm `where` whose target is 0.1 s), read from the process's own import log."""
+    of a warm `where` whose target is 0.1 s), no shutil (argparse's width), no hashlib (OpenSSL), no
+    difflib (suggestions), and no setuptools import hook (scripts/setup.sh installs the checkout as a
+    path), read from the process's own import log."""
     env = dict(os.environ, XDG_CACHE_HOME=str(cache_dir))
     argv = [sys.executable, "-X", "importtime", "-m", "tracer", "where", "initModule"]
     subprocess.run(argv, capture_output=True, timeout=120, env=env, check=True)  # the index is cached
@@ -130,8 +132,9 @@ def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "tracer.symbols.elf_index" in imported  # the log is read right
     unused = {"typing", "rich", "textual", "elftools", "json", "subprocess", "tracer.sources",
-              "tracer.symbols.dwarf", "tracer.session.model"}
+              "tracer.symbols.dwarf", "tracer.session.model", "shutil", "hashlib", "difflib"}
     assert not imported & unused, sorted(imported & unused)
+    assert not [m for m in imported if m.startswith("__editable__")], sorted(imported)
 
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.fixture
