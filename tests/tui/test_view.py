@@ -10,6 +10,7 @@ import pytest
 from rich.color import ColorType
 from rich.console import Console
 from rich.style import Style
+from textual.geometry import Region
 from textual.widgets import DataTable
 
 from tests.tui.support import FIXTURE, run_pilot, wait_until
@@ -565,5 +566,46 @@ def test_every_breakpoints_hit_count_is_in_view_at_every_size(size):
                 assert cell == spec or ("…" in cell and spec.endswith(cell.split("…")[-1]) and len(cell) < len(spec))
             if size[0] >= 250:
                 assert column(bps, "spec") == specs  # a wide pane cuts nothing
+
+    run_pilot(scenario())
+
+
+def painted(table: DataTable) -> list[str]:
+    """The table's lines inside its border, drawn as the screen draws them."""
+    gutter = table.styles.gutter
+    strips = table.render_lines(Region(0, 0, table.outer_size.width, table.outer_size.height))
+    return [strip.text[gutter.left:] for strip in strips[gutter.top:]]
+
+
+def test_a_call_path_painted_before_its_columns_are_measured_is_redrawn_at_their_widths(fixture_session):
+    # (issue 31: Textual measures a table's columns at the table's own Idle, and a paint that comes first
+    # (on a busy machine it often does) cached the cells at their labels' widths, for good: the 80x24
+    # terminal test saw "pytho  Modul" rows above rows at the measured widths, one run in six at load 7)
+    async def scenario():
+        app = make_app(SessionSource.open(FIXTURE))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await opened(pilot)
+            path: CallPathTable = app.call_path
+            hit = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+            # WHEN the screen paints the pane between the new rows' arrival and the table's Idle
+            path.show(hit, "hit #3", app.cwd)
+            early = painted(path)
+            assert early[0].split() == ["+", "layer", "frame", "key", "where", "code"], early
+            await pilot.pause()
+            await wait_until(pilot, lambda: path.virtual_size.width > 40)  # (the columns measured)
+            # THEN the next paint draws the header and every row at the measured widths
+            widths = [c.get_render_width(path) for c in path.ordered_columns]
+            assert widths[1] >= len("dispatcher") + 2, widths
+            lines = painted(path)
+            pad = path.cell_padding
+            header = lines[0]
+            assert header.index("frame") == sum(widths[:2]) + pad and header.index("key") == sum(widths[:3]) + pad, \
+                (widths, lines)
+            layers = column(path, "layer")
+            top = int(path.scroll_y)
+            shown = [(layers[top + i], line) for i, line in enumerate(lines[1:]) if top + i < len(layers)]
+            assert len(shown) >= 5, lines
+            for layer, line in shown:
+                assert line[widths[0]:widths[0] + widths[1]].strip() == layer, (widths, lines)
 
     run_pilot(scenario())

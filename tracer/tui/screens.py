@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from tracer.export import paths as P
 from tracer.tui.messages import CompletionsFound
+from tracer.tui.widgets.table import Table
 
 COMPLETION_DELAY = 0.3  # seconds of no typing before the symbol index is asked
 
@@ -107,10 +108,10 @@ class PathsScreen(ModalScreen[int | None]):
             n = sum(p.count for p in self.paths)
             yield Label(Content(f"{len(self.paths)} distinct call paths of {n:,} hits "
                                 "(enter shows the first hit of one, esc closes)"), id="question")
-            yield DataTable(id="paths", cursor_type="row")
+            yield Table(id="paths", cursor_type="row")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         table.add_columns("hits", "breakpoint", "innermost frame", "called from", "layers")
         for i, path in enumerate(self.paths):
             origin = P.innermost_python(path.frames)

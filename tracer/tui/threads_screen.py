@@ -11,6 +11,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
+from tracer.tui.widgets.table import Table
+
 
 class ThreadsScreen(ModalScreen[str | None]):
     """Rows: gdb's thread id, its LWP, name, state, innermost frame; the thread that stopped is marked."""
@@ -26,10 +28,10 @@ class ThreadsScreen(ModalScreen[str | None]):
         with Vertical(id="dialog", classes="wide"):
             yield Label(Content(f"{len(self.rows)} threads (enter looks at one: s, n, f and the prompt act on "
                                 "it; esc closes)"), id="question")
-            yield DataTable(id="paths", cursor_type="row")
+            yield Table(id="paths", cursor_type="row")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         table.add_columns("", "thread", "LWP", "name", "state", "innermost frame")
         at = 0
         for i, row in enumerate(self.rows):

@@ -12,6 +12,7 @@ from tracer.session.model import Breakpoint, Frame, Location
 from tracer.tui.messages import BreakpointRemovalRequested, BreakpointToggleRequested
 from tracer.tui.state import TraceState
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps
+from tracer.tui.widgets.table import Table
 
 
 def _location_text(loc: Location) -> Text:
@@ -74,7 +75,7 @@ def _fit(spec: str, width: int = SPEC_WIDTH) -> str:
     return spec[: keep // 3] + "…" + spec[-(keep - keep // 3):]
 
 
-class BreakpointsTable(RowJumps, DataTable):
+class BreakpointsTable(RowJumps, Table):
     """One row per breakpoint, plus one row per location when gdb found several."""
 
     BINDINGS = [Binding("delete,x", "remove_breakpoint", "remove"),

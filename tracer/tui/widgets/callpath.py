@@ -11,6 +11,7 @@ from tracer.tui.folding import PathRow, default_frame, fold_runs, folded_counts,
 from tracer.tui.messages import FrameSelected
 from tracer.tui.widgets._style import (SHORT_NAME_WIDTH, ROW_BINDINGS, RowJumps, frame_name, frame_where,
                                       layer_style, searched_texts)
+from tracer.tui.widgets.table import Table
 
 
 def _place(frame: Frame) -> tuple:
@@ -47,7 +48,7 @@ def _ts_cells(r: P.TsRow) -> tuple:
             Text(r.text or "", style="italic grey70", no_wrap=True))
 
 
-class CallPathTable(RowJumps, DataTable):
+class CallPathTable(RowJumps, Table):
     """Folded start-up frames show as one row; a run of interpreter frames between two shown frames
     is counted in the "+" column of the frame below it. Enter on either opens that fold."""
 

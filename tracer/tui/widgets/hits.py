@@ -20,6 +20,7 @@ from tracer.tui.messages import HitSelected
 from tracer.tui.process_rows import Heading, ProcessRows
 from tracer.tui.widgets._style import ROW_BINDINGS, RowJumps, frame_name, searched_texts
 from tracer.tui.widgets.search import SearchBar
+from tracer.tui.widgets.table import Table
 
 
 def haystack(hit: Hit) -> str:
@@ -56,7 +57,7 @@ class HitSearch:
         return array("i", (i for i in range(first, len(rows)) if rows[i] in sites))
 
 
-class HitsTable(RowJumps, DataTable):
+class HitsTable(RowJumps, Table):
     """A window of rows onto the session's hits: ``hits`` is the app's table of every hit (a few numbers
     each, ``tracer.session.hit_table``), ``matching`` the indexes of those a search lets through (all of them
     unless one filters), ``shown`` what each row shows: ``matching`` itself, or once hits come from
