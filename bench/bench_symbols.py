@@ -57,13 +57,19 @@ print(sum(1 for v in res.values() if v is not None))
 
 def measure(cmd: list[str] | str, env: dict | None = None, shell: bool = False) -> tuple[float, int, str]:
     """(seconds, peak RSS in KB of the process tree's largest member, stdout)."""
+    return run_timed(cmd, env, shell)[:3]
+
+
+def run_timed(cmd: list[str] | str, env: dict | None = None, shell: bool = False) -> tuple[float, int, str, float]:
+    """``measure``'s figures and the process's CPU time (user + system, seconds), which a loaded machine
+    inflates far less than the wall time."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, shell=shell)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, usage.ru_maxrss, out.decode(errors="replace")
+    return elapsed, usage.ru_maxrss, out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def med(xs: list[float]) -> float:
@@ -82,32 +88,47 @@ def torch_libs() -> list[str]:
     return torch_libraries(PYTHON)
 
 
-def case_where(runs: int, rows: list, notes: list) -> None:
+def case_where(runs: int, rows: list, notes: list, cold_too: bool = True) -> dict[str, list[float]]:
+    """Warm ``where`` against ``python -c pass`` (and, with ``cold_too``, cold ``where`` against nm), in
+    alternation; the rows and notes for RESULTS.md, and each run's figures (seconds; ``*_cpu``: CPU time)."""
     libs = torch_libs()
     nm_cmd = " ; ".join(f"nm -C '{lib}' | grep -F initModule" for lib in libs) + " ; true"
-    measure(nm_cmd, shell=True)
+    if cold_too:
+        measure(nm_cmd, shell=True)
     warm_cache = tempfile.mkdtemp(prefix="pttrace-bench-")
     measure(PTTRACE + ["where", "initModule"], env=env_with(warm_cache))  # warm-up, writes .pyc too
     cold, cold_rss, nm_t, nm_rss, warm, warm_rss, bare = [], [], [], [], [], [], []
+    warm_cpu, bare_cpu = [], []
     load_before = os.getloadavg()[0]
     for _ in range(runs):
-        bare.append(measure([PYTHON, "-c", "pass"], env=env_with(warm_cache))[0])
-        with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as fresh:
-            t, rss, out = measure(PTTRACE + ["where", "initModule"], env=env_with(fresh))
-            assert "torch::cpu::initModule" in out, out
-            cold.append(t)
-            cold_rss.append(rss)
-        t, rss, _ = measure(nm_cmd, shell=True)
-        nm_t.append(t)
-        nm_rss.append(rss)
-        t, rss, _ = measure(PTTRACE + ["where", "initModule"], env=env_with(warm_cache))
+        t, _, _, cpu = run_timed([PYTHON, "-c", "pass"], env=env_with(warm_cache))
+        bare.append(t)
+        bare_cpu.append(cpu)
+        if cold_too:
+            with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as fresh:
+                t, rss, out = measure(PTTRACE + ["where", "initModule"], env=env_with(fresh))
+                assert "torch::cpu::initModule" in out, out
+                cold.append(t)
+                cold_rss.append(rss)
+            t, rss, _ = measure(nm_cmd, shell=True)
+            nm_t.append(t)
+            nm_rss.append(rss)
+        t, rss, out, cpu = run_timed(PTTRACE + ["where", "initModule"], env=env_with(warm_cache))
+        assert "torch::cpu::initModule" in out, out
         warm.append(t)
         warm_rss.append(rss)
+        warm_cpu.append(cpu)
     imported = warm_imports(warm_cache)
     shutil.rmtree(warm_cache, ignore_errors=True)
+    figures = {"warm": warm, "bare": bare, "warm_cpu": warm_cpu, "bare_cpu": bare_cpu, "cold": cold, "nm": nm_t}
+    if not cold_too:
+        notes.append(f"warm `where`: {imported}")
+        return figures
     notes.append(f"warm `where`: {imported}; `python -c pass` (the interpreter's start-up and site "
                  f"included) {med(bare):.3f} s [{min(bare):.3f}-{max(bare):.3f}], "
-                 f"warm `where` [{min(warm):.3f}-{max(warm):.3f}]; load average {load_before:.1f} before, "
+                 f"warm `where` [{min(warm):.3f}-{max(warm):.3f}]; process CPU time (user+sys): warm `where` "
+                 f"{med(warm_cpu):.3f} s [{min(warm_cpu):.3f}-{max(warm_cpu):.3f}], `python -c pass` "
+                 f"{med(bare_cpu):.3f} s [{min(bare_cpu):.3f}-{max(bare_cpu):.3f}]; load average {load_before:.1f} before, "
                  f"{os.getloadavg()[0]:.1f} after")
     total = sum(os.path.getsize(x) for x in libs)
     notes.append(f"torch libraries: {len(libs)} files, {total / 1e6:.0f} MB (libtorch_cpu.so "
@@ -116,6 +137,7 @@ def case_where(runs: int, rows: list, notes: list) -> None:
                  "<= 1.0x", max(cold_rss), max(nm_rss)))
     rows.append(("`where initModule`, torch libs, warm", med(warm), "`python -c pass` (start-up alone)", med(bare),
                  "<= 0.1 s", max(warm_rss), None))
+    return figures
 
 
 def warm_imports(cache: str) -> str:

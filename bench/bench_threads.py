@@ -74,6 +74,14 @@ def _argv(kind: str, mode: str, threads: int, rundir: Path, scripts: dict) -> li
     return [shutil.which("gdb") or "gdb", "-nx", "-batch", "-x", str(scripts[kind]), "--args", *target]
 
 
+def gdb_scripts(tmp: Path) -> dict:
+    """The gdb scripts of the references, written in ``tmp``: a bare breakpoint and `bt` at each hit."""
+    scripts = {"bare": tmp / "bare.gdb", "bt": _hot_script(tmp, "bt", ["bt"], noplt=True)}
+    scripts["bare"].write_text("set pagination off\nset confirm off\nset print thread-events off\n" + NOPLT
+                               + (BARE % ADD_OP) + "run\n")
+    return scripts
+
+
 def run_round(tmp: Path, scripts: dict, results: dict, rnd: int, configs: list) -> None:
     for mode, threads in configs:
         for kind in ("alone", *TOOLS):
@@ -162,9 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if not configs:
         parser.error(f"--configs: none of {args.configs!r} is one of the configurations")
     tmp = Path(tempfile.mkdtemp(prefix="pttrace-bench-threads-"))
-    scripts = {"bare": tmp / "bare.gdb", "bt": _hot_script(tmp, "bt", ["bt"], noplt=True)}
-    scripts["bare"].write_text("set pagination off\nset confirm off\nset print thread-events off\n" + NOPLT
-                               + (BARE % ADD_OP) + "run\n")
+    scripts = gdb_scripts(tmp)
     results: dict = {}
     load0 = os.getloadavg()[0]
     try:
