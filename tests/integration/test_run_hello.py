@@ -48,7 +48,10 @@ def test_initmodule_lists_every_location_and_is_under_import_torch(hello_recordi
     assert "initModule" in functions
     assert any(f and f.startswith("torch::cpu::initModule") for f in functions)
     assert len(bp.locations) >= 3
-    assert all(loc.library and loc.library.endswith("libtorch_python.so") for loc in bp.locations)
+    # Set by address from pttrace's index: torch/_C's stub calling it is listed, never stopped at, as gdb lists it
+    bodies = [loc for loc in bp.locations if not (loc.function or "").endswith("@plt")]
+    assert len(bodies) >= 3 and all(loc.library and loc.library.endswith("libtorch_python.so") for loc in bodies)
+    assert all(not loc.enabled for loc in bp.locations if loc not in bodies)
     plain = [h for h in hits_of(session, "initModule") if h.innermost.function == "initModule"]
     assert len(plain) == 1
     hit = plain[0]

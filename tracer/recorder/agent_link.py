@@ -129,6 +129,12 @@ class AgentLink:
         res = self._ask("pttrace-cfi-add " + json.dumps({"library": library, "copy": copy}), timeout=60)
         return res.error.strip() if res.error else None
 
+    def library_stops(self, rules_json: str) -> None:
+        """The library loads gdb stops the target at (the agent's libstops.Rules; its catchpoint the first time)."""
+        res = self._ask(f"pttrace-library-stops {rules_json}")
+        if res.error:
+            raise AgentError(f"the agent could not take the rules for library loads: {res.error}")
+
     def process_ready(self, inferior: int) -> None:
         self._ask(f"pttrace-process-ready {int(inferior)}")
 

@@ -31,6 +31,8 @@ class LaterLibraries:
         self._searched = {os.path.realpath(p) for p in searched}
         self._new: list[str] = []
         self._warn = warn
+        self._needles: list[list[bytes]] | None = None  # None: no test tells (see _may_define)
+        self._needles_known = False
 
     @property
     def active(self) -> bool:
@@ -50,6 +52,8 @@ class LaterLibraries:
             if real in self._searched:
                 continue
             self._searched.add(real)
+            if not self._may_define(real):
+                continue  # (gdb did not stop for its load: libstops.py ruled it out the same way)
             items += self._library_ops(path)
             if self.compiled is not None:
                 items += self.compiled.breakpoints_in(path)
@@ -64,6 +68,22 @@ class LaterLibraries:
         if items:
             log.debug("breakpoints found again in libraries loaded later: %s", items)
         return items
+
+    def _may_define(self, path: str) -> bool:
+        """Whether the library may define one of the names: it holds the strings our index's search looks
+        for (libstops.may_name). A library gdb did not stop for is decided here with the next one."""
+        if not self._needles_known:
+            self._needles_known = True
+            found = [resolve.name_needles(spec) for spec in self.specs]
+            custom = self.library_ops or (self.compiled is not None and self.compiled.ops)
+            if not custom and all(g is not None for g in found):
+                self._needles = [[n.encode("utf-8", "surrogateescape") for n in g] for g in found if g]
+        if self._needles is None:
+            return True
+        from tracer import settings
+        from tracer.gdb.agent.libstops import may_name
+
+        return bool(self._needles) and may_name(path, self._needles, settings.current().debug_dirs)
 
     def _library_ops(self, path: str) -> list[dict]:
         from tracer.dispatch import library_ops

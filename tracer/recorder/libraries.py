@@ -1,8 +1,8 @@
 """Which libraries gdb reads the symbols of, and which it gets as unwind tables only (the CFI path).
 
 gdb reading libtorch_cpu.so's symbols costs ~4 s (DESIGN.md section 2), so it reads only those of the
-libraries a breakpoint needs. With ``auto-solib-add off`` gdb stops at each library load and asks this
-policy; a recorded stack that passes through a skipped library makes the agent ask for it, and the hit
+libraries a breakpoint needs. With ``auto-solib-add off`` gdb stops at the library loads this policy must
+decide (library_stops.py: the others are decided at the next stop); a recorded stack that passes through a skipped library makes the agent ask for it, and the hit
 is recorded again. On the CFI path a heavy library that only address breakpoints need (or none) is
 given to gdb as a copy holding its unwind tables alone: frames unwind, and our index names them.
 
@@ -53,6 +53,13 @@ class LibraryPolicy:
         self._new: list[str] = []
         self._copies: dict[str, str | None] = {}  # library -> its CFI-only copy (None: cannot be had)
         self._copies_lock = threading.Lock()
+        # Called when what must be decided at a library's load changes (library_stops.py keeps gdb's
+        # rules in step); set once gdb's catchpoint for library loads exists.
+        self.rules_changed: Callable[[], None] | None = None
+
+    def _changed(self) -> None:
+        if self.rules_changed is not None:
+            self.rules_changed()
 
     # --- the plan, before the target runs -------------------------------------------------------
     def plan(self, gdb_specs: list[str], address_breakpoints: list[dict]) -> None:
@@ -78,8 +85,7 @@ class LibraryPolicy:
             self._prepare_copies()
         forced = self.cfi and bool(self.settings.cfi_libs)
         if self.needed is not None and (forced or not self.heavy <= self.needed):
-            self.mi.command("-gdb-set auto-solib-add off")
-            self.mi.command("-gdb-set stop-on-solib-events 1")
+            self.mi.command("-gdb-set auto-solib-add off")  # gdb stops at the loads library_stops.py names
             self.deferring = True
             self.lazy = True
         else:
@@ -122,6 +128,7 @@ class LibraryPolicy:
             if self.cfi and self._break_by_index(path):
                 return False
             self.needed.add(base)
+            self._changed()
             return True
         return False
 
@@ -137,6 +144,10 @@ class LibraryPolicy:
         self.waiting.add(path)
         return False
 
+    def break_libraries(self) -> set[str]:
+        """The real paths of the libraries of the breakpoints set by address (stubs' aside)."""
+        return self._break_libraries()
+
     def _break_libraries(self) -> set[str]:
         if self._break_libs is None:
             self._break_libs = {os.path.realpath(b["library"]) for b in self.address_breakpoints if not b.get("plt")}
@@ -148,6 +159,7 @@ class LibraryPolicy:
         self._break_libs = None
         libraries = {os.path.realpath(i["library"]) for i in items if not i.get("plt")}
         self.load_symbols([p for p in sorted(self.waiting) if os.path.realpath(p) in libraries])
+        self._changed()
 
     def load_for_stack(self, paths) -> None:
         """The libraries a recorded stack passes through without symbols (the agent's need_libs), read in
@@ -162,9 +174,11 @@ class LibraryPolicy:
     def load_waiting(self) -> None:
         """Every library still waiting, and from now on each as it loads: what gdb shows of a stack it
         unwinds without pttrace's agent (a crash's, stepping, an interrupted target's) must be whole."""
+        self.decide_new()  # loads gdb did not stop for are decided first
         self.lazy = False
         waiting, self.waiting = sorted(self.waiting), set()
         self.load_symbols(waiting)
+        self._changed()
 
     def _break_by_index(self, path: str) -> bool:
         """Set the by-name breakpoints this library defines by address, from our index: True if every
@@ -273,6 +287,7 @@ class LibraryPolicy:
     def for_breakpoint(self, spec: str) -> None:
         """A breakpoint added later that gdb resolves itself: give gdb the symbols of the libraries it
         may be defined in that gdb has now only as unwind tables, or not at all (and of those loaded later)."""
+        self.decide_new()  # loads gdb did not stop for are decided first
         if not self.cfi and self.needed is None:
             return  # gdb reads every library's symbols already
         self.gdb_specs.append(spec)
@@ -294,4 +309,5 @@ class LibraryPolicy:
             if names is None or os.path.basename(path) in names:
                 self._symbols_instead_of_cfi(path)
         self.load_symbols([p for p in sorted(self.skipped) if names is None or os.path.basename(p) in names])
+        self._changed()
 

@@ -44,16 +44,21 @@ class Resolution:
     warnings: list[str] = field(default_factory=list)
 
 
-def resolve_by_index(specs: list[str], libraries: list[str]) -> Resolution:
+def resolve_by_index(specs: list[str], libraries: list[str], program: str | None = None) -> Resolution:
     """Split the ``--break`` specs: those our symbol index resolves exactly become address
     breakpoints, the rest stay gdb's.
 
-    Exactly means: gdb would find no other function for it in a library outside torch's. So the
-    spec must resolve to at least one function in torch's libraries, none of them weak (inline and
-    template code that a C++ extension may hold its own copy of), and either be qualified
-    (``at::_ops::add_Tensor::call``) or name only local functions (``wrapper_CPU_sigmoid``, in
-    an anonymous namespace). Like gdb, ``[clone .cold]`` parts are not broken on, and ``@plt``
-    stubs are listed as locations but never stopped at.
+    Exactly means: what gdb's pending breakpoint would find. So the spec must resolve to at least one
+    function in torch's libraries, none of them weak (inline and template code that a C++ extension may
+    hold its own copy of), and none defined in ``program`` too (the interpreter's executable, which no
+    library search reaches: gdb resolves those). A name another library defines as well (a C++
+    extension's own ``initModule``) is found there by LaterLibraries, which searches every library
+    loaded after start-up for it, as gdb's pending breakpoint would. Like gdb, ``[clone .cold]`` parts
+    are not broken on, and ``@plt`` stubs are listed as locations but never stopped at.
+
+    Global names (``initModule``) were gdb's to resolve until LaterLibraries existed: gdb then read the
+    symbols of libtorch_python.so (30 MB of symbol table, ~0.8 s of gdb's CPU a run, bench/RESULTS.md),
+    where now it gets its unwind tables only.
     """
     from tracer.symbols import find_symbol
 
@@ -70,8 +75,7 @@ def resolve_by_index(specs: list[str], libraries: list[str]) -> Resolution:
             out.by_gdb.append(spec)
             continue
         bodies = [m for m in matches if not m.plt and not m.cold]
-        safe = bodies and all(m.binding != "weak" for m in matches if not m.plt) and (
-            "::" in spec or all(m.binding == "local" for m in matches if not m.plt))
+        safe = bodies and all(m.binding != "weak" for m in matches if not m.plt) and not _in_program(spec, program)
         if not safe:
             out.by_gdb.append(spec)
             continue
@@ -83,6 +87,37 @@ def resolve_by_index(specs: list[str], libraries: list[str]) -> Resolution:
                 item["plt"] = True
             out.by_address.append(item)
     return out
+
+
+def name_needles(spec: str) -> list[str] | None:
+    """The strings a library holds if our index can find a function ``spec`` names in it (the index's own
+    search: the last identifier, and each other one as mangled names spell it, ``<length><identifier>``);
+    None when no such strings can tell (FILE:LINE, an address, a name of operators only)."""
+    spec = spec.strip()
+    if not index_resolvable(spec):
+        return None
+    from tracer.symbols.elf_index import ABBREVIATED
+    from tracer.symbols.names import search_tokens, split_clones
+
+    plain = split_clones(spec)[0]
+    if plain.startswith("_Z"):
+        return [plain]
+    tokens = [tok for tok in search_tokens(plain) if tok not in ABBREVIATED]
+    if not tokens:
+        return None
+    return [tokens[0]] + [f"{len(tok)}{tok}" for tok in tokens[1:]]
+
+
+def _in_program(spec: str, program: str | None) -> bool:
+    """Whether the executable defines a function ``spec`` names (True when that cannot be told)."""
+    if program is None:
+        return False
+    from tracer.symbols import libraries_defining
+
+    try:
+        return bool(libraries_defining(spec.strip(), [program]))
+    except IndexFailure:
+        return True
 
 
 def heavy(libraries: list[str]) -> list[str]:

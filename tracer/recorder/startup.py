@@ -20,6 +20,7 @@ from tracer.recorder.events import RecorderEvent, TargetOutput
 from tracer.recorder.follow import Follower
 from tracer.recorder.compiled_ops import CompiledOps, op_names
 from tracer.recorder.later_libraries import LaterLibraries
+from tracer.recorder.library_stops import LibraryStops
 from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS, ProcessTable
 from tracer.recorder.reactions import Reactions
@@ -63,6 +64,7 @@ class GdbParts:
     by_gdb: list[str]  # breakpoints gdb resolves by name
     by_address: bool  # some were resolved from our index: the agent breaks on them by address
     agent_config: Path
+    stops: LibraryStops  # the library loads gdb stops at
     # the first call path through TorchScript's interpreter starts its layout's probe (torchscript.py)
     interpreter_seen: Callable[[], None] | None = None
 
@@ -88,7 +90,8 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
     if settings.all_symbols or settings.break_by_name:
         resolution = resolve.Resolution(by_gdb=specs)
     else:
-        resolution = resolve.resolve_by_index(specs, torch_libs)
+        program = os.path.realpath(python if cfg.pid is None else f"/proc/{cfg.pid}/exe")
+        resolution = resolve.resolve_by_index(specs, torch_libs, program)
     for message in resolution.warnings:
         warn(message)
     address_breakpoints = list(cfg.address_breakpoints) + resolution.by_address
@@ -99,9 +102,6 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
     later = LaterLibraries([b["label"] for b in resolution.by_address], torch_libs, warn, cfg.library_ops,
                            compiled)
     later.found_ops.update(b["label"].removeprefix("op:") for b in cfg.address_breakpoints)
-    if later.active and not policy.deferring:
-        # A name set by address is looked for again in every library loaded later: at a stop.
-        mi.command("-gdb-set stop-on-solib-events 1")
     if cfg.follow_children:
         for setting in FOLLOW_SETTINGS:
             mi.command(f"-gdb-set {setting}")
@@ -136,7 +136,8 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             terminal.close()
         raise
     return GdbParts(agent, policy, later, follower, terminal, torch_libs, resolution.by_gdb,
-                    bool(resolution.by_address), agent_config, ts_layout.needed if ts_layout.wanted else None)
+                    bool(resolution.by_address), agent_config, LibraryStops(agent, policy, later),
+                    ts_layout.needed if ts_layout.wanted else None)
 
 
 def target_terminal(mi: MiConnection, cfg: TraceConfig, python: str,
@@ -176,6 +177,10 @@ def arm(mi: MiConnection, parts: GdbParts, cfg: TraceConfig, controller: Control
         # After the user's breakpoints: gdb numbers catchpoints with them, and theirs come first.
         for catch in FOLLOW_CATCHES:
             mi.console(catch)
+    # Last: its catchpoint is numbered after the user's breakpoints. A name set by address is looked for
+    # again in every library loaded later, and the symbol policy decides at loads (library_stops.py).
+    parts.stops.sync()
+    parts.policy.rules_changed = parts.stops.sync
 
 
 def attach(mi: MiConnection, pid: int, processes: ProcessTable, reactions: Reactions, policy: LibraryPolicy) -> None:

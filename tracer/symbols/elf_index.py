@@ -33,7 +33,7 @@ from .symtab import BINDINGS, FUNCTION_TYPES, OBJECT_TYPES, SymbolTable, separat
 MEMO_LIMIT = 500  # queries remembered per library
 
 # Identifiers that never appear spelled out in mangled names (std:: abbreviations: St, Sa, Sb, Ss...).
-_ABBREVIATED = {"std", "allocator", "basic_string", "char_traits", "basic_istream", "basic_ostream",
+ABBREVIATED = {"std", "allocator", "basic_string", "char_traits", "basic_istream", "basic_ostream",
                 "basic_iostream", "string", "istream", "ostream", "iostream"}
 
 
@@ -162,7 +162,7 @@ class LibraryIndex:
         plain, _ = names.split_clones(query.strip())
         if plain.startswith("_Z"):
             return self._exact_names(t, plain.encode())
-        tokens = [tok for tok in names.search_tokens(plain) if tok not in _ABBREVIATED]
+        tokens = [tok for tok in names.search_tokens(plain) if tok not in ABBREVIATED]
         if not tokens:
             raise SymbolError(f"cannot search for {query!r}: give the function's name (and its class for an operator)")
         last = tokens[0].encode()

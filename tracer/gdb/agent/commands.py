@@ -17,6 +17,8 @@
   pttrace-cfi-drop LIBRARY      take that copy away (L's full symbols are loaded next)
   pttrace-quiet on|off          every breakpoint off but execve's (a process goes through its exec), then on
   pttrace-ptrace info TID... | resume TID SIG | release PID   raw ptrace for a stop gdb lost (rescue.py)
+  pttrace-library-stops RULES   the library loads to stop at (libstops.Rules as JSON); the first one sets
+                                ``catch load`` with the condition ``$_pttrace_library_stop()``
 
 The configuration of pttrace-setup: ``session`` (the file to append to), ``mode``, ``max_hits``,
 ``max_depth``, ``first_seq`` (the seq of the last hit already in the file), ``layers``, ``breakpoints``
@@ -36,6 +38,7 @@ from tracer.gdb.agent import breakpoints, launcher, native, rescue, tensor_comma
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
+from tracer.gdb.agent.libstops import LoadedLibraries, Rules
 from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
@@ -275,6 +278,49 @@ def _quiet(arg: str) -> None:
         QUIET.off()
 
 
+class _LibraryStops(gdb.Function):
+    """``$_pttrace_library_stop()``: the condition of pttrace's ``catch load``, true when a library loaded
+    since the last look is one pttrace must act on at once (libstops.py). gdb evaluates it in the thread
+    that loaded, after updating its list of libraries; an error in it stops the target, as before."""
+
+    def __init__(self) -> None:
+        super().__init__("_pttrace_library_stop")
+        self.rules: Rules | None = None
+        self.catchpoint = None
+        self._seen: dict[int, LoadedLibraries] = {}
+        self._r_debug: dict[tuple, int] = {}
+
+    def invoke(self) -> int:
+        if self.rules is None:
+            return 1
+        inferior = gdb.selected_inferior()
+        key = (inferior.num, inferior.pid, inferior.progspace.filename)
+        try:
+            if key not in self._r_debug:  # the dynamic linker's, once its symbols are read (at the first stop)
+                self._r_debug[key] = int(gdb.parse_and_eval("(unsigned long) &_r_debug"))
+            names = self._seen.setdefault(inferior.num, LoadedLibraries()).new(
+                self._r_debug[key], lambda address, size: bytes(inferior.read_memory(address, size)))
+        except (gdb.error, gdb.MemoryError, ValueError, OverflowError):
+            self._r_debug.pop(key, None)
+            return 1
+        wanted = [name for name in names if self.rules.must_stop(name)]
+        if wanted:
+            LOG.debug("stop for the libraries %s", wanted)
+        return 1 if wanted else 0
+
+    def set_rules(self, arg: str) -> None:
+        self.rules = Rules.from_json(json.loads(arg))
+        if self.catchpoint is None or not self.catchpoint.is_valid():
+            before = {bp.number for bp in gdb.breakpoints()}
+            gdb.execute("catch load", to_string=True)
+            catchpoint = next(bp for bp in gdb.breakpoints() if bp.number not in before)
+            catchpoint.condition = "$_pttrace_library_stop()"
+            self.catchpoint = catchpoint
+
+
+LIBRARY_STOPS = _LibraryStops()
+
+
 def _on_exited(event) -> None:
     num = getattr(getattr(event, "inferior", None), "num", PROCESSES.current)
     if num == PROCESSES.current:
@@ -312,6 +358,7 @@ def install() -> None:
     _Command("pttrace-exec-seen", _exec_seen)
     _Command("pttrace-quiet", _quiet)
     _Command("pttrace-ptrace", lambda arg: gdb.write(rescue.command(arg) + "\n"))
+    _Command("pttrace-library-stops", LIBRARY_STOPS.set_rules)
     tensor_command.install()  # `tensor EXPR` at the TUI's gdb prompt
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
     gdb.events.new_objfile.connect(_on_new_objfile)

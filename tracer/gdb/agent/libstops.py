@@ -1,0 +1,179 @@
+"""Which library loads stop the target for pttrace, decided inside gdb as each library loads.
+
+pttrace decides at a library's load what gdb gets of it (symbols, an unwind-table copy, nothing yet) and
+looks for the ``--break`` names it set by address in it. With ``stop-on-solib-events`` that was one MI stop
+and continue per dynamic-linker event: 78 of them for hello-world.py's ``import torch``, each ~8 ms of
+pttrace's and gdb's CPU while the target waited (bench/RESULTS.md, "Speed round 3"). Now pttrace sets
+``catch load`` with the condition ``$_pttrace_library_stop()`` (commands.py): gdb evaluates it at each
+load that added libraries, after updating its own list, and it is true only when a new library is one
+pttrace must act on before the library's code runs (``Rules``, from pttrace's ``pttrace-library-stops``).
+The others are decided at the next stop pttrace gets: gdb's ``=library-loaded`` told it of each.
+
+Standard library only: the recorder applies ``may_name`` too (later_libraries.py), and unit tests run it
+without gdb.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+
+SHT_SYMTAB = 2
+
+
+@dataclass
+class Rules:
+    """What pttrace must act on at once (``pttrace-library-stops`` sends them as JSON).
+
+    ``always``: every library (gdb reads each one's symbols as it loads). ``paths``: real paths, and
+    ``bases``: file names, of libraries pttrace gives gdb something of; ``prefixes``: file-name prefixes
+    of those read at once (the interpreter, libc, the dynamic linker). ``big``: a library of this size or
+    more may be one gdb gets only the unwind tables of. ``names``: groups of byte strings; a library that
+    holds every string of one group may define a ``--break`` name (pttrace's index then searches it);
+    ``any_name``: a name no such test can rule out (FILE:LINE, an --op of one's own TORCH_LIBRARY);
+    ``debug_dirs``: where separate debug files are looked for besides /usr/lib/debug."""
+
+    always: bool = False
+    paths: frozenset[str] = frozenset()
+    bases: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+    big: int | None = None
+    names: tuple[tuple[bytes, ...], ...] = ()
+    any_name: bool = False
+    debug_dirs: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Rules":
+        return cls(always=bool(data.get("always")), paths=frozenset(data.get("paths") or ()),
+                   bases=frozenset(data.get("bases") or ()), prefixes=tuple(data.get("prefixes") or ()),
+                   big=data.get("big"), any_name=bool(data.get("any_name")), debug_dirs=tuple(data.get("debug_dirs") or ()),
+                   names=tuple(tuple(n.encode("utf-8", "surrogateescape") for n in group)
+                               for group in data.get("names") or ()))
+
+    def must_stop(self, path: str) -> bool:
+        """Whether pttrace must see this newly loaded library before its code runs. Anything that cannot
+        be read says yes: pttrace decides then, as it did at every load."""
+        if self.always:
+            return True
+        base = os.path.basename(path)
+        if base in self.bases or base.startswith(self.prefixes):
+            return True
+        try:
+            real = os.path.realpath(path)
+            if real in self.paths:
+                return True
+            size = os.path.getsize(real)
+        except OSError:
+            return True
+        if self.big is not None and size >= self.big:
+            return True
+        if self.any_name:
+            return True
+        return bool(self.names) and may_name(real, self.names, self.debug_dirs)
+
+
+def may_name(path: str, groups, debug_dirs=()) -> bool:
+    """Whether the library may define a function one of ``groups`` names: it holds every byte string of
+    a group (pttrace's index finds a name only in symbols whose names hold its identifiers verbatim,
+    tracer/symbols/elf_index.py). A stripped library whose separate debug file is there (by build-id under
+    ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, as tracer/symbols/debugfile.py looks)
+    has its names there: yes. Unreadable, or not ELF: yes."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return False
+            with mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                sections = _sections(mm)
+                if sections is None:
+                    return True
+                if not any(t == SHT_SYMTAB and size for _n, t, _o, size in sections) and \
+                        _debug_file_there(mm, path, sections, debug_dirs):
+                    return True
+                return any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
+    except (OSError, ValueError, struct.error):
+        return True
+
+
+def _sections(mm) -> list[tuple[bytes, int, int, int]] | None:
+    """(name, type, offset, size) of each section of an ELF file; None when it is not one we can read."""
+    if mm[:4] != b"\x7fELF" or mm[4] not in (1, 2) or mm[5] not in (1, 2):
+        return None
+    order = "<" if mm[5] == 1 else ">"
+    if mm[4] == 2:
+        shoff, = struct.unpack_from(order + "Q", mm, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", mm, 0x3A)
+        entry = struct.Struct(order + "IIQQQQ")  # name, type, flags, addr, offset, size
+    else:
+        shoff, = struct.unpack_from(order + "I", mm, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", mm, 0x2E)
+        entry = struct.Struct(order + "IIIIII")
+    if not shoff or shentsize < entry.size or shoff + shnum * shentsize > len(mm) or shstrndx >= shnum:
+        return None
+    raw = [entry.unpack_from(mm, shoff + i * shentsize) for i in range(shnum)]
+    names_at = raw[shstrndx][4]
+    out = []
+    for name, sh_type, _flags, _addr, offset, size in raw:
+        end = mm.find(b"\0", names_at + name)
+        out.append((mm[names_at + name:end] if end >= 0 else b"", sh_type, offset, size))
+    return out
+
+
+def _debug_file_there(mm, path: str, sections, debug_dirs) -> bool:
+    """Whether a separate debug file of this library may exist where pttrace's index looks for one."""
+    dirs = [*debug_dirs, "/usr/lib/debug"]
+    for name, _type, offset, size in sections:
+        if name == b".note.gnu.build-id" and size >= 16:
+            namesz, descsz = struct.unpack_from("<II", mm, offset)
+            desc = mm[offset + 12 + (namesz + 3) // 4 * 4:][:descsz].hex()
+            if any(os.path.exists(os.path.join(d, ".build-id", desc[:2], desc[2:] + ".debug")) for d in dirs):
+                return True
+        if name == b".gnu_debuglink" and size:
+            link = mm[offset:offset + size].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            libdir = os.path.dirname(os.path.realpath(path))
+            candidates = [os.path.join(libdir, link), os.path.join(libdir, ".debug", link)]
+            candidates += [os.path.join(d, libdir.lstrip("/"), link) for d in dirs]
+            if link and any(os.path.exists(c) for c in candidates):
+                return True
+    return False
+
+
+# --- the libraries of a process, from the dynamic linker's list -----------------------------------
+# struct link_map: l_addr, l_name, l_ld, l_next, l_prev (pointers); struct r_debug: int r_version, then
+# the pointer r_map. 64-bit only: the agent's memory readers are (tracer.pyruntime).
+_LINK = struct.Struct("<QQQQ")
+
+
+@dataclass
+class LoadedLibraries:
+    """The new entries of a process's link_map list since the last look, read with ``read(address, size)``
+    (bytes; raises on an unreadable address). Entries are known by their address: a library unloaded and
+    another loaded there is new again."""
+
+    known: set[int] = field(default_factory=set)
+
+    def new(self, r_debug: int, read) -> list[str]:
+        node, = struct.unpack("<Q", read(r_debug + 8, 8))
+        seen: set[int] = set()
+        names = []
+        while node and node not in seen and len(seen) < 100000:
+            seen.add(node)
+            _addr, name_at, _ld, nxt = _LINK.unpack(read(node, _LINK.size))
+            if node not in self.known and name_at:
+                name = _read_c_string(read, name_at)
+                if name:
+                    names.append(name)
+            node = nxt
+        self.known = seen
+        return names
+
+
+def _read_c_string(read, address: int, limit: int = 4096) -> str:
+    out = b""
+    while len(out) < limit:
+        chunk = read(address + len(out), 256)
+        end = chunk.find(b"\0")
+        if end >= 0:
+            return (out + chunk[:end]).decode("utf-8", "surrogateescape")
+        out += chunk
+    return out.decode("utf-8", "surrogateescape")
