@@ -4,6 +4,7 @@ peak memory, and a check that what was recorded is the right call path.
     .venv/bin/python bench/bench_run.py            # 5 rounds (about 4-5 minutes here)
     .venv/bin/python bench/bench_run.py --quick    # 2 rounds
     .venv/bin/python bench/bench_run.py -n 3 --only init,hot --no-write
+    .venv/bin/python bench/bench_run.py -n 3 --only init,sigmoid --base DIR --warm-only --no-write   # A/B
 
 Every round runs each variant of each case once, in turn (pttrace, then gdb, then the next
 variant...), so slow drifts of a noisy machine hit all of them alike; the tables show medians over
@@ -188,10 +189,11 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
 
 
-def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: float = 600) -> RunResult:
+def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: float = 600,
+                 cwd: Path = ROOT) -> RunResult:
     with open(out, "wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
                                 env=env, start_new_session=True)
         sampler = TreeSampler(proc.pid)
         sampler.start()
@@ -433,6 +435,7 @@ class Variant:
     once: bool = False  # a reference run: first round only
     cold: bool = False  # run with an empty cache directory (XDG_CACHE_HOME): a first run
     env: dict | None = None  # extra environment variables for this variant
+    cwd: Path | None = None  # where it runs (ROOT if None): --base runs another checkout's pttrace from there
 
 
 @dataclass
@@ -463,7 +466,7 @@ def _hot_loop(rundir: Path, res: RunResult) -> list[str]:
 
 
 def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
-                nodwarf: Path | None = None) -> list[Case]:
+                nodwarf: Path | None = None, base: Path | None = None, warm_only: bool = False) -> list[Case]:
     py = str(VENV_PY)
     iex = ["-iex", f"add-auto-load-safe-path {helper}"] if helper else []
     gdb = shutil.which("gdb") or "gdb"
@@ -479,6 +482,22 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
             return a + ["--", *[s.replace("{rundir}", str(rundir)) for s in script]]
         return argv
 
+    def first_hit(bp: str, check) -> list[Variant]:
+        """pttrace's warm first hit, and with --base the other checkout's, run from its directory with this
+        venv's interpreter (``python -m tracer`` finds the package of the directory it runs in first)."""
+        out = [Variant("pttrace", "pttrace run --max-hits 1", pt(bp, [HELLO], 1), _pttrace_check(check),
+                       kind="pttrace")]
+        if base is not None:
+            def argv(rundir: Path) -> list[str]:
+                return [py, "-m", "tracer", "run", "--break", bp, "--batch", "-q", "--session-dir",
+                        str(rundir / "sessions"), "--max-hits", "1", "--", HELLO]
+            out.append(Variant("pttrace-base", f"pttrace run --max-hits 1, base checkout ({base.name})", argv,
+                               _pttrace_check(check), kind="pttrace", cwd=base))
+        if not warm_only:
+            out.append(Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)", pt(bp, [HELLO], 1),
+                               _pttrace_check(check), kind="pttrace", cold=True))
+        return out
+
     def plain(bp: str) -> Callable[[Path], list[str]]:
         return lambda rundir: [gdb, "-nx", "-batch", "-ex", "set breakpoint pending on", "-ex", f"break {bp}",
                                "-ex", "run", "-ex", "bt", "-ex", "kill", "--args", py, HELLO]
@@ -491,10 +510,7 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
     if "init" in selected:
         hand = _hand_script(tmp, "initModule", ["libtorch_python", "libpython"], with_pybt=True)
         cases.append(Case("init", "time to the first recorded hit: `--break initModule` (hello-world.py)", [
-            Variant("pttrace", "pttrace run --max-hits 1", pt("initModule", [HELLO], 1),
-                    _pttrace_check(check_pttrace_init), kind="pttrace"),
-            Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)", pt("initModule", [HELLO], 1),
-                    _pttrace_check(check_pttrace_init), kind="pttrace", cold=True),
+            *first_hit("initModule", check_pttrace_init),
             Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("initModule"), gdb_check("initModule")),
             Variant("hand", "gdb, hand-written script (auto-solib-add off, 2 libraries, bt + py-bt)",
                     lambda rundir, h=hand: [gdb, "-nx", "-batch", *iex, "-x", str(h), "--args", py, HELLO],
@@ -504,11 +520,7 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
         hand = _hand_script(tmp, "wrapper_CPU_sigmoid", ["libtorch_cpu", "libtorch_python", "libpython"],
                             with_pybt=True)
         cases.append(Case("sigmoid", "time to the first recorded hit: `--break wrapper_CPU_sigmoid` (a kernel)", [
-            Variant("pttrace", "pttrace run --max-hits 1", pt("wrapper_CPU_sigmoid", [HELLO], 1),
-                    _pttrace_check(check_pttrace_sigmoid), kind="pttrace"),
-            Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)",
-                    pt("wrapper_CPU_sigmoid", [HELLO], 1), _pttrace_check(check_pttrace_sigmoid), kind="pttrace",
-                    cold=True),
+            *first_hit("wrapper_CPU_sigmoid", check_pttrace_sigmoid),
             Variant("gdb", "gdb (plain: break, run, bt, kill)", plain("wrapper_CPU_sigmoid"),
                     gdb_check("wrapper_CPU_sigmoid")),
             Variant("hand", "gdb, hand-written script (auto-solib-add off, 3 libraries, bt + py-bt)",
@@ -688,7 +700,7 @@ def run_all(cases: list[Case], rounds: int, tmp: Path) -> dict[tuple[str, str], 
                 if v.cold:
                     # A first run: no gdb index cache, no pttrace symbol index, no cached torch facts.
                     env = dict(env or os.environ, XDG_CACHE_HOME=str(rundir / "empty-cache"))
-                res = run_measured(v.make_argv(rundir), rundir / "stdout.txt", env=env)
+                res = run_measured(v.make_argv(rundir), rundir / "stdout.txt", env=env, cwd=v.cwd or ROOT)
                 errs = v.check(rundir, res)
                 st = stats.setdefault((case.key, v.key), Stats())
                 st.runs.append(res)
@@ -728,6 +740,21 @@ def _paired(a: Stats, b: Stats, key: str) -> float | None:
     """The median over rounds of a's figure over b's in the same round (both ran in each round)."""
     return _median([x.extra[key] / y.extra[key] for x, y in zip(a.runs, b.runs)
                     if x.extra.get(key) and y.extra.get(key)])
+
+
+def _round_ratios(case: Case, stats: dict) -> list[str]:
+    """Each pttrace variant's wall time over plain gdb's of the same round (the rounds alternate)."""
+    gdb = stats.get((case.key, "gdb"))
+    if not gdb:
+        return []
+    out = []
+    for v in case.variants:
+        st = stats.get((case.key, v.key))
+        if v.kind != "pttrace" or v.cold or not st:
+            continue
+        ratios = [f"{r.wall / g.wall:.2f}x" for r, g in zip(st.runs, gdb.runs) if g.wall]
+        out.append(f"{v.label}, round by round against plain gdb's run of the same round: {', '.join(ratios)}.")
+    return ["", *out] if out else []
 
 
 def _nodwarf_lines(stats: dict, pt: Stats, gl: float) -> list[str]:
@@ -839,6 +866,7 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int,
                 md.append(f"| {v.label} | {_fmt(wall, ' s')} | {_fmt(ratio, 'x')} | {min(walls):.2f}-{max(walls):.2f} s "
                           f"| {_mb(mem)} | {_fmt(memr, 'x')} | {_mb(st.med('target_kb'))} | {ok} |")
                 failures += [f"{case.key}/{v.key}: {f}" for f in st.failures]
+            md += _round_ratios(case, stats)
             pt = stats.get((case.key, "pttrace"))
             tgt = TARGETS.get(case.key)
             if pt and base_wall and tgt:
@@ -894,6 +922,10 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help=f"print only; leave {RESULTS.name} alone")
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--no-nodwarf", action="store_true", help="leave out the interpreter without DWARF (hot case)")
+    ap.add_argument("--base", type=Path, default=None, metavar="DIR",
+                    help="also run another checkout's pttrace (git worktree add --detach DIR COMMIT) in each round, "
+                         "for init and sigmoid: an A/B of two trees in the same load")
+    ap.add_argument("--warm-only", action="store_true", help="leave out the first-run (empty caches) variants")
     args = ap.parse_args()
     rounds = 2 if args.quick else args.rounds
     selected = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -914,7 +946,8 @@ def main() -> int:
     oracle_errs: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as td:
         tmp = Path(td)
-        cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf)
+        cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf,
+                            base=args.base.resolve() if args.base else None, warm_only=args.warm_only)
         stats = run_all(cases, rounds, tmp)
         if nodwarf:
             sentence, oracle_errs = oracle_check(nodwarf, tmp)
