@@ -1,5 +1,6 @@
-"""Every row of issue 29 ("Speed round 3") measured in one go, each side by side with its reference, and
-one summary table: row, measured (median [min-max] over the rounds), target, met or not.
+"""Every row of issue 29 ("Speed round 3") in one go, side by side with its reference, in one table.
+
+The table: row, measured (median [min-max] over the rounds), target, met or not.
 
     .venv/bin/python bench/speed_round.py            # 3 rounds: ~17 minutes on a quiet 2-core machine
     .venv/bin/python bench/speed_round.py --quick    # 1 round, 500 hits a run instead of 2,000: ~5 minutes
