@@ -164,12 +164,19 @@ def _line_text(file: str | None, line: int | None) -> str | None:
 READER = _Reader()
 
 
-def mark_torchscript(frames: list, newest) -> None:
+def loop_frames(frames: list) -> list[int]:
+    """The indexes of ``frames`` in the interpreter's loop (READER ready)."""
+    return [i for i, f in enumerate(frames) if READER.in_loop(f)]
+
+
+def mark_torchscript(frames: list, newest, loops: list[int] | None = None) -> None:
     """Replace, in ``frames`` (outermost first), the innermost interpreter-loop frame by a copy carrying
-    the TorchScript levels it runs, and each outer interpreter's by one saying why it has none."""
+    the TorchScript levels it runs, and each outer interpreter's by one saying why it has none.
+    ``loops``: loop_frames(frames), when the caller has it already."""
     if not READER.ready():
         return
-    loops = [i for i, f in enumerate(frames) if READER.in_loop(f)]
+    if loops is None:
+        loops = loop_frames(frames)
     if not loops or newest is None:
         return
     # one interpreter's activation may be several frames in a row (runTemplate, a runImpl not inlined):
