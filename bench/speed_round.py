@@ -6,6 +6,7 @@ The table: row, measured (median [min-max] over the rounds), target, met or not.
     .venv/bin/python bench/speed_round.py --quick    # 1 round, 500 hits a run instead of 2,000: ~5 minutes
                                                      # (11.5 minutes at load 9-18)
     .venv/bin/python bench/speed_round.py -n 5
+    .venv/bin/python bench/speed_round.py --configs idle-1,idle-256,pool-64   # fewer threads configurations (~10 min)
 
 Nothing of the benchmarks is copied here: each round runs one round of each of them, imported, in turn
 (so a slow drift of the machine reaches every row), with their own alternation and their own checks:
@@ -50,9 +51,9 @@ EST_WHERE_RUN = 0.3  # one warm `where` and one `python -c pass`, with the spawn
 FULL_HITS = bench_threads.N  # the estimates' hit count (--quick lowers bench_threads.N)
 
 
-def estimate(rounds: int, hits: int, where_runs: int) -> float:
+def estimate(rounds: int, hits: int, where_runs: int, configs: list) -> float:
     scale = EST_THREADS_FIXED + (1 - EST_THREADS_FIXED) * hits / FULL_HITS
-    threads = sum(EST_THREADS.values()) * scale
+    threads = sum(EST_THREADS[c] for c in configs) * scale
     return rounds * (EST_FIRST_HITS + threads + where_runs * EST_WHERE_RUN) + 10
 
 
@@ -66,13 +67,13 @@ def first_hits_round(tmp: Path, helper: str | None, first: bool) -> dict:
     return {key: (st.runs[0].wall if st.runs else None, st.failures) for key, st in stats.items()}
 
 
-def threads_round(tmp: Path, scripts: dict, rnd: int) -> dict:
+def threads_round(tmp: Path, scripts: dict, rnd: int, configs: list) -> dict:
     """One round of bench_threads' configurations: {((mode, threads), tool): gdb CPU per hit in ms, or None
     when the run failed its check}."""
     results: dict = {}
-    bench_threads.run_round(tmp, scripts, results, rnd, bench_threads.CONFIGS)
+    bench_threads.run_round(tmp, scripts, results, rnd, configs)
     out: dict = {"failed": results.get("failed", []), "threads": results.get("threads", {})}
-    for config in bench_threads.CONFIGS:
+    for config in configs:
         for tool in bench_threads.TOOLS:
             runs = results.get(config, {}).get(tool, [])
             out[(config, tool)] = 1000 * runs[0]["debugger_cpu"] if runs else None
@@ -153,14 +154,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--rounds", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="1 round, 500 hits a threads run (gdb `bt`: 30), 5 `where` runs: a trial, not a figure")
+    parser.add_argument("--configs", default=",".join(f"{m}-{t}" for m, t in bench_threads.CONFIGS),
+                        help="bench_threads' configurations to run (default all five; idle-1 is needed for every "
+                             "threads row)")
     args = parser.parse_args(argv)
+    configs = [c for c in bench_threads.CONFIGS if f"{c[0]}-{c[1]}" in args.configs.split(",")]
+    if ("idle", 1) not in configs:
+        parser.error("--configs: idle-1 is the reference of every threads row")
     if not bench_run.PTTRACE.exists():
         parser.error(f"{bench_run.PTTRACE} not found: run scripts/setup.sh first")
     rounds = 1 if args.quick else args.rounds
     if args.quick:  # bench_threads reads its hit counts at each run
         bench_threads.N, bench_threads.BT_N = 500, 30
     where_runs = 5 if args.quick else 3
-    est = estimate(rounds, bench_threads.N, where_runs)
+    est = estimate(rounds, bench_threads.N, where_runs, configs)
     load0 = os.getloadavg()
     print(f"speed round: {rounds} round(s), {bench_threads.N} hits a threads run (gdb `bt` {bench_threads.BT_N}), "
           f"{where_runs} warm `where` runs a round; about {est / 60:.0f} min on a quiet 2-core machine "
@@ -180,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             first.append(first_hits_round(rdir, helper, rnd == 0))
             t_threads = time.time()
             print(f"-- round {rnd + 1}/{rounds}: threads (load {os.getloadavg()[0]:.1f})", flush=True)
-            threads.append(threads_round(rdir, scripts, rnd))
+            threads.append(threads_round(rdir, scripts, rnd, configs))
             t_where = time.time()
             print(f"-- round {rnd + 1}/{rounds}: warm `where` (load {os.getloadavg()[0]:.1f})", flush=True)
             figures = bench_symbols.case_where(where_runs, [], notes if rnd == 0 else [], cold_too=False)
