@@ -102,8 +102,10 @@ def run_round(tmp: Path, scripts: dict, results: dict, rnd: int, configs: list) 
                 results.setdefault("failed", []).append(f"{mode}-{threads} {kind}: {'; '.join(errs)}")
                 continue
             key = (mode, threads)
-            results.setdefault(key, {}).setdefault(kind, []).append(
-                {m: loop[m] / loop["n"] for m in ("seconds", "debugger_cpu", "target_cpu")})
+            per_hit = {m: loop[m] / loop["n"] for m in ("seconds", "debugger_cpu", "target_cpu")}
+            if "debugger_cpu_first" in loop and loop["n"] > 1:  # the hits after the first: its one-off work apart
+                per_hit["debugger_cpu_rest"] = (loop["debugger_cpu"] - loop["debugger_cpu_first"]) / (loop["n"] - 1)
+            results.setdefault(key, {}).setdefault(kind, []).append(per_hit)
             results.setdefault("threads", {})[key] = loop["threads"]
             print(f"round {rnd} {mode:4} {threads:3} {kind:14} {1000 * loop['seconds'] / loop['n']:.3f} ms/iter, gdb CPU "
                   f"{1000 * loop['debugger_cpu'] / loop['n']:.3f} ms, target CPU {1000 * loop['target_cpu'] / loop['n']:.3f} ms "
