@@ -45,7 +45,8 @@ class Terminal:
         self.folder = tempfile.mkdtemp(prefix="pttrace-tmux-")
         self.socket = os.path.join(self.folder, "socket")
         line = " ".join(_quote(a) for a in command)
-        line = f"sh -c {_quote(line + '; echo; echo ' + EXIT_MARK + '$?; exec sleep 600')}"
+        # (the status is kept before the blank line's echo: "$?" after it was that echo's 0, whatever pttrace returned)
+        line = f"sh -c {_quote(line + '; status=$?; echo; echo ' + EXIT_MARK + '$status; exec sleep 600')}"
         # The pane is born 80x24 and resized; a program that starts at once can miss the resize.
         # So the pane first holds a placeholder, and the command replaces it at the final size.
         self.tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd), "sleep 600")

@@ -577,7 +577,7 @@ def painted(table: DataTable) -> list[str]:
     return [strip.text[gutter.left:] for strip in strips[gutter.top:]]
 
 
-def test_a_call_path_painted_before_its_columns_are_measured_is_redrawn_at_their_widths(fixture_session):
+def test_a_call_path_shown_before_its_columns_are_measured_is_drawn_at_their_widths_and_centred(fixture_session):
     # (issue 31: Textual measures a table's columns at the table's own Idle, and a paint that comes first
     # (on a busy machine it often does) cached the cells at their labels' widths, for good: the 80x24
     # terminal test saw "pytho  Modul" rows above rows at the measured widths, one run in six at load 7)
@@ -593,6 +593,15 @@ def test_a_call_path_painted_before_its_columns_are_measured_is_redrawn_at_their
             assert early[0].split() == ["+", "layer", "frame", "key", "where", "code"], early
             await pilot.pause()
             await wait_until(pilot, lambda: path.virtual_size.width > 40)  # (the columns measured)
+            # and the selected frame (the innermost Python line) is centred, not left at the pane's last row
+            visible = path.scrollable_content_region.height - path.header_height
+            assert path.cursor_row == 7 and visible == 6, (path.cursor_row, visible)
+
+            def centred():
+                """the selected row in the middle of the pane"""
+                return path.scroll_y == path.cursor_row - visible // 2
+
+            await wait_until(pilot, centred, why=lambda: f"scroll_y {path.scroll_y}")
             # THEN the next paint draws the header and every row at the measured widths
             widths = [c.get_render_width(path) for c in path.ordered_columns]
             assert widths[1] >= len("dispatcher") + 2, widths
