@@ -1,7 +1,7 @@
 """The CFI path: heavy libraries given to gdb as unwind tables only, their frames named by pttrace's index.
 
 (a) a run on the CFI path records the same call paths, frame for frame, as a run forced onto the old
-path (gdb reading libtorch_cpu.so's symbols); (b) a frame gdb left without a name and file:line (the
+path (gdb reading libtorch_cpu.so's symbols, and every other library's: ``--all-symbols``); (b) a frame gdb left without a name and file:line (the
 debug extension given to gdb as unwind tables only, its DWARF in a separate file reachable only
 through $PTTRACE_DEBUG_DIRS) is named and placed from our index; (c) a session cut off before its
 fill records (or its end) loads with library and offset, and with names as far as fills were written.
@@ -49,13 +49,15 @@ def _path(hit) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    """The CFI run (with its log: which libraries gdb read the symbols of) and one forced onto the old path;
-    paths to their sessions, and the log."""
+    """The CFI run (with its log: which libraries gdb read the symbols of) and one forced onto the old path
+    with every library's symbols read as gdb alone reads them (``--all-symbols``: no CFI copy, nothing lazy),
+    the reference of both the CFI and the lazy reading; paths to their sessions, and the log. (One reference
+    run for both: ``PTTRACE_NO_CFI=1`` alone made a third whole run that proved no more.)"""
     tmp = tmp_path_factory.mktemp("cfi")
     log = tmp / "log.txt"
     args = [a for spec in BREAKS for a in ("--break", spec)] + [str(HELLO)]
     cfi = _record(tmp, "cfi", ["--log", str(log), *args])
-    old = _record(tmp, "old", args, env={"PTTRACE_NO_CFI": "1"})
+    old = _record(tmp, "old", ["--all-symbols", *args])
     return cfi, old, log
 
 
@@ -81,13 +83,11 @@ def test_cfi_run_records_the_same_paths_as_the_old_path(two_runs):
     assert redispatch and all(f.keys for f in redispatch if f.keyset is not None)
 
 
-def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_all_does(two_runs, tmp_path):
+def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_all_does(two_runs):
     """Re-runs read fewer symbols: libtorch_python.so (30 MB, no DWARF) is given to gdb as unwind tables
     and named by our index; a small library no stack passes through is never read; one a stack passes
     through is read when the agent asks. Every frame is still what gdb reading every library gives."""
-    lazy, _, log = two_runs  # the CFI run: libraries read lazily
-    args = [a for spec in BREAKS for a in ("--break", spec)] + [str(HELLO)]
-    every = _record(tmp_path, "every", ["--all-symbols", *args])
+    lazy, every, log = two_runs  # the CFI run (libraries read lazily), and the --all-symbols run
     a, b = storage.load(lazy), storage.load(every)
     assert [h.breakpoint for h in a.hits] == [h.breakpoint for h in b.hits] and a.hits
     for x, y in zip(a.hits, b.hits):
