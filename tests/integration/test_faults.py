@@ -469,3 +469,13 @@ def test_attach_to_a_process_already_traced(tmp_path, no_leftovers):
     finally:
         child.kill()
         child.wait()
+
+
+def test_attach_to_a_kernel_thread_is_refused_in_one_sentence(tmp_path, no_leftovers):
+    # (with --force it reached gdb, failed inside the TUI's worker, and the TUI ended with exit 0 and no word)
+    with open("/proc/2/comm") as fh:
+        comm = fh.read().strip()  # kthreadd, the parent of the kernel's threads
+    proc = run_pttrace("attach", "--force", "2", "--batch", "-b", "x", "--session-dir", str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"pttrace: process 2 ({comm}) is a kernel thread: it runs no program to attach to.\n"
+    assert list(tmp_path.iterdir()) == []

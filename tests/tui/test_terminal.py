@@ -248,3 +248,41 @@ def test_a_target_reading_stdin_says_so_and_takes_typed_input(terminal, tmp_path
     term.wait_gone("a line for the target's standard input")
     term.keys("q")
     assert term.exit_status() == 0
+
+
+@pytest.mark.gdb
+@pytest.mark.parametrize("fault", ["no gdb", "session dir is a file"])
+def test_a_run_that_cannot_start_ends_the_tui_with_one_sentence(terminal, tmp_path, fault):
+    """The recording starts in the TUI's worker once the TUI is up. When it cannot start (no gdb at the
+    path given; a --session-dir that is a file, found only once gdb is up), pttrace ends with one sentence
+    and exit 2, and leaves nothing running: neither that gdb nor the target (the fake source's test,
+    test_live_fake.py, checks only the app's side)."""
+    from tests.conftest import gdb_pids
+
+    before = gdb_pids()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    flags = (["--gdb", str(tmp_path / "no-such-gdb"), "--session-dir", str(tmp_path)] if fault == "no gdb"
+             else ["--session-dir", str(blocker)])
+    # (wide enough for the sentence and its temporary paths on one line)
+    term = terminal([str(PTTRACE), "run", *flags, "--break", "wrapper_CPU_sigmoid", str(HELLO)], size=(400, 30))
+    assert term.exit_status(timeout=120) == 2
+    said = [line for line in term.screen(history=40).split(EXIT_MARK)[0].splitlines() if line.strip()]
+    if fault == "no gdb":
+        assert said == [f"pttrace: gdb is not installed (pttrace needs gdb 12.1 or newer; looked for "
+                        f"'{tmp_path / 'no-such-gdb'}').",
+                        "  Install it with your package manager, e.g. `sudo apt-get install gdb`."], said
+    else:
+        assert len(said) == 1 and said[0].startswith(f"pttrace: cannot write the session file {blocker}/"), said
+        assert said[0].endswith(f": {blocker} is not a directory."), said
+    # nothing of the run is left: under tmux only the pane's shell and its sleep, and no gdb anywhere
+    wait_for(lambda: gdb_pids() <= before, 30, "the run's gdb to end")
+    left = [_comm(pid) for pid in term.processes()[1:]]
+    assert sorted(left) == ["sleep"], left
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"

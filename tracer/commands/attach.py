@@ -37,6 +37,8 @@ def check_target(pid: int, force: bool = False) -> str:
         raise TargetError(f"process {pid} has already exited (it is a zombie).")
     if pid == os.getpid():
         raise UsageError("pttrace cannot attach to itself.")
+    if _kernel_thread(pid):  # (with --force it reached gdb, and the TUI ended without a word: issue 31)
+        raise TargetError(f"process {pid} ({_comm(pid)}) is a kernel thread: it runs no program to attach to.")
     tracer = int(status.get("TracerPid", "0").strip() or 0)
     if tracer:
         raise TargetError(f"process {pid} is already being traced by process {tracer} ({_comm(tracer)}); "
@@ -111,6 +113,18 @@ def _comm(pid: int) -> str:
             return fh.read().strip()
     except OSError:
         return "?"
+
+
+PF_KTHREAD = 0x00200000  # the kernel's flag for its own threads (include/linux/sched.h)
+
+
+def _kernel_thread(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            flags = int(fh.read().rsplit(")", 1)[1].split()[6])  # the 9th field, counted after the name
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(flags & PF_KTHREAD)
 
 
 def _ptrace_scope() -> int | None:

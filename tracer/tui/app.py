@@ -85,6 +85,8 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
     def __init__(self, source: EventSource):
         super().__init__(source)
         self.inbox = Inbox(lambda: self.post_message(SourceEventsArrived()))
+        self.source_crash: Exception | None = None
+        """What a source raised that is not a PttraceError (a bug): the run ends on it."""
         self.title = f"pttrace · {source.label}" if source.label else "pttrace"
         self._last_drain = 0.0
         self._drain_timer: Timer | None = None
@@ -150,6 +152,7 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         try:
             self.source.run(self.inbox.push)
         except Exception as exc:  # a bug in a source must end up on the screen, not kill the app
+            self.source_crash = exc  # and, once the terminal is back, before the user (run_live raises it)
             self.inbox.push(SourceEvent("failed", exc if isinstance(exc, PttraceError)
                                         else PttraceError(f"{type(exc).__name__}: {exc}")))
 
@@ -375,6 +378,8 @@ def run_live(config) -> int:
         source.stop("quit", timeout=10.0)  # never leave gdb or a launched target behind
     if source.error is not None:
         raise source.error
+    if app.source_crash is not None:  # a bug, not bad input: its traceback, as headless runs show it
+        raise app.source_crash
     path = source.session_path
     if path is not None and "sighup" not in signalled:  # after a hang-up there is no terminal
         n = len(app.state.hits)
