@@ -29,6 +29,14 @@ def sigmoid_run(tmp_path_factory):
     return record(tmp_path_factory, "--op", "sigmoid")
 
 
+@pytest.fixture(scope="module")
+def sigmoid_listed():
+    """``pttrace ops sigmoid --json``, once for the tests that read it (each run resolves the op afresh)."""
+    proc = run_pttrace("ops", "sigmoid", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def hops(session):
     """(short name of the innermost frame, hit) in recording order."""
     return [(h.innermost.short, h) for h in session.hits]
@@ -153,7 +161,7 @@ def test_layer_filter_with_op_and_break_together(tmp_path_factory):
     assert "at::_ops::addmm::call" not in names
 
 
-def test_ops_command_lists_functions_next_to_the_dispatch_table():
+def test_ops_command_lists_functions_next_to_the_dispatch_table(sigmoid_listed):
     proc = run_pttrace("ops", "sigmoid")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -171,9 +179,7 @@ def test_ops_command_lists_functions_next_to_the_dispatch_table():
     assert "autograd kernel" in autograd and "VariableType::sigmoid" in autograd
     assert "at::native::AVX512::sigmoid_kernel" in out and "torch::autograd::VariableType::sigmoid" in out
 
-    proc = run_pttrace("ops", "sigmoid", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    data = sigmoid_listed
     rows = {r["key"]: r for r in data["dispatch_tables"]["sigmoid"]["rows"]}
     assert any("wrapper_CPU_sigmoid(" in f for f in rows["CPU"]["functions"])
     assert rows["Meta"]["kind"] == "kernel"
@@ -212,13 +218,13 @@ _SIGMOID_NAMES = re.compile("|".join([
 ]))
 
 
-def test_op_functions_are_the_librarys_own_symbols_and_none_of_its_sigmoid_functions_is_missed(sigmoid_run):
+def test_op_functions_are_the_librarys_own_symbols_and_none_of_its_sigmoid_functions_is_missed(sigmoid_run,
+                                                                                               sigmoid_listed):
     """The oracle is nm's listing of libtorch_cpu.so (not pttrace's index): each function --op sigmoid broke
     on is a symbol nm lists at that address under that name, and each of nm's symbols that torchgen's
     naming makes one of sigmoid's (or sigmoid_backward's) is among them."""
     _, session, _ = sigmoid_run
-    listed = json.loads(run_pttrace("ops", "sigmoid", "--json").stdout)
-    functions = listed["functions"]
+    functions = sigmoid_listed["functions"]
     # what `pttrace ops` lists is what the run broke on (each CPU capability's kernels a breakpoint of its own)
     broken = [loc.function for b in session.breakpoints if b.spec.startswith("op:sigmoid") for loc in b.locations]
     assert sorted(broken) == sorted(f["function"] for f in functions)
