@@ -164,7 +164,7 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
             await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
             assert "over: " in path.border_title, path.border_title
             await wait_until(pilot, lambda: "result tensor([0., 3., 6., 9.])" in output_text(app),
-                             timeout=allowance(10))
+                             timeout=10, why=lambda: f"the output pane ends {output_text(app)[-1500:]!r}")
             await pilot.press("q")
             await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
         return app

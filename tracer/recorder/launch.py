@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -186,6 +187,7 @@ def describe_python(python: str) -> dict:
 # `sh -c` string, which the kernel caps at MAX_ARG_STRLEN.
 _PLAIN = re.compile(r"[A-Za-z0-9_./=,:+@%^-]+")
 SHELL_STRING_MAX = 131072 - 64
+DRAIN_LIMIT = 2.0  # s: the most a run's end waits for its last output when a survivor keeps the terminal
 
 
 def needs_shell(program: list[str]) -> bool:
@@ -345,13 +347,17 @@ class TargetTerminal:
             self.input = InputForwarder(stdin, self.master, self.slave)
         self._forward = forward
         self._on_output = on_output
-        self.thread = threading.Thread(target=self._pump, args=(self.master, "stdout"), name="target-output",
-                                       daemon=True)
-        self.thread.start()
+        self._pumps: list[threading.Thread] = []
+        self.thread = self._start_pump(self.master, "stdout", "target-output")
         if separate_stderr:
             err_master, self._err_slave, self.err_name = _raw_pty()
-            threading.Thread(target=self._pump, args=(err_master, "stderr"), name="target-stderr",
-                             daemon=True).start()
+            self._start_pump(err_master, "stderr", "target-stderr")
+
+    def _start_pump(self, master: int, stream: str, name: str) -> threading.Thread:
+        thread = threading.Thread(target=self._pump, args=(master, stream), name=name, daemon=True)
+        self._pumps.append(thread)
+        thread.start()
+        return thread
 
     def _pump(self, master: int, stream: str) -> None:
         ours = sys.stdout if stream == "stdout" else sys.stderr
@@ -382,3 +388,16 @@ class TargetTerminal:
                 os.close(fd)
             except OSError:
                 pass
+        self._drain()
+
+    def _drain(self, limit: float = DRAIN_LIMIT) -> None:
+        """Wait until what the target wrote last has been handed on, so that the run's end is told after
+        its output: on a loaded machine the recorder's end came before the pump had read the last line
+        (the TUI never showed it; pttrace could exit with it unprinted: the pump is a daemon thread). A
+        pump ends at the terminal's hang-up, once every process holding it is gone, after the text the
+        kernel still holds for it (not always readable yet when the last process ends: a kernel worker
+        hands the terminal's buffer over). A process that outlives the run and keeps the terminal open
+        is waited for no longer than ``limit``."""
+        deadline = time.monotonic() + limit
+        for thread in self._pumps:
+            thread.join(max(0.0, deadline - time.monotonic()))
