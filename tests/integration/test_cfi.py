@@ -1,10 +1,11 @@
 """The CFI path: heavy libraries given to gdb as unwind tables only, their frames named by pttrace's index.
 
 (a) a run on the CFI path records the same call paths, frame for frame, as a run forced onto the old
-path (gdb reading libtorch_cpu.so's symbols, and every other library's: ``--all-symbols``); (b) a frame gdb left without a name and file:line (the
-debug extension given to gdb as unwind tables only, its DWARF in a separate file reachable only
-through $PTTRACE_DEBUG_DIRS) is named and placed from our index; (c) a session cut off before its
-fill records (or its end) loads with library and offset, and with names as far as fills were written.
+path (gdb reading libtorch_cpu.so's symbols, and every other library's: ``--all-symbols``); (b) a frame
+gdb left without a name and file:line (the debug extension given to gdb as unwind tables only, its DWARF
+in a separate file reachable only through $PTTRACE_DEBUG_DIRS) is named and placed from our index; (c) a
+session cut off before its fill records (or its end) loads with library and offset, and with names as far
+as fills were written.
 """
 from __future__ import annotations
 
