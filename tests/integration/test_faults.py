@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
-from tests.support import Lines, private_mount_prefix, wait_for
+from tests.support import Lines, allowance, private_mount_prefix, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -114,7 +114,7 @@ def test_gdb_killed_mid_run_keeps_every_hit(tmp_path, no_leftovers):
         gdbs = [c for c in children_of(p.pid) if c in gdb_pids()]
         assert len(gdbs) == 1
         os.kill(gdbs[0], signal.SIGKILL)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
     finally:
         if p.poll() is None:
             p.kill()
@@ -138,7 +138,7 @@ def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_
         helpers = children_of(p.pid)
         # WHEN pttrace itself is killed, with no chance to write anything more
         os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
+        p.wait(timeout=allowance(30))
         wait_for(lambda: not any(_alive(c) for c in helpers), 30, "gdb to end with the pttrace that started it",
                  why=lambda: f"alive: {[c for c in helpers if _alive(c)]}")
     finally:
@@ -171,7 +171,7 @@ def test_kill_9_of_gdb_or_the_target_leaves_a_session_whose_frames_are_all_named
         pid = gdbs[0] if victim == "gdb" else children_of(gdbs[0])[0]
         # WHEN gdb, or the target under it, is killed with SIGKILL mid-run
         os.kill(pid, signal.SIGKILL)
-        out, err = p.communicate(timeout=90)
+        out, err = p.communicate(timeout=allowance(90))
     finally:
         if p.poll() is None:
             p.kill()
@@ -204,7 +204,7 @@ def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftover
     try:
         wait_for_hits(tmp_path, 3)
         p.send_signal(sig)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
     finally:
         if p.poll() is None:
             p.kill()
@@ -274,7 +274,7 @@ def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers,
                     time.sleep(0.02)
                     if p.poll() is None:
                         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
         # THEN pttrace ends cleanly with 130 (as a Ctrl-C'd program does), says it detached, and the
         # target runs on, untraced, counting
         assert p.returncode == 130, (p.returncode, err)
@@ -358,7 +358,7 @@ def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftove
     try:
         wait_for_hits(sdir, 2)
         shutil.rmtree(sdir)
-        out, err = p.communicate(timeout=120)
+        out, err = p.communicate(timeout=allowance(120))
     finally:
         if p.poll() is None:
             p.kill()

@@ -75,7 +75,7 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
         # in its code; a hit gdb is handling at that moment ends the target: the kernel's SIGTRAP)
         fresh_beat(slow_target.lines)
         os.kill(gdb, signal.SIGKILL)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
     finally:
         if p.poll() is None:
             p.kill()
@@ -101,7 +101,7 @@ def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_lefto
                  why=lambda: f"state {process_state(slow_target.pid)}")
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
         took = time.monotonic() - t0
     finally:
         if p.poll() is None:
@@ -122,7 +122,7 @@ def test_sighup_while_attached_ends_the_session_and_the_target_runs_on(tmp_path,
     try:
         wait_for_hits(tmp_path, 2)
         p.send_signal(signal.SIGHUP)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
     finally:
         if p.poll() is None:
             p.kill()
@@ -139,7 +139,7 @@ def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftov
     try:
         wait_for_hits(tmp_path, 1)
         p.send_signal(signal.SIGHUP)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
     finally:
         if p.poll() is None:
             p.kill()
@@ -221,7 +221,7 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_
         fresh_beat(lines)
         # WHEN gdb is killed with SIGKILL between two of the child's hits
         os.kill(its_gdb(p), signal.SIGKILL)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=allowance(60))
         assert p.returncode == 3, err
         # THEN the child's copy of gdb's breakpoints is put back too: it runs on past its next hits
         fresh_beat(lines)

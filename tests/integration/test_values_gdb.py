@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import Lines, allowance
 from tracer import settings
 from tracer.symbols import find_symbol, torch_libraries
 from tracer.values import layout as layouts
@@ -43,10 +44,6 @@ CALLS = {
     "torch::autograd::THPVariable_sigmoid(_object*, _object*)": [["_object*", "rdi"], ["_object*", "rsi"]],
     "torch::autograd::THPVariable_sigmoid(_object*, _object*, _object*)": [["_object*", "rsi"]],
 }
-
-
-def _allowance(seconds: float) -> float:
-    return seconds * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def _entry(name: str, libraries: list[str]):
@@ -74,8 +71,9 @@ def hits(request, tmp_path_factory):
                             stderr=subprocess.PIPE, text=True)
     gdb = None
     try:
-        facts = json.loads(proc.stdout.readline())
-        assert proc.stdout.readline().strip() == "ready"
+        out = Lines(proc.stdout, "the values target")  # (every read has a deadline and sees the EOF)
+        facts = json.loads(out.next(120))
+        assert out.next(60).strip() == "ready"
         bases = load_bases(proc.pid)
         breaks = []
         for name, params in CALLS.items():
@@ -89,21 +87,21 @@ def hits(request, tmp_path_factory):
              "-p", str(proc.pid), "-x", str(READER),
              "-ex", f"python open({str(armed)!r}, 'w').close()", "-ex", "continue"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + _allowance(120)
+        deadline = time.monotonic() + allowance(120)
         while not armed.exists():
             assert gdb.poll() is None and time.monotonic() < deadline, gdb.communicate()
             time.sleep(0.05)
         proc.stdin.write("go\n")
         proc.stdin.flush()
-        assert proc.stdout.readline().strip() == "done", proc.stderr.read()[-3000:]
-        gdb.wait(timeout=_allowance(120))
+        assert out.next(120).strip() == "done", proc.stderr.read()[-3000:]
+        gdb.wait(timeout=allowance(120))
         lines = [json.loads(x) for x in (tmp / "out.jsonl").read_text().splitlines()]
         yield facts, lines
     finally:
         for p in (gdb, proc):
             if p is not None and p.poll() is None:
                 p.kill()
-                p.wait(timeout=30)
+                p.wait(timeout=allowance(30))
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
 

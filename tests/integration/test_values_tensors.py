@@ -15,11 +15,11 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support import Lines, allowance, wait_for
 from tracer.symbols import torch_libraries
 from tracer.values import layout as layouts
 from tracer.values import read_tensor, read_thp_variable
@@ -49,21 +49,18 @@ def stopped(request, tmp_path_factory):
                             stderr=subprocess.PIPE, text=True)
     try:
         facts = []
-        for line in proc.stdout:
-            if line.strip() == "ready":
-                break
+        lines = Lines(proc.stdout, "the tensor target")  # (every read has a deadline and sees the EOF)
+        while (line := lines.next(120)).strip() != "ready":
             facts.append(json.loads(line))
-        deadline = time.monotonic() + 60 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-        while _state(proc.pid) != "T":
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
-            time.sleep(0.01)
+        wait_for(lambda: _state(proc.pid) == "T" or proc.poll() is not None, 60, "the target to stop itself")
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
         symbolize = Symbolizer(node_vtables(libraries), load_bases(proc.pid))
         with ProcMemory(proc.pid) as mem:
             read = {f["name"]: (read_thp_variable(mem, lay, f["id"], symbolize), f) for f in facts}
         yield lay, read, python
     finally:
         proc.kill()
-        proc.wait(timeout=30)
+        proc.wait(timeout=allowance(30))
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
 
