@@ -40,6 +40,7 @@ from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
 from tracer.gdb.agent.libstops import LoadedLibraries, Rules
 from tracer.gdb.agent.log import LOG, open_log
+from tracer.gdb.agent.osnames import OS_NAMES
 from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.session import OUT
@@ -325,6 +326,7 @@ def _on_exited(event) -> None:
     num = getattr(getattr(event, "inferior", None), "num", PROCESSES.current)
     if num == PROCESSES.current:
         CACHES.invalidate(target_exited=True)
+    OS_NAMES.close()
     PROCESSES.exited(num)
 
 

@@ -10,6 +10,7 @@ from tracer.dispatch.classify import kernel_below_adapter
 from tracer.gdb.agent import arguments, launcher, native
 from tracer.gdb.agent.compiled import mark_compiled
 from tracer.gdb.agent.errors import READ_ERRORS
+from tracer.gdb.agent.osnames import OS_NAMES
 from tracer.gdb.agent.evals import write_evals, write_not_evaluated
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import STATS
@@ -23,7 +24,9 @@ from tracer.session.records import CachedFrame
 def thread_info() -> dict:
     try:
         th = gdb.selected_thread()
-        info = {"id": th.num, "name": th.name, "lwp": th.ptid[1] or None, "pid": th.ptid[0] or None}
+        pid, lwp = th.ptid[0], th.ptid[1]
+        name = OS_NAMES.name(th, pid, lwp) if pid and lwp else th.name
+        info = {"id": th.num, "name": name, "lwp": lwp or None, "pid": pid or None}
     except (AttributeError, *READ_ERRORS):  # no thread selected: None
         return {"id": None, "name": None, "lwp": None}
     try:
