@@ -145,9 +145,15 @@ def test_the_extensions_debug_built_kernel(recording):
     assert all((fv.frame.library or "").endswith("pttrace_demo.so") for fv in kernel[0].values)
 
 
-def test_show_and_json_give_them(recording, tmp_path):
+@pytest.fixture(scope="module")
+def shown(recording):
+    """``pttrace show`` of the recording, once for the tests that read it."""
+    _, _, path = recording
+    return run_pttrace("show", str(path))
+
+
+def test_show_and_json_give_them(recording, shown, tmp_path):
     session, _, path = recording
-    shown = run_pttrace("show", str(path))
     assert shown.returncode == 0, shown.stderr
     assert "self: float32[2, 3]" in shown.stdout and "dispatches on AutogradCPU" in shown.stdout
     out = tmp_path / "s.json"
@@ -161,11 +167,11 @@ def test_show_and_json_give_them(recording, tmp_path):
     assert frame["short"] == "at::_ops::sigmoid::call"
 
 
-def test_each_parameter_is_named_where_a_source_names_it(recording, tmp_path):
+def test_each_parameter_is_named_where_a_source_names_it(recording, shown):
     """The operator header's schema names an entry's parameters, a structured kernel's own declaration in
     torch/include names its (and gives its return type: it is read), the debug build's DWARF names the
     extension's kernel; a static kernel of a .cpp file that no source names says unnamed."""
-    session, _, path = recording
+    session, _, _ = recording
 
     def args_at(short):
         hit = next(h for h in session.hits if h.innermost.short == short)
@@ -184,7 +190,7 @@ def test_each_parameter_is_named_where_a_source_names_it(recording, tmp_path):
                                                                           ("alpha", "DWARF")]
     stub = args_at("at::native::AVX2::sigmoid_kernel")
     assert "name" not in stub[0]
-    shown = run_pttrace("show", str(path))
+    assert shown.returncode == 0, shown.stderr
     assert "#0 unnamed at::TensorIteratorBase&" in shown.stdout and "out: float32[2, 3]" in shown.stdout
 
 
