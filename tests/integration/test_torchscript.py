@@ -110,27 +110,35 @@ def test_a_traced_function_keeps_its_source_line(recording):
     assert any(user_line(h) == line_of("w = traced(x)") and ts_places(h) for h in session.hits)
 
 
-def test_nothing_is_said_to_be_unread_and_every_view_shows_the_lines(recording, tmp_path):
+@pytest.fixture(scope="module")
+def views(recording, tmp_path_factory):
+    """``pttrace show`` of the recording, its markdown and its JSON export: made once, read by two tests."""
+    _, _, path = recording
+    tmp = tmp_path_factory.mktemp("views")
+    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp)
+    md, js = tmp / "notes.md", tmp / "s.json"
+    markdown = subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True,
+                              timeout=300)
+    assert markdown.returncode == 0, markdown.stderr
+    exported = subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(js)],
+                              capture_output=True, text=True, timeout=300)
+    assert exported.returncode == 0, exported.stderr
+    return show, md.read_text(), json.loads(js.read_text())
+
+
+def test_nothing_is_said_to_be_unread_and_every_view_shows_the_lines(recording, views):
     proc, session, path = recording
+    show, notes, data = views
     assert not any("TorchScript" in w for w in session.info.warnings), session.info.warnings
     inner = place("return torch.sigmoid(x) * 2.0")
     # the summary (relu's first hit is in outer) and show: the scripted line under the interpreter frame,
     # with its text and node
     relu = place("y = torch.relu(y + 1.0)")
     assert f"TorchScript outer  {relu[0]}:{relu[1]}  {relu[2]}  [aten::relu]" in proc.stdout
-    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert show.returncode == 0 and f"↳ TorchScript outer  {inner[0]}:{line_of('y = inner(y)')}" in show.stdout
     assert "line and graph node are not read" not in show.stdout and "were not read" not in show.stdout
-    md = tmp_path / "notes.md"
-    out = subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    notes = md.read_text()
     assert "is TorchScript's interpreter**, running" in notes
     assert f"| `inner` | `{inner[0]}:{inner[1]}` | `{inner[2]}` | `aten::sigmoid` |" in notes
-    out = subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(tmp_path / "s.json")],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    data = json.loads((tmp_path / "s.json").read_text())
     levels = [lv for fr in data["frames"] for lv in fr.get("torchscript") or []]
     assert {"function": "inner", "file": inner[0], "line": inner[1], "text": inner[2]} in \
         [p for lv in levels for p in lv["places"]]
@@ -167,17 +175,11 @@ def test_each_graph_is_recorded_once_with_the_programs_lines(recording):
         assert ops and all(n.line == line_of("return torch.sigmoid(x + 1.0)") for n in ops)
 
 
-def test_show_markdown_and_json_print_the_graphs(recording, tmp_path):
-    _, session, path = recording
-    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+def test_show_markdown_and_json_print_the_graphs(recording, views):
+    _, session, _ = recording
+    show, notes, data = views
     assert "TorchScript graph of outer" in show.stdout and "prim::Loop(" in show.stdout
-    md = tmp_path / "notes.md"
-    subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True, timeout=300)
-    notes = md.read_text()
     assert "The graph of `outer`" in notes and f"aten::relu(" in notes
-    js = tmp_path / "s.json"
-    subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(js)], capture_output=True, timeout=300)
-    data = json.loads(js.read_text())
     assert sorted(g["id"] for g in data["graphs"]) == sorted(session.graphs)
 
 
