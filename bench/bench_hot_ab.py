@@ -45,7 +45,7 @@ def run_one(variant: str, base: Path, tmp: Path, rnd: int) -> tuple[float, float
     """(gdb CPU per hit over all hits, per hit after the first, the first hit's), in ms."""
     d = tmp / f"{variant}-{rnd}"
     d.mkdir()
-    target = ["bench/threads_target.py", "idle", "1", str(N), "--out", str(d / "loop.json")]
+    target = [str(ROOT / "bench" / "threads_target.py"), "idle", "1", str(N), "--out", str(d / "loop.json")]
     env = dict(os.environ)
     if variant.endswith("noargs"):
         env["PTTRACE_NO_ARGS"] = "1"
@@ -57,7 +57,10 @@ def run_one(variant: str, base: Path, tmp: Path, rnd: int) -> tuple[float, float
     else:
         argv = [str(PY), "-m", "tracer", "run", "--break", OP, "--batch", "-q", "--session-dir", str(d / "s"),
                 "--", *target]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    # `python -m` puts the directory it runs in first on sys.path, before PYTHONPATH: the base's pttrace runs
+    # from the base's directory (from ROOT, "base" would be this tree again).
+    proc = subprocess.run(argv, cwd=base if variant.startswith("base") else ROOT, env=env, capture_output=True,
+                          text=True)
     try:
         loop = json.loads((d / "loop.json").read_text())
     except (OSError, ValueError):

@@ -23,6 +23,9 @@ Cases
            the Python frames pttrace attach records at a hit of ``wrapper_CPU_sigmoid`` against py-spy's and
            pystack's reading of the same stack (tests/targets/sigmoid_stop.py stops itself there).
 
+CPU time (init and sigmoid) is that of every process of the run (pttrace, its gdb and the target; gdb and
+the target), from wait4: less moved by other processes' load than wall time.
+
 Peak memory is the sum of the peak RSS (VmHWM, polled from /proc every 20 ms) of the debugger's
 processes: pttrace itself plus its gdb, or the one plain gdb. The traced Python is reported apart.
 
@@ -187,6 +190,21 @@ class RunResult:
     stdout: Path
     extra: dict = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    cpu: float | None = None  # user + system seconds of the process and every descendant it (or they) reaped
+
+
+def _wait_with_usage(proc: subprocess.Popen, timeout: float) -> tuple[int, float | None]:
+    """Wait for ``proc`` as Popen.wait does, but through wait4: its exit status and its CPU time, which
+    counts the descendants waited for (pttrace's gdb, and gdb's target)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        time.sleep(0.005)
 
 
 def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: float = 600,
@@ -197,14 +215,15 @@ def run_measured(argv: list[str], out: Path, env: dict | None = None, timeout: f
                                 env=env, start_new_session=True)
         sampler = TreeSampler(proc.pid)
         sampler.start()
+        cpu = None
         try:
-            rc = proc.wait(timeout)
+            rc, cpu = _wait_with_usage(proc, timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             rc = proc.wait()
         wall = time.perf_counter() - t0
         sampler.stop()
-    return RunResult(wall, rc, sampler.tool_peak_kb(), sampler.target_peak_kb(), out)
+    return RunResult(wall, rc, sampler.tool_peak_kb(), sampler.target_peak_kb(), out, cpu=cpu)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -466,7 +485,7 @@ def _hot_loop(rundir: Path, res: RunResult) -> list[str]:
 
 
 def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
-                nodwarf: Path | None = None, base: Path | None = None, warm_only: bool = False) -> list[Case]:
+                nodwarf: Path | None = None, bases: tuple[Path, ...] = (), warm_only: bool = False) -> list[Case]:
     py = str(VENV_PY)
     iex = ["-iex", f"add-auto-load-safe-path {helper}"] if helper else []
     gdb = shutil.which("gdb") or "gdb"
@@ -487,12 +506,13 @@ def build_cases(tmp: Path, helper: str | None, selected: set[str], full: bool,
         venv's interpreter (``python -m tracer`` finds the package of the directory it runs in first)."""
         out = [Variant("pttrace", "pttrace run --max-hits 1", pt(bp, [HELLO], 1), _pttrace_check(check),
                        kind="pttrace")]
-        if base is not None:
+        for n, base in enumerate(bases):
             def argv(rundir: Path) -> list[str]:
                 return [py, "-m", "tracer", "run", "--break", bp, "--batch", "-q", "--session-dir",
                         str(rundir / "sessions"), "--max-hits", "1", "--", HELLO]
-            out.append(Variant("pttrace-base", f"pttrace run --max-hits 1, base checkout ({base.name})", argv,
-                               _pttrace_check(check), kind="pttrace", cwd=base))
+            out.append(Variant("pttrace-base" + (str(n + 1) if n else ""),
+                               f"pttrace run --max-hits 1, checkout {base.name}", argv, _pttrace_check(check),
+                               kind="pttrace", cwd=base))
         if not warm_only:
             out.append(Variant("pttrace-cold", "pttrace run --max-hits 1, first run (empty caches)", pt(bp, [HELLO], 1),
                                _pttrace_check(check), kind="pttrace", cold=True))
@@ -680,7 +700,7 @@ class Stats:
     failures: list[str] = field(default_factory=list)
 
     def med(self, attr: str) -> float | None:
-        return _median([getattr(r, attr) for r in self.runs])
+        return _median([getattr(r, attr) for r in self.runs if getattr(r, attr) is not None])
 
     def med_extra(self, key: str) -> float | None:
         return _median([r.extra[key] for r in self.runs if key in r.extra])
@@ -705,7 +725,8 @@ def run_all(cases: list[Case], rounds: int, tmp: Path) -> dict[tuple[str, str], 
                 st = stats.setdefault((case.key, v.key), Stats())
                 st.runs.append(res)
                 extra = f" loop {res.extra['loop']:.3f} s" if "loop" in res.extra else ""
-                print(f"  round {rnd + 1}/{rounds}  {case.key:8s} {v.key:13s} {res.wall:7.2f} s  "
+                cpu = f"  cpu {res.cpu:6.2f} s" if res.cpu is not None else ""
+                print(f"  round {rnd + 1}/{rounds}  {case.key:8s} {v.key:13s} {res.wall:7.2f} s{cpu}  "
                       f"debugger {res.tool_kb / 1024:5.0f} MB  target {res.target_kb / 1024:4.0f} MB{extra}"
                       f"{'  CHECK FAILED' if errs else ''}", flush=True)
                 if errs:
@@ -753,7 +774,9 @@ def _round_ratios(case: Case, stats: dict) -> list[str]:
         if v.kind != "pttrace" or v.cold or not st:
             continue
         ratios = [f"{r.wall / g.wall:.2f}x" for r, g in zip(st.runs, gdb.runs) if g.wall]
-        out.append(f"{v.label}, round by round against plain gdb's run of the same round: {', '.join(ratios)}.")
+        cpus = [f"{r.cpu / g.cpu:.2f}x" for r, g in zip(st.runs, gdb.runs) if r.cpu and g.cpu]
+        out.append(f"{v.label}, round by round against plain gdb's run of the same round: {', '.join(ratios)} "
+                   f"(CPU time of all processes: {', '.join(cpus)}).")
     return ["", *out] if out else []
 
 
@@ -850,9 +873,10 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int,
                     md += _nodwarf_lines(stats, pt, gl)
             md += notes.get(case.key, [])
         else:
-            md.append("| variant | wall (median) | vs plain gdb | min-max | peak RSS (debugger) | vs plain gdb | "
-                      "target RSS | recorded path |")
-            md.append("|---|---|---|---|---|---|---|---|")
+            md.append("| variant | wall (median) | vs plain gdb | min-max | CPU, all processes | vs plain gdb | "
+                      "peak RSS (debugger) | vs plain gdb | target RSS | recorded path |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|")
+            base_cpu = base.med("cpu") if base else None
             for v in case.variants:
                 st = stats.get((case.key, v.key))
                 if not st:
@@ -863,7 +887,10 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int,
                 mem = st.med("tool_kb") if v.kind != "ref" else None
                 memr = mem / base_mem if (mem and base_mem) else None
                 ok = "FAILED" if st.failures else ("ok" if v.kind != "ref" else "-")
+                cpu = st.med("cpu")
+                cpur = cpu / base_cpu if (cpu and base_cpu) else None
                 md.append(f"| {v.label} | {_fmt(wall, ' s')} | {_fmt(ratio, 'x')} | {min(walls):.2f}-{max(walls):.2f} s "
+                          f"| {_fmt(cpu, ' s')} | {_fmt(cpur, 'x')} "
                           f"| {_mb(mem)} | {_fmt(memr, 'x')} | {_mb(st.med('target_kb'))} | {ok} |")
                 failures += [f"{case.key}/{v.key}: {f}" for f in st.failures]
             md += _round_ratios(case, stats)
@@ -922,9 +949,9 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help=f"print only; leave {RESULTS.name} alone")
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--no-nodwarf", action="store_true", help="leave out the interpreter without DWARF (hot case)")
-    ap.add_argument("--base", type=Path, default=None, metavar="DIR",
+    ap.add_argument("--base", type=Path, action="append", default=[], metavar="DIR",
                     help="also run another checkout's pttrace (git worktree add --detach DIR COMMIT) in each round, "
-                         "for init and sigmoid: an A/B of two trees in the same load")
+                         "for init and sigmoid: an A/B of two trees in the same load (repeat for more)")
     ap.add_argument("--warm-only", action="store_true", help="leave out the first-run (empty caches) variants")
     args = ap.parse_args()
     rounds = 2 if args.quick else args.rounds
@@ -947,7 +974,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pttrace-bench-") as td:
         tmp = Path(td)
         cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf,
-                            base=args.base.resolve() if args.base else None, warm_only=args.warm_only)
+                            bases=tuple(b.resolve() for b in args.base), warm_only=args.warm_only)
         stats = run_all(cases, rounds, tmp)
         if nodwarf:
             sentence, oracle_errs = oracle_check(nodwarf, tmp)
