@@ -186,10 +186,13 @@ SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIG
 
 
 def run_batch(config, quiet: bool = False) -> int:
+    from tracer.recorder.launch import StartedGdb
+
+    started = StartedGdb.start(config)  # gdb starts, and takes the agent in, while the recorder's parts import
     from tracer.recorder import Recorder
     from tracer.recorder.shutdown import exit_code
 
-    engine = Recorder(config)
+    engine = Recorder(config, started=started)
 
     def on_signal(signum, frame):
         if engine.finished:

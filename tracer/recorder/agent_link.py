@@ -7,6 +7,7 @@ to report".
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,27 @@ class AgentStatus:
     """A child's first hit waits until gdb has its libraries' symbols (gdb's inferior number)."""
     exec_request: dict | None = None
     """A followed process stopped at ``execve``: {inferior, pid, program}."""
+
+
+class AgentLoading:
+    """The agent imported into gdb from a thread of its own as soon as gdb starts: gdb does it (~0.1-0.2 s of
+    its CPU) while pttrace does its own start-up, not after. ``wait`` raises what ``AgentLink.load`` raised."""
+
+    def __init__(self, mi: MiConnection):
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._load, args=(mi,), name="agent-load", daemon=True)
+        self._thread.start()
+
+    def _load(self, mi: MiConnection) -> None:
+        try:
+            AgentLink(mi).load()
+        except BaseException as exc:  # handed to wait(), in the thread that starts the recording
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class AgentLink:

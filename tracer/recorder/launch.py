@@ -11,11 +11,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from tracer.errors import GdbNotFound, PermissionDenied, TargetError, UsageError
 from tracer.gdb.mi import MiConnection
+from tracer.recorder.agent_link import AgentLoading
 from tracer.settings import Settings, cache_dir
 
 log = logging.getLogger("pttrace.recorder")
@@ -225,6 +227,29 @@ def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[st
     if program is not None:
         argv += ["--args", *program]
     return argv
+
+
+@dataclass
+class StartedGdb:
+    """gdb started for a recording (and the agent's import into it under way): ``start`` makes it as early as
+    the command line allows, before pttrace imports the recorder's parts, so that the two overlap."""
+
+    python: str  # the interpreter, as an executable path (validate)
+    gdb_version: str
+    helper: str | None  # the interpreter's python-gdb helper gdb auto-loads
+    mi: MiConnection
+    agent: AgentLoading
+
+    @classmethod
+    def start(cls, cfg) -> "StartedGdb":
+        """Refuses bad input (``validate``) before anything starts."""
+        python = validate(cfg)
+        gdb = gdb_path(cfg.settings)
+        gversion = gdb_version(gdb)
+        helper = python_gdb_helper(python)
+        program = [python, *cfg.program()] if cfg.pid is None else None
+        mi = spawn_gdb(gdb_argv(gdb, helper, program), cfg.cwd)
+        return cls(python, gversion, helper, mi, AgentLoading(mi))
 
 
 def start_gdb(argv: list[str], cwd: str | None, settings: Settings) -> MiConnection:

@@ -45,8 +45,10 @@ class Recorder:
     outcome, the process table; once gdb is up, the session files and ``startup.GdbParts``, from which
     the controller, the reactions, the ending and the exec'd children's recorders are built."""
 
-    def __init__(self, config: TraceConfig, listener: Listener | None = None):
+    def __init__(self, config: TraceConfig, listener: Listener | None = None,
+                 started: launch.StartedGdb | None = None):
         self.config = config
+        self._started = started  # gdb started before this module was imported (run_batch), or None
         self.python = config.python
         self.outcome = Outcome()
         self._files: SessionFiles | None = None
@@ -137,14 +139,10 @@ class Recorder:
     # --- start-up -------------------------------------------------------------------------------
     def start(self) -> Path:
         cfg = self.config
-        self.python = launch.validate(cfg)
-        gdb = launch.gdb_path(cfg.settings)
-        gversion = launch.gdb_version(gdb)
-        helper = launch.python_gdb_helper(self.python)
-        program = [self.python, *cfg.program()] if cfg.pid is None else None
-        # gdb loads (~0.1 s) while the interpreter tells its versions and where torch is (two more
-        # interpreters, ~0.1 s each): all at once.
-        self.mi = launch.spawn_gdb(launch.gdb_argv(gdb, helper, program), cfg.cwd)
+        # gdb loads and imports the agent (~0.1 s and ~0.1-0.2 s of its CPU) while the interpreter tells its
+        # versions and where torch is (two more interpreters, ~0.1 s each): all at once.
+        started = self._started or launch.StartedGdb.start(cfg)
+        self.python, gversion, helper, self.mi = started.python, started.gdb_version, started.helper, started.mi
         libraries = threading.Thread(target=startup.torch_libraries, args=(self.python,), name="torch-libraries",
                                      daemon=True)
         libraries.start()
@@ -169,7 +167,7 @@ class Recorder:
         try:
             launch.set_up_gdb(self.mi, cfg.settings)
             self.parts = startup.prepare_gdb(self.mi, cfg, self.python, self._files.path, Path(self._tmp.name),
-                                             notices.emit, notices.warn)
+                                             notices.emit, notices.warn, started.agent)
             self._wire(self.mi, self.parts, self._files)
             assert self.control is not None and self._reactions is not None
             startup.arm(self.mi, self.parts, cfg, self.control, self._reactions, self.processes)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tracer.gdb.mi import MiConnection, mi_quote
 from tracer.recorder import launch, resolve, shutdown, torchscript
-from tracer.recorder.agent_link import AgentLink
+from tracer.recorder.agent_link import AgentLink, AgentLoading
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
 from tracer.recorder.ending import SessionFiles
@@ -80,7 +80,8 @@ def torch_libraries(python: str) -> list[str]:
 
 
 def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: Path, agent_dir: Path,
-                emit: Callable[[RecorderEvent], None], warn: Callable[[str], None]) -> GdbParts:
+                emit: Callable[[RecorderEvent], None], warn: Callable[[str], None],
+                agent_loading: AgentLoading | None = None) -> GdbParts:
     """Everything gdb needs before the target is attached to or run; ``agent_dir`` holds the agent's
     configuration. A terminal made for the target is closed again if this fails."""
     settings = cfg.settings
@@ -109,7 +110,10 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
     try:
         if cfg.pid is None:
             terminal = target_terminal(mi, cfg, python, emit)
-        agent.load()
+        if agent_loading is not None:
+            agent_loading.wait()  # imported since gdb started (launch.StartedGdb)
+        else:
+            agent.load()
         values = _values_layout(cfg, warn)
         ts_layout = torchscript.TsLayout(torch_libs, cache_dir(), warn)
         agent_config = agent_dir / "agent.json"
