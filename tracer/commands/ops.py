@@ -155,7 +155,7 @@ def _values_layout(python: str, attached: tuple | None) -> dict:
     libraries = attached[0] if attached else symbols.torch_libraries(python)
     found = values_layout.establish(python, libraries, settings.cache_dir(), attached[1] if attached else None)
     try:
-        tables = node_vtables(libraries)
+        tables = node_vtables(libraries, settings.cache_dir())
     except Exception:  # names of grad_fn nodes are extra: without them a tensor is still read
         tables = {}
     return {"layout": found.to_json(), "vtables": {lib: {str(k): v for k, v in t.items()} for lib, t in tables.items()}}
