@@ -55,9 +55,12 @@ def fresh_beat(lines: Lines) -> str:
 
 
 @pytest.fixture
-def slow_target():
-    target = subprocess.Popen([sys.executable, str(TARGETS / "slow_beat.py")], stdout=subprocess.PIPE, text=True)
+def slow_target(tmp_path):
+    hold = tmp_path / "hold"  # while it exists the target waits between two calls (slow_beat.py)
+    target = subprocess.Popen([sys.executable, str(TARGETS / "slow_beat.py"), str(hold)], stdout=subprocess.PIPE,
+                              text=True)
     target.lines = Lines(target.stdout, "slow_beat.py")
+    target.hold = hold
     try:
         assert target.lines.next(60).strip() == "ready"
         yield target
@@ -72,10 +75,14 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
         wait_for_hits(tmp_path, 2)
         gdb = its_gdb(p)
         # WHEN its gdb is killed with SIGKILL while the target runs (between two hits, the breakpoints
-        # in its code; a hit gdb is handling at that moment ends the target: the kernel's SIGTRAP)
+        # in its code; held there: a hit gdb is handling at that moment ends the target, the kernel's
+        # SIGTRAP, and so does one reached before pttrace's repair, as the README says)
         fresh_beat(slow_target.lines)
+        slow_target.hold.touch()
+        slow_target.lines.until(lambda line: line.strip() == "held")
         os.kill(gdb, signal.SIGKILL)
         out, err = p.communicate(timeout=allowance(60))
+        slow_target.hold.unlink()
     finally:
         if p.poll() is None:
             p.kill()
@@ -183,7 +190,7 @@ def test_arguments_too_long_for_gdb_are_refused_before_anything_starts(tmp_path,
 
 FORKING = '''\
 import os, sys, time, torch
-go, stop = sys.argv[1:3]
+go, stop, hold = sys.argv[1:4]
 print("ready", flush=True)
 while not os.path.exists(go):
     torch.tensor([0])
@@ -192,6 +199,10 @@ pid = os.fork()
 if pid == 0:
     n = 0
     while not os.path.exists(stop):
+        if os.path.exists(hold):  # the test kills gdb while no call of the child is near a breakpoint
+            print("held", flush=True)
+            while os.path.exists(hold):
+                time.sleep(0.02)
         torch.tensor([n])
         n += 1
         print(f"beat {n}", flush=True)
@@ -205,9 +216,9 @@ print("child-exit", os.waitstatus_to_exitcode(status), flush=True)
 
 def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_path, no_leftovers):
     # GIVEN pttrace attached to a parent that then forks a child calling torch.tensor, followed by gdb
-    go, stop, sessions = tmp_path / "go", tmp_path / "stop", tmp_path / "sessions"
+    go, stop, hold, sessions = tmp_path / "go", tmp_path / "stop", tmp_path / "hold", tmp_path / "sessions"
     (tmp_path / "parent.py").write_text(FORKING)
-    target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(go), str(stop)],
+    target = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(go), str(stop), str(hold)],
                               stdout=subprocess.PIPE, text=True)
     lines = Lines(target.stdout, "parent.py")
     p = None
@@ -219,10 +230,15 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_
         child = int(lines.until(lambda line: line.startswith("child ")).split()[1])
         fresh_beat(lines)  # the child's hits are recorded (its first one set its symbols up)
         fresh_beat(lines)
-        # WHEN gdb is killed with SIGKILL between two of the child's hits
+        # WHEN gdb is killed with SIGKILL between two of the child's hits (the child held between them:
+        # a call that reaches a breakpoint before pttrace's repair dies of it, as the README says, and
+        # on a loaded machine the repair came after the child's next call once: it died of SIGTRAP)
+        hold.touch()
+        lines.until(lambda line: line.strip() == "held")
         os.kill(its_gdb(p), signal.SIGKILL)
         out, err = p.communicate(timeout=allowance(60))
         assert p.returncode == 3, err
+        hold.unlink()
         # THEN the child's copy of gdb's breakpoints is put back too: it runs on past its next hits
         fresh_beat(lines)
         fresh_beat(lines)
