@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import ROOT, gdb_pids
 from tracer import settings
 from tracer.scripted import interp_layout as IL
+from tracer.symbols import find_symbol
 
 pytestmark = pytest.mark.gdb
 
@@ -40,15 +41,25 @@ def recorded(tmp_path_factory) -> list[dict]:
     assert not layout.problems, layout.problems
     path = tmp_path_factory.mktemp("ts_memory") / "layout.json"
     path.write_text(json.dumps(IL.asdict(layout)))
+    # Address breakpoints, offsets in libtorch_cpu.so from its symbol table: gdb reads no library's symbols
+    # (libtorch_cpu's were most of this run's CPU). The reader needs none: it reads memory.
+    lib = str(TORCH / "lib" / "libtorch_cpu.so")
+    offsets = {name: _entry(name, lib) for name in (SIGMOID, RELU)}
     before = gdb_pids()
     proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(ROOT / "tests" / "integration" / "ts_memory_gdb.py"),
                            "--args", sys.executable, str(TARGET)], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path),
-                               "PTT_BREAK": f"{SIGMOID},{RELU}"})
+                               "PTT_BREAK": json.dumps(offsets)})
     assert gdb_pids() <= before, "a gdb was left running"
     out = [json.loads(line[8:]) for line in proc.stdout.splitlines() if line.startswith("PTT-HIT ")]
     assert out and all("error" not in h for h in out), (out, proc.stderr[-2000:])
     return out
+
+
+def _entry(name: str, lib: str) -> int:
+    """The offset of the one function ``name`` names in ``lib`` (not its .cold part, not a PLT stub)."""
+    (found,) = {m.address for m in find_symbol(name, [lib], lines=False) if not m.plt and not m.cold}
+    return found
 
 
 def hits(recorded: list[dict], symbol: str) -> list[dict]:

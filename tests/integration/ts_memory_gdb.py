@@ -1,6 +1,6 @@
-"""Run inside ``gdb -nx`` by test_torchscript_memory.py: at each hit on one of $PTT_BREAK's functions (comma
-separated), read the TorchScript interpreter's frames with tracer.scripted.interp_frames (memory only) and
-print one JSON line that names the breakpoint."""
+"""Run inside ``gdb -nx`` by test_torchscript_memory.py: at each hit on one of $PTT_BREAK's functions (JSON:
+name to offset in libtorch_cpu.so), read the TorchScript interpreter's frames with
+tracer.scripted.interp_frames (memory only) and print one JSON line that names the breakpoint."""
 import json
 import os
 import sys
@@ -24,8 +24,12 @@ def load_base() -> int:
 
 
 class Hit(gdb.Breakpoint):
+    def __init__(self, name: str, address: int):
+        super().__init__(f"*{address:#x}")
+        self.name = name
+
     def stop(self):
-        out: dict = {"break": self.location}
+        out: dict = {"break": self.name}
         try:
             fs = int(gdb.parse_and_eval("$fs_base")) & (2**64 - 1)
             state = tls_state(MEM, LAYOUT, load_base(), fs)
@@ -40,6 +44,12 @@ class Hit(gdb.Breakpoint):
         return False
 
 
-for name in os.environ["PTT_BREAK"].split(","):
-    Hit(name)
+# $PTT_BREAK: {function: offset in libtorch_cpu.so}. No library's symbols are read (address breakpoints need
+# none): the library's load base once it is mapped, then its breakpoints.
+gdb.execute("set auto-solib-add off")
+gdb.execute("catch load libtorch_cpu")
 gdb.execute("run")
+for name, offset in json.loads(os.environ["PTT_BREAK"]).items():
+    Hit(name, load_base() + offset)
+gdb.execute("delete 1")  # the catchpoint: its one stop is done
+gdb.execute("continue")
