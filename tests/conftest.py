@@ -135,6 +135,23 @@ def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: 
                           env=full_env)
 
 
+def nm_defined(lib: str) -> str:
+    """``nm -C --defined-only LIB``'s output, kept in tests/.cache by the library's path, size and mtime: two
+    modules compare with nm's reading of libtorch_cpu.so (2 s of CPU, 157 MB each time)."""
+    st = os.stat(lib)
+    cache = ROOT / "tests" / ".cache" / "nm"
+    path = cache / f"{os.path.basename(lib)}-{st.st_size}-{st.st_mtime_ns}.txt"
+    if path.exists():
+        return path.read_text()
+    out = subprocess.run(["nm", "-C", "--defined-only", lib], capture_output=True, text=True, check=True,
+                         timeout=600).stdout
+    cache.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(f".{os.getpid()}.part")
+    part.write_text(out)
+    os.replace(part, path)  # whole or absent, for the other worker
+    return out
+
+
 @pytest.fixture(scope="session")
 def hello_recording(tmp_path_factory, worker_id):
     """``pttrace run --batch scripts/hello-world.py`` with HELLO_BREAKS; returns (process, session).

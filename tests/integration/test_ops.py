@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
 
-from tests.conftest import HELLO, run_pttrace
+from tests.conftest import HELLO, nm_defined, run_pttrace
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -230,8 +229,7 @@ def test_op_functions_are_the_librarys_own_symbols_and_none_of_its_sigmoid_funct
     assert sorted(broken) == sorted(f["function"] for f in functions)
     libraries = {f["library"] for f in functions}
     assert len(libraries) == 1 and next(iter(libraries)).endswith("libtorch_cpu.so"), libraries
-    nm = subprocess.run(["nm", "-C", "--defined-only", next(iter(libraries))], capture_output=True, text=True,
-                        check=True, timeout=300).stdout
+    nm = nm_defined(next(iter(libraries)))
     at: dict[int, set[str]] = {}
     for line in nm.splitlines():
         parts = line.split(" ", 2)

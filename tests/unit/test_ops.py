@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.conftest import nm_defined
 from tests.support import Lines
 from tracer.dispatch import dispatch_tables, op_follow, ops
 from tracer.errors import UsageError
@@ -452,8 +453,7 @@ def dispatch_table(op: str) -> dict[str, str]:
 def nm_text_symbols(libraries) -> dict[int, list[str]]:
     """``nm -C --defined-only`` of libtorch_cpu.so: address -> the demangled names of its code there."""
     cpu = next(lib for lib in libraries if lib.endswith("/libtorch_cpu.so"))
-    out = subprocess.run(["nm", "-C", "--defined-only", cpu], capture_output=True, text=True, timeout=600,
-                         check=True).stdout
+    out = nm_defined(cpu)
     names: dict[int, list[str]] = {}
     for line in out.splitlines():
         parts = line.split(" ", 2)
