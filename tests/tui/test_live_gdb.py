@@ -2,8 +2,11 @@
 step, quit), and an attach to a running Python (interrupt, continue, quit detaches)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -13,6 +16,7 @@ from tests.conftest import HELLO, ROOT, alive
 from tests.support import allowance, fifo_line, stop_process
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
+from tracer.settings import Settings
 from tracer.tui.app import make_app
 from tracer.tui.screens import ConfirmQuit
 from tracer.tui.sources import LiveSource
@@ -38,10 +42,23 @@ def gdb_frame(source) -> tuple[str, int] | tuple[None, None]:
     return (os.path.basename(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
+def held_gdb(tmp_path):
+    """A gdb that starts only once the returned gate file exists (``--version`` answers at once): the
+    phase "gdb is still starting" lasts as long as the test needs, however loaded the machine (a run at
+    load 6 once had gdb ready before the test's first look)."""
+    gate, wrapper = tmp_path / "gdb-may-start", tmp_path / "gdb"
+    wrapper.write_text("#!/bin/sh\n"
+                       f'[ "$2" = "--version" ] || while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.02; done\n'
+                       f'exec {shlex.quote(shutil.which("gdb") or "gdb")} "$@"\n')
+    wrapper.chmod(0o755)
+    return dataclasses.replace(Settings.from_environment(), gdb=str(wrapper)), gate
+
+
 @pytest.mark.gdb
 def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
+    settings, gate = held_gdb(tmp_path)
     config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
-                         session_dir=tmp_path, live=True, forward_output=False)
+                         session_dir=tmp_path, live=True, forward_output=False, settings=settings)
     source = LiveSource(config)
 
     async def scenario():
@@ -51,6 +68,7 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
             assert app.state.gdb == "starting" and app.state.mode == "record"
             await pilot.press("m")
             await wait_until(pilot, lambda: app.state.mode == "stop", timeout=5)
+            gate.touch()
             # THEN it stops at the first hit of the CPU sigmoid kernel
             await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None,
                              timeout=90, step=0.2)
@@ -102,7 +120,10 @@ def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
             await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    app = run_pilot(scenario(), timeout=400)
+    try:
+        app = run_pilot(scenario(), timeout=400)
+    finally:
+        gate.touch()  # a failure before the gate opened leaves no shell waiting for it
     assert source.finished and source.error is None
     assert source.status == "interrupted"
     assert len(app.state.hits) == 1
