@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.conftest import ROOT
-from tests.tui.support import allowance, run_pilot, wait_until
+from tests.tui.support import run_pilot, wait_until
 from tests.tui.test_prompt_gdb import ask, stop_mode_source, stopped_at_first_hit
 from tracer.tui.app import make_app
 from tracer.tui.widgets.output import OutputLog
@@ -64,7 +64,7 @@ async def step_next_finish_there(pilot, app, pid: int) -> None:
         before = path.hit
         await pilot.press(key)
         await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
-                         and app.state.gdb == "ready", timeout=allowance(90), step=0.1)
+                         and app.state.gdb == "ready", timeout=90, step=0.1)
         assert path.hit.thread.pid == pid, (action, path.hit.thread)
         assert path.frames[-1].address != before.frames[-1].address, (action, path.frames[-1])  # it moved
         assert f"pid {pid}" in _status(app), (action, _status(app))
@@ -78,7 +78,7 @@ def test_a_target_that_executes_another_python_script(tmp_path):
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(180), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=180, step=0.2)
             path = app.call_path
             first = path.hit
             pid = first.thread.pid
@@ -91,19 +91,19 @@ def test_a_target_that_executes_another_python_script(tmp_path):
             added = "torch::autograd::THPVariable_ones"
             app._control(f"add {added}", lambda: source.add_breakpoint(added))
             await wait_until(pilot, lambda: app.state.gdb == "ready" and added in app.state.breakpoints,
-                             timeout=allowance(120), step=0.2)
+                             timeout=120, step=0.2)
             # AND c lets it run into its exec THEN the new program (its own recorder, same pid) stops at that
             # breakpoint first: the recorder that started after the change has it
             await pilot.press("c")
             await wait_until(pilot, lambda: len(app.state.hits) >= 2 and app.state.target == "stopped"
                              and app.state.gdb == "ready" and path.hit is not None and path.hit.seq == 2,
-                             timeout=allowance(240), step=0.2)
+                             timeout=240, step=0.2)
             assert path.hit.breakpoint == added and path.hit.thread.pid == pid, path.hit
             # WHEN c THEN it stops at its sigmoid
             await pilot.press("c")
             await wait_until(pilot, lambda: len(app.state.hits) >= 3 and app.state.target == "stopped"
                              and app.state.gdb == "ready" and path.hit is not None and path.hit.seq == 3,
-                             timeout=allowance(120), step=0.2)
+                             timeout=120, step=0.2)
             assert [f.file for f in path.hit.frames if f.kind == "python"] == [str(SECOND)]
             status = _status(app)
             assert "stopped: breakpoint" in status and f"pid {pid}" in status and "gdb thread 1" in status, status
@@ -113,15 +113,15 @@ def test_a_target_that_executes_another_python_script(tmp_path):
 
             # WHEN c THEN the new program runs to its end, and so does the run
             await pilot.press("c")
-            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(120), step=0.2)
+            await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
             assert [h.breakpoint for h in app.state.hits] == ["wrapper_CPU_sigmoid", added, "wrapper_CPU_sigmoid"]
             text = "\n".join(x.plain for x in app.query_one(OutputLog)._lines)
             assert f"FIRST {pid}" in text and "executed a new Python program" not in text, text
             await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(900))
+    run_pilot(scenario(), timeout=900)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
     assert source.status == "completed", source.status
 
@@ -134,7 +134,7 @@ def test_a_python_child_started_by_subprocess_stops_from_its_first_hit(tmp_path)
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
             # WHEN the child reaches its hit THEN it stops there: the status line names the child and its thread
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(240), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=240, step=0.2)
             path = app.call_path
             child = path.hit.thread.pid
             assert child != app.state.pid
@@ -148,12 +148,12 @@ def test_a_python_child_started_by_subprocess_stops_from_its_first_hit(tmp_path)
             await step_next_finish_there(pilot, app, child)
             # WHEN c THEN the child ends with its own exit code, seen by its parent, and the run ends
             await pilot.press("c")
-            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(120), step=0.2)
+            await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
             assert app.state.processes[child].exit_code == 3, app.state.processes[child]
             await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(900))
+    run_pilot(scenario(), timeout=900)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
     assert source.status == "completed", source.status

@@ -215,7 +215,7 @@ def _output_pane_of_a_run(tmp_path, script, last: str):
             await pilot.press("q")
             await wait_until(pilot, lambda: not app.is_running, timeout=30)
 
-    run_pilot(scenario(), timeout=allowance(200))
+    run_pilot(scenario(), timeout=200)
     return seen["lines"], seen["strips"], source
 
 

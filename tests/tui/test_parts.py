@@ -229,10 +229,10 @@ def test_a_live_run_hands_graphs_to_the_tui_as_they_are_read(tmp_path):
         async with app.run_test(size=(160, 48)) as pilot:
             try:
                 # THEN the TUI has the graph, keyed by its id, while the run still goes on
-                await wait_until(pilot, lambda: app.state.graphs, timeout=allowance(10))
+                await wait_until(pilot, lambda: app.state.graphs, timeout=10)
                 assert app.state.graphs == {1: graph} and not source.finished
             finally:
                 went_on.set()
-            await wait_until(pilot, lambda: source.finished, timeout=allowance(10))
+            await wait_until(pilot, lambda: source.finished, timeout=10)
 
     run_pilot(scenario())

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import HELLO
-from tests.tui.support import allowance, run_pilot, wait_until
+from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.sources import LiveSource
@@ -35,7 +35,7 @@ async def ask(pilot, app, line: str) -> str:
         """gdb's answer to the line in the output pane"""
         return app.state.gdb == "ready" and len(log._lines) > before + 1
 
-    await wait_until(pilot, answered, timeout=allowance(120), step=0.1)
+    await wait_until(pilot, answered, timeout=120, step=0.1)
     # gdb's console lines come before its ^done: once ready, the answer is in the pane when the app has
     # handled its messages. The target's own output (a call's print) comes through its terminal: the
     # tests that call a function wait for what it prints.
@@ -85,12 +85,12 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=120, step=0.2)
             await seeds_ivalue_dump(pilot, app)
 
             # WHEN c goes on THEN the target stops in the demo operator's CPU kernel
             await pilot.press("c")
-            await wait_until(pilot, lambda: stopped_in(app, "pttrace_demo::scale_add_cpu"), timeout=allowance(120),
+            await wait_until(pilot, lambda: stopped_in(app, "pttrace_demo::scale_add_cpu"), timeout=120,
                              step=0.2)
             path = app.call_path
             log = app.query_one(OutputLog)
@@ -109,7 +109,7 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
             # (gdb got the symbols of the library it had as unwind tables only for the dump above)
             said = await ask(pilot, app, "call a.print()")
             await wait_until(pilot, lambda: "CPUFloatType [4]]" in "\n".join(x.plain for x in log._lines),
-                             timeout=allowance(10))  # print() writes to the target's terminal
+                             timeout=10)  # print() writes to the target's terminal
 
             # WHEN `up` is typed THEN gdb selects frame #1 and so does the call path; `p $pc` runs there
             said = await ask(pilot, app, "up")
@@ -128,7 +128,7 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
             bar = app.query_one(PromptBar)
             await type_line(pilot, "info reg")
             await pilot.press("tab")
-            await wait_until(pilot, lambda: bar.value == "info registers ", timeout=allowance(30))
+            await wait_until(pilot, lambda: bar.value == "info registers ", timeout=30)
             bar.value = ""
 
             # WHEN ↑ is pressed THEN the last line comes back
@@ -148,7 +148,7 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
                 before = path.hit
                 await pilot.press(key)
                 await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
-                                 and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
+                                 and app.state.gdb == "ready", timeout=60, step=0.1)
                 said = await ask(pilot, app, "frame")
                 await pilot.press("escape")
                 m = re.search(r" at (\S+):(\d+)", said)
@@ -161,15 +161,15 @@ def test_prompt_on_the_debug_extension_then_the_seeds_ivalue_dump_in_a_boxed_ker
             # WHEN c lets the run end THEN the call path is no longer titled for a stop that is over, and
             # the boxed op returned what it always does: the dumps changed nothing
             await pilot.press("c")
-            await wait_until(pilot, lambda: app.state.finished, timeout=allowance(60))
+            await wait_until(pilot, lambda: app.state.finished, timeout=60)
             assert "over: " in path.border_title, path.border_title
             await wait_until(pilot, lambda: "result tensor([0., 3., 6., 9.])" in output_text(app),
                              timeout=10, why=lambda: f"the output pane ends {output_text(app)[-1500:]!r}")
             await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(600))
+    run_pilot(scenario(), timeout=600)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
 
 
@@ -188,7 +188,7 @@ async def seeds_ivalue_dump(pilot, app) -> None:
     line = "call ((c10::IValue *)stack._M_impl._M_start)->dump()"
     await ask(pilot, app, line)
     await wait_until(pilot, lambda: "[ CPUFloatType{4} ]" in output_text(app).split(f"(gdb) {line}")[-1],
-                     timeout=allowance(20))
+                     timeout=20)
     dumped = output_text(app).split(f"(gdb) {line}")[-1]
     assert re.search(r"^\s*0\n\s*1\n\s*2\n\s*3\n\[ CPUFloatType\{4\} \]", dumped, re.M), dumped
 
@@ -200,7 +200,7 @@ async def seeds_ivalue_dump(pilot, app) -> None:
         line = f"call ((c10::IValue *)stack->_M_impl._M_start)[{index}].dump()"
         await ask(pilot, app, line)
         await wait_until(pilot, lambda: re.search(f"^{printed}$", output_text(app).split(f"(gdb) {line}")[-1], re.M),
-                         timeout=allowance(20))
+                         timeout=20)
     await pilot.press("escape")
 
 
@@ -212,7 +212,7 @@ def test_prompt_on_the_release_wheel(tmp_path):
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=120, step=0.2)
             path = app.call_path
             kernel = path.frames[-1]
 
@@ -244,8 +244,8 @@ def test_prompt_on_the_release_wheel(tmp_path):
             await pilot.press("escape")
             await pilot.press("q")
             await pilot.press("y")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(600))
+    run_pilot(scenario(), timeout=600)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"

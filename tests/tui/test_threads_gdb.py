@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.tui.support import allowance, run_pilot, wait_until
+from tests.tui.support import run_pilot, wait_until
 from tests.tui.test_prompt_gdb import ask, stop_mode_source, stopped_at_first_hit
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -26,7 +26,7 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(120), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=120, step=0.2)
             stopped_lwp = app.call_path.hit.thread.lwp
             # THEN the status line names the thread that stopped
             stopped_id = str(app.state.last_stop.get("thread-id"))
@@ -34,7 +34,7 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
 
             # WHEN t is pressed THEN every thread is listed with its name, state and innermost frame
             await pilot.press("t")
-            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=allowance(30))
+            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=30)
             rows = app.screen.rows
             assert len(rows) >= 9 and sum(r.name.startswith("worker-") for r in rows) >= 1
             assert all(r.state == "stopped" and r.frame for r in rows)
@@ -46,7 +46,7 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
             await pilot.press("enter")
             path = app.call_path
             await wait_until(pilot, lambda: path.hit is not None and path.hit.thread.lwp == other.lwp,
-                             timeout=allowance(60))
+                             timeout=60)
             assert f"thread {other.id}" in path.border_title and "picked" in path.border_title
             assert f"gdb thread {other.id} (picked)" in str(app.query_one("#status").render())
 
@@ -56,10 +56,10 @@ def test_pick_another_thread_then_ask_gdb_there(tmp_path):
             await pilot.press("escape")
             await pilot.press("q")
             await pilot.press("y")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(400))
+    run_pilot(scenario(), timeout=400)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
 
 
@@ -73,7 +73,7 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
     async def scenario():
         app = make_app(source)
         async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=allowance(180), step=0.2)
+            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=180, step=0.2)
             path = app.call_path
             worker = path.hit.thread.pid
             # THEN the status line names the worker (not the main process) and gdb's thread that stopped
@@ -82,7 +82,7 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
             assert f"gdb thread {app.state.last_stop['thread-id']}" in status
             # AND the thread list names the kernel the worker stopped in, where gdb (unwind tables only) has ??
             await pilot.press("t")
-            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=allowance(30))
+            await wait_until(pilot, lambda: isinstance(app.screen, ThreadsScreen), timeout=30)
             stopped = next(r for r in app.screen.rows if r.current)
             assert "in at::wrapper_CPU_sigmoid () from libtorch_cpu.so" in stopped.frame, stopped
             await pilot.press("escape")
@@ -90,7 +90,7 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
                 before = path.hit
                 await pilot.press(key)
                 await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
-                                 and app.state.gdb == "ready", timeout=allowance(60), step=0.1)
+                                 and app.state.gdb == "ready", timeout=60, step=0.1)
                 # THEN it stopped in the worker, somewhere else than before (a step that gdb refused left it
                 # where it stood), and the innermost frame shown is where gdb's pc is
                 assert path.hit.thread.pid == worker
@@ -101,10 +101,10 @@ def test_step_next_finish_in_a_dataloader_worker_from_its_first_stop(tmp_path):
                 assert path.selected_frame_index() == len(path.frames) - 1
             await pilot.press("q")
             await pilot.press("y")
-            await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+            await wait_until(pilot, lambda: not app.is_running, timeout=30)
         return app
 
-    run_pilot(scenario(), timeout=allowance(500))
+    run_pilot(scenario(), timeout=500)
     assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
 
 
@@ -134,10 +134,10 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
             app = make_app(source)
             async with app.run_test(size=(160, 48)) as pilot:
                 await wait_until(pilot, lambda: len(app.state.hits) >= 1 and app.state.gdb == "ready",
-                                 timeout=allowance(90), step=0.2)
+                                 timeout=90, step=0.2)
                 await pilot.press("i")
                 await wait_until(pilot, lambda: "where interrupt stopped" in app.call_path.border_title
-                                 and app.state.gdb == "ready", timeout=allowance(30))
+                                 and app.state.gdb == "ready", timeout=30)
                 log = app.query_one(OutputLog)
                 # WHEN a function of the target is called twice THEN it runs, and pttrace says once that a
                 # call runs code in the attached process
@@ -148,9 +148,9 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
                 assert len(notes) == 1, notes
                 await pilot.press("escape")
                 await pilot.press("q")  # attached: detaches without asking
-                await wait_until(pilot, lambda: not app.is_running, timeout=allowance(30))
+                await wait_until(pilot, lambda: not app.is_running, timeout=30)
 
-        run_pilot(scenario(), timeout=allowance(200))
+        run_pilot(scenario(), timeout=200)
         assert target.poll() is None, "detaching must leave the target running"
     finally:
         stop_file.touch()
