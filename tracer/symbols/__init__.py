@@ -57,6 +57,7 @@ def __getattr__(name: str):
 __all__ = [
     "SymbolMatch", "SourceLine", "InlineStep", "find_symbol", "libraries_defining", "suggest",
     "line_for_address", "lines_for_addresses", "symbol_at", "line_info_source", "torch_libraries",
+    "same_interpreter", "torch_here",
 ]
 
 
@@ -222,7 +223,7 @@ _FIND_TORCH = "import importlib.util as u; s = u.find_spec('torch'); print(s.ori
 @lru_cache(maxsize=8)
 def torch_libraries(python: str) -> list[str]:
     """``torch/lib/*.so`` and ``torch/_C*.so`` of the interpreter ``python``; torch is not imported."""
-    origin = _torch_here() if _same_file(python, sys.executable) else None
+    origin = torch_here() if same_interpreter(python, sys.executable) else None
     if origin is None:
         origin = _torch_of(python)
     package = os.path.dirname(origin)
@@ -235,14 +236,18 @@ def torch_libraries(python: str) -> list[str]:
     return libs
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_interpreter(a: str, b: str) -> bool:
+    """Whether the interpreters ``a`` and ``b`` are one: the same file run from the same directory. A venv's
+    ``bin/python`` is a link to its base interpreter, and Python finds its packages from the directory it was
+    run from: two venvs of one Python are one file with two sets of packages (and torches)."""
     try:
-        return bool(b) and os.path.samefile(a, b)
+        return bool(b) and os.path.samefile(a, b) and os.path.samefile(os.path.dirname(os.path.abspath(a)),
+                                                                        os.path.dirname(os.path.abspath(b)))
     except OSError:
         return False
 
 
-def _torch_here() -> str | None:
+def torch_here() -> str | None:
     """torch's ``__init__.py`` as this interpreter finds it, asked in-process: the default ``--python`` is
     pttrace's own, and a child interpreter just to ask cost ~25 ms of a ~100 ms ``pttrace where``. The
     current directory is searched first, as ``python -c`` does."""
