@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_child
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 HELLO = SCRIPTS / "hello-world.py"
@@ -131,8 +133,8 @@ def _settings_of_the_environment():
 def run_pttrace(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([*PTTRACE, *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=full_env)
+    return run_child([*PTTRACE, *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout,
+                     env=full_env)
 
 
 def nm_defined(lib: str) -> str:
@@ -143,8 +145,8 @@ def nm_defined(lib: str) -> str:
     path = cache / f"{os.path.basename(lib)}-{st.st_size}-{st.st_mtime_ns}.txt"
     if path.exists():
         return path.read_text()
-    out = subprocess.run(["nm", "-C", "--defined-only", lib], capture_output=True, text=True, check=True,
-                         timeout=600).stdout
+    out = run_child(["nm", "-C", "--defined-only", lib], capture_output=True, text=True, check=True,
+                    timeout=600).stdout
     cache.mkdir(parents=True, exist_ok=True)
     part = path.with_suffix(f".{os.getpid()}.part")
     part.write_text(out)
@@ -181,7 +183,7 @@ def hello_recording(tmp_path_factory, worker_id):
 @pytest.fixture(scope="session")
 def debug_ext() -> Path:
     """The pttrace_demo operator library built with -g -O0 (scripts/build_debug_ext.py; cached)."""
-    proc = subprocess.run([PYTHON, str(SCRIPTS / "build_debug_ext.py")], capture_output=True, text=True,
-                          timeout=600)
+    proc = run_child([PYTHON, str(SCRIPTS / "build_debug_ext.py")], capture_output=True, text=True,
+                     timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(proc.stdout.strip().splitlines()[-1])

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import Lines
+from tests.support import Lines, allowance, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "tests" / "targets" / "known_stack.py"
@@ -100,7 +100,7 @@ def start_stopped(python: Path, timeout: float = 30) -> subprocess.Popen:
     if line.strip() != "ready":
         proc.kill()
         raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + allowance(timeout)
     while _state(proc.pid) != "T":
         if time.monotonic() > deadline:
             proc.kill()
@@ -111,7 +111,7 @@ def start_stopped(python: Path, timeout: float = 30) -> subprocess.Popen:
 
 def finish(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=allowance(30))
     for stream in (proc.stdout, proc.stderr):
         stream.close()
 
@@ -122,8 +122,8 @@ _PYSTACK_FRAME = re.compile(r'^\s+\(Python\) File "(.*)", line (\d+), in (.*)$')
 
 def pystack_threads(pid: int) -> dict[int, list[tuple[str, int, str]]]:
     """``pystack remote --no-block``: each thread's (file, line, code name), innermost first."""
-    out = subprocess.run([str(VENV_BIN / "pystack"), "remote", "--no-block", str(pid)], capture_output=True,
-                         text=True, timeout=120)
+    out = run_child([str(VENV_BIN / "pystack"), "remote", "--no-block", str(pid)], capture_output=True,
+                    text=True, timeout=120)
     threads: dict[int, list] = {}
     current = None
     for line in out.stdout.splitlines():
@@ -145,8 +145,8 @@ _SPY_FRAME = re.compile(r"^\s+(.*) \((.*):(\d+)\)$")
 
 def py_spy_threads(pid: int) -> dict[int, tuple[str | None, list[tuple[str, int, str]]]]:
     """``py-spy dump --nonblocking``: each thread's name and (file's base name, line, function)."""
-    out = subprocess.run([str(VENV_BIN / "py-spy"), "dump", "--nonblocking", "--pid", str(pid)],
-                         capture_output=True, text=True, timeout=120)
+    out = run_child([str(VENV_BIN / "py-spy"), "dump", "--nonblocking", "--pid", str(pid)],
+                    capture_output=True, text=True, timeout=120)
     threads: dict[int, tuple] = {}
     current = None
     for line in out.stdout.splitlines():
@@ -192,9 +192,9 @@ def attach_then_stop(python: Path, target: list[str], pttrace: list[str], breakp
             line = str(e)
         if line.strip() != "ready":
             raise RuntimeError(f"{python} did not start the target: {line!r} {proc.stderr.read()[-2000:]}")
-        ran = subprocess.run([*pttrace, "attach", "--batch", "--session-dir", str(sessions), "--break", breakpoint,
-                              "--max-hits", "1", "--max-depth", "2000", str(proc.pid)], capture_output=True,
-                             text=True, timeout=300, env=dict(os.environ, **(env or {})), cwd=ROOT)
+        ran = run_child([*pttrace, "attach", "--batch", "--session-dir", str(sessions), "--break", breakpoint,
+                         "--max-hits", "1", "--max-depth", "2000", str(proc.pid)], capture_output=True,
+                        text=True, timeout=300, env=dict(os.environ, **(env or {})), cwd=ROOT)
         files = sorted(sessions.glob("*.jsonl"))
         flag.touch()
         deadline = time.monotonic() + 30

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -115,15 +116,87 @@ class Lines:
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 30.0) -> None:
-    """Kill a process this test started if it still runs, and reap it (a fixture's last word)."""
+    """Kill a process this test started if it still runs, with everything it started (``kill_tree``), and
+    reap it (a fixture's last word)."""
     if proc is None:
         return
     if proc.poll() is None:
-        proc.kill()
+        kill_tree(proc)
     try:
         proc.wait(timeout=allowance(timeout))
     except subprocess.TimeoutExpired:
         pass
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (every thread's ``children`` list in /proc)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                found += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc`` and every process under it. Not its process group: pttrace starts gdb in a
+    session of its own (a Ctrl-C must reach pttrace only), so the group would leave gdb and the target
+    behind. Each process is stopped before its children are listed, so none forks a new one or dies and
+    hands its children to init (out of the walk's reach) between the listing and the kill."""
+    if proc.poll() is not None:
+        return
+    frozen: list[int] = []
+    todo = [proc.pid]
+    while todo:
+        pid = todo.pop()
+        if pid in frozen:
+            continue
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            continue
+        frozen.append(pid)
+        todo += _children(pid)
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def run_child(argv: list, timeout: float = 300.0, check: bool = False, capture_output: bool = False,
+        input=None, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run`` whose limit stretches with the load (``allowance``) and which, when the limit
+    passes or the test is interrupted, kills the child and everything it started (``kill_tree``):
+    ``subprocess.run`` kills only the child, and pttrace's gdb and target would run on."""
+    if capture_output:
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    limit = allowance(timeout)
+    with subprocess.Popen(argv, **kwargs) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=limit)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc)
+            try:
+                out, err = proc.communicate(timeout=allowance(30))
+            except subprocess.TimeoutExpired:  # something that escaped the walk holds the pipe
+                out = err = None
+            raise subprocess.TimeoutExpired(proc.args, limit, out, err) from None
+        except BaseException:
+            kill_tree(proc)
+            raise
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check:
+        result.check_returncode()
+    return result
 
 
 def private_mount_prefix() -> list[str] | None:

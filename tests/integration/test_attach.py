@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, gdb_pids, run_pttrace
-from tests.support import allowance, fifo_line, stop_process, wait_for
+from tests.support import allowance, fifo_line, run_child, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -58,8 +58,7 @@ class Target:
         try:
             return self.proc.wait(allowance(30))
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
+            stop_process(self.proc)
 
 
 def test_attach_records_detaches_and_target_runs_on(tmp_path):
@@ -149,8 +148,7 @@ def test_attach_bad_targets_one_sentence_exit_2(tmp_path, case):
     try:
         proc = run_pttrace("attach", pid, "--batch", "-b", "THPVariable_tensor", "--session-dir", str(tmp_path))
     finally:
-        if p is not None and p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert proc.returncode == 2
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -165,11 +163,11 @@ def test_attach_to_another_users_process_is_permission_denied(tmp_path):
     sessions.chmod(0o777)
     try:
         # pttrace runs as nobody; the target belongs to root.
-        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                               sys.executable, "-m", "tracer", "attach", str(target.proc.pid), "--batch",
-                               "-b", "THPVariable_tensor", "--session-dir", str(sessions)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
+        proc = run_child(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          sys.executable, "-m", "tracer", "attach", str(target.proc.pid), "--batch",
+                          "-b", "THPVariable_tensor", "--session-dir", str(sessions)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
         assert proc.returncode == 2, proc.stderr
         assert "belongs to another user" in proc.stderr
         assert "Run pttrace as that user, or as root." in proc.stderr

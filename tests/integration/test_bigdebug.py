@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_pttrace
+from tests.support import allowance, run_child, stop_process
 from tracer import symbols
 from tracer.session import storage
 from tracer.errors import SymbolError
@@ -33,8 +34,8 @@ pytestmark = pytest.mark.skipif(not all(shutil.which(t) for t in ("g++", "addr2l
 def biglib() -> Path:
     env = dict(os.environ)
     env.setdefault("PTTRACE_CACHE", str(ROOT / "tests" / ".cache"))
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gen_big_debug.py"), "--units", "3", "--types", "60",
-                           "--small"], capture_output=True, text=True, timeout=900, env=env)
+    proc = run_child([sys.executable, str(ROOT / "bench" / "gen_big_debug.py"), "--units", "3", "--types", "60",
+                      "--small"], capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(proc.stdout.strip().splitlines()[-1])
 
@@ -56,8 +57,8 @@ def addr2line(lib: Path, addresses: list[int]) -> dict[int, list[str]]:
 def gdb_lines(lib: Path, addresses: list[int]) -> dict[int, str | None]:
     """gdb's ``info line`` at each address, one gdb for them all (each reads the library's DWARF once)."""
     commands = [arg for a in addresses for arg in ("-ex", f"echo @{a:#x}\\n", "-ex", f"info line *{a:#x}")]
-    out = subprocess.run(["gdb", "-nx", "-batch", *commands, str(lib)], capture_output=True, text=True,
-                         timeout=60).stdout
+    out = run_child(["gdb", "-nx", "-batch", *commands, str(lib)], capture_output=True, text=True,
+                    timeout=60).stdout
     found: dict[int, str | None] = {a: None for a in addresses}
     for part in out.split("@0x")[1:]:
         address, _, said = part.partition("\n")
@@ -277,9 +278,9 @@ def test_recorded_paths_are_gdbs_backtrace_on_the_full_dwarf(biglib, big_recordi
     script = tmp_path / "frames.py"
     script.write_text(GDB_FRAMES.replace("LIB_NAME", biglib.name).replace("UNIT_OFFSET", str(syms["bigdebug_unit_1"]))
                       .replace("OFFSETS", repr([syms[m] for m in inlined])))
-    proc = subprocess.run(["gdb", "-nx", "-batch", "-ex", f"source {script}", "--args", sys.executable,
-                           str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1"], capture_output=True,
-                          text=True, timeout=300)
+    proc = run_child(["gdb", "-nx", "-batch", "-ex", f"source {script}", "--args", sys.executable,
+                      str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1"], capture_output=True,
+                     text=True, timeout=300)
     backtraces = [json.loads(ln[7:]) for ln in proc.stdout.splitlines() if ln.startswith("FRAMES ")]
     assert len(backtraces) == 4, proc.stdout[-2000:] + proc.stderr[-2000:]  # the insertion sort, the lambda 3x
     real = os.path.realpath(biglib)
@@ -520,7 +521,11 @@ def test_processes_inflating_the_same_section_at_once_take_turns(biglib, tmp_pat
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
     procs = [subprocess.Popen([sys.executable, "-c", LOOKUP_UNIT, str(compressed), *u], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for u in units]
-    outs = [p.communicate(timeout=120) for p in procs]
+    try:
+        outs = [p.communicate(timeout=allowance(120)) for p in procs]
+    finally:
+        for p in procs:
+            stop_process(p)
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     for u, (out, _err) in zip(units, outs):
         plain = symbols.lines_for_addresses(str(biglib), [int(a) for a in u])

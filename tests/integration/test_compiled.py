@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids
+from tests.support import run_child
 from tracer.export import paths as P
 from tracer.scripted import inductor
 from tracer.session import storage
@@ -35,9 +35,9 @@ def line_of(text: str) -> int:
 def record(tmp: Path, *args: str, env: dict | None = None):
     sessions = tmp / "sessions"
     before = gdb_pids()
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp,
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp,
+                     capture_output=True, text=True, timeout=900,
+                     env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     assert gdb_pids() <= before, "a gdb was left running"
     files = sorted(sessions.glob("*.jsonl"))
     assert proc.returncode == 0 and len(files) == 1, (proc.stdout[-3000:], proc.stderr[-3000:])
@@ -122,12 +122,12 @@ def test_compiler_layer_and_the_compiled_graph(inductor_run):
 def test_show_and_markdown_tell_the_kernel_next_to_the_users_line(inductor_run):
     tmp, _, session, path = inductor_run
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    shown = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, cwd=tmp, env=env,
-                           timeout=300).stdout
+    shown = run_child([*PTTRACE, "show", str(path)], capture_output=True, text=True, cwd=tmp, env=env,
+                      timeout=300).stdout
     assert "[compiled: graph" in shown and "inductor kernel cpp_fused_add_mul_sigmoid_tanh_" in shown
     assert "return torch.sigmoid(x) * 2.0 + torch.tanh(x)" in shown
     md = tmp / "notes.md"
-    subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], check=True, cwd=tmp, env=env, timeout=300)
+    run_child([*PTTRACE, "export", str(path), "-o", str(md)], check=True, cwd=tmp, env=env, timeout=300)
     notes = md.read_text()
     assert "is inductor-generated code" in notes and "| `sigmoid` | `aten.sigmoid.default` |" in notes
     assert "cpp_fused_add_mul_sigmoid_tanh_0(arg0_1, buf0)" in notes  # the generated module, around its call
@@ -160,8 +160,8 @@ def test_graph_numbers_are_dynamos_own(aot_eager_run, tmp_path):
     _, _, session, _ = aot_eager_run
     code = ("import runpy, sys; sys.argv = [sys.argv[1], 'aot_eager']; g = runpy.run_path(sys.argv[0]); "
             "print('GRAPHS', *sorted(k.split('_')[4] for k in g if k.startswith('__compiled_fn_')))")
-    out = subprocess.run([sys.executable, "-c", code, str(TARGET)], capture_output=True, text=True, timeout=600,
-                         cwd=tmp_path)
+    out = run_child([sys.executable, "-c", code, str(TARGET)], capture_output=True, text=True, timeout=600,
+                    cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     line = next(x for x in out.stdout.splitlines() if x.startswith("GRAPHS "))
     dynamos = {f"graph {n}" for n in line.split()[1:]}

@@ -4,18 +4,18 @@ then the paths, the import-time hits folded into one section, and how to get the
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.support import run_child
 
 pytestmark = pytest.mark.gdb
 
 
 def test_the_demo_writes_notes_that_lead_with_the_sigmoid_call_and_what_it_carried():
-    proc = subprocess.run(["bash", "scripts/demo.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          check=False)
+    proc = run_child(["bash", "scripts/demo.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                     check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "NumPy" not in proc.stdout + proc.stderr  # no warning pttrace's own set-up causes
     assert "source .venv/bin/activate" in proc.stdout

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import linecache
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PYTHON, run_pttrace
+from tests.support import run_child
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ def torch_facts() -> dict:
     """The test venv's torch, asked directly: its commit and where it is installed."""
     code = ("import json, os, torch; print(json.dumps({'commit': torch.version.git_version, "
             "'site': os.path.dirname(os.path.dirname(torch.__file__))}))")
-    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
+    out = run_child([PYTHON, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

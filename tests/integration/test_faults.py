@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
-from tests.support import Lines, allowance, private_mount_prefix, wait_for
+from tests.support import Lines, allowance, private_mount_prefix, run_child, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -116,8 +116,7 @@ def test_gdb_killed_mid_run_keeps_every_hit(tmp_path, no_leftovers):
         os.kill(gdbs[0], signal.SIGKILL)
         out, err = p.communicate(timeout=allowance(60))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == 3, err  # gdb died: not a clean end
     s = session_in(tmp_path)
     assert s.info.status == "interrupted"
@@ -142,8 +141,7 @@ def test_pttrace_killed_mid_run_leaves_a_session_whose_frames_are_all_named(tmp_
         wait_for(lambda: not any(_alive(c) for c in helpers), 30, "gdb to end with the pttrace that started it",
                  why=lambda: f"alive: {[c for c in helpers if _alive(c)]}")
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     # THEN every frame reads back named, its hits in order, even without the fill records written while
     # it ran (pttrace can die before it writes any: they are taken out here)
     (path,) = tmp_path.glob("*.jsonl")
@@ -173,8 +171,7 @@ def test_kill_9_of_gdb_or_the_target_leaves_a_session_whose_frames_are_all_named
         os.kill(pid, signal.SIGKILL)
         out, err = p.communicate(timeout=allowance(90))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == (3 if victim == "gdb" else 0), err
     # THEN the session loads with its hits in order, every native frame named
     s = session_in(tmp_path)
@@ -206,8 +203,7 @@ def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftover
         p.send_signal(sig)
         out, err = p.communicate(timeout=allowance(60))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == 128 + sig, err
     s = session_in(tmp_path)
     assert s.info.status == "interrupted"
@@ -287,9 +283,7 @@ def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers,
         _assert_running_untraced(target, counter)
         _assert_running_untraced(target, counter)
     finally:
-        if p is not None and p.poll() is None:
-            p.kill()
-            p.wait()
+        stop_process(p)
         target.kill()
         target.wait()
 
@@ -341,8 +335,8 @@ def test_non_utf8_script_name(tmp_path, no_leftovers):
     odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.py")
     with open(odd, "wb") as fh:
         fh.write((TARGETS / "argv_echo.py").read_bytes())
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir",
-                           str(tmp_path / "s"), os.fsdecode(odd)], cwd=ROOT, capture_output=True, timeout=300)
+    proc = run_child([*PTTRACE, "run", "--batch", "-b", "THPVariable_tensor", "--session-dir",
+                      str(tmp_path / "s"), os.fsdecode(odd)], cwd=ROOT, capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     s = session_in(tmp_path / "s")
     assert len(s.hits) == 1
@@ -360,8 +354,7 @@ def test_session_directory_removed_mid_run_is_a_clear_error(tmp_path, no_leftove
         shutil.rmtree(sdir)
         out, err = p.communicate(timeout=allowance(120))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == 2
     assert "session file" in err and "Traceback" not in err
     assert not processes_named(str(TARGETS / "loop.py"))
@@ -383,8 +376,8 @@ def test_disk_full_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp_path,
               '"$2" -m tracer run --batch -b THPVariable_tensor --session-dir "$1" "$3"; echo "RC=$?"; '
               '"$2" -c "$4" "$1"')
     # WHEN the target keeps hitting the breakpoint until the disk is full
-    proc = subprocess.run([*prefix, "sh", "-c", script, "sh", str(full), sys.executable,
-                           str(TARGETS / "loop.py"), loader], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    proc = run_child([*prefix, "sh", "-c", script, "sh", str(full), sys.executable,
+                      str(TARGETS / "loop.py"), loader], cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert "RC=" in proc.stdout, (proc.stdout, proc.stderr)
     # THEN pttrace stops with one clear sentence and exit 2, no hang, and no process left behind
     assert "RC=2" in proc.stdout, proc.stderr

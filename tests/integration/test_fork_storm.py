@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
+from tests.support import run_child
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -50,10 +50,10 @@ def test_every_hit_of_a_fork_storm_is_recorded(tmp_path: Path, target: str, args
     # WHEN it is recorded (the timeout only guards the test: a hang is a failure, not a long wait), with its
     # log (the watchdog's wake-ups and rescues are named there: read it when the storm fails)
     log = tmp_path / "pttrace.log"
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), "--log", str(log),
-                           "-b", "wrapper_CPU_sigmoid",
-                           str(TARGETS / target), *args], cwd=tmp_path, input=b"", capture_output=True,
-                          timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), "--log", str(log),
+                      "-b", "wrapper_CPU_sigmoid",
+                      str(TARGETS / target), *args], cwd=tmp_path, input=b"", capture_output=True,
+                     timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
     out = proc.stdout.decode(errors="replace")
     # THEN the run ends (no hang), and nothing is left running
     assert proc.returncode == 0, (out, proc.stderr.decode(errors="replace"), _watchdog(log))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT
+from tests.support import run_child
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -18,8 +19,8 @@ TARGETS = ROOT / "tests" / "targets"
 
 def record(tmp_path: Path, *args: str):
     sessions = tmp_path / "sessions"
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
-                          input=b"", capture_output=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
+                     input=b"", capture_output=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return proc.stdout.decode(errors="replace"), storage.load(next(sessions.glob("*.jsonl")))
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, run_pttrace
-from tests.support import allowance, fifo_line, wait_for
+from tests.support import allowance, fifo_line, run_child, stop_process, wait_for
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -147,8 +147,8 @@ def test_library_operator_key_sets_agree_with_gdbs_own_read(recording, debug_ext
     _, session, _ = recording
     script = tmp_path / "read.py"
     script.write_text(GDB_READ)
-    proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(script), "--args", sys.executable, str(TARGET),
-                           str(debug_ext)], capture_output=True, text=True, timeout=300)
+    proc = run_child(["gdb", "-nx", "-batch", "-x", str(script), "--args", sys.executable, str(TARGET),
+                      str(debug_ext)], capture_output=True, text=True, timeout=300)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("CALLS "))
     gdb_calls = json.loads(line[6:])
     ours = [[h.frame.keyset for h in c.hops()[:-1]] for c in op_calls.group_calls(session.hits)
@@ -246,5 +246,4 @@ def test_attach_finds_a_library_operator_loaded_before_it(debug_ext, tmp_path):
             target.wait(allowance(30))
         finally:
             for proc in (tracer, target):
-                if proc is not None and proc.poll() is None:
-                    proc.kill()
+                stop_process(proc)

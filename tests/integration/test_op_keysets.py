@@ -6,13 +6,13 @@ the same calls, and through the markdown export."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, run_pttrace
+from tests.support import run_child
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -157,8 +157,8 @@ def test_debug_build_hops_agree_with_gdbs_own_read(recording, debug_ext, tmp_pat
     _, session = recording
     script = tmp_path / "read.py"
     script.write_text(GDB_READ.replace("NAMES", repr(EXT_BREAKS)))
-    proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(script), "--args", sys.executable, str(TARGET),
-                           str(debug_ext)], capture_output=True, text=True, timeout=300)
+    proc = run_child(["gdb", "-nx", "-batch", "-x", str(script), "--args", sys.executable, str(TARGET),
+                      str(debug_ext)], capture_output=True, text=True, timeout=300)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("VALUES "))
     gdb_values = [(name.rsplit("::", 1)[-1], value) for name, value in json.loads(line[7:])]
     ours = [(h.innermost.short.split("<")[0].rsplit("::", 1)[-1], h.innermost.keyset) for h in session.hits

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
-from tests.support import Lines, allowance, wait_for
+from tests.support import Lines, allowance, run_child, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -74,8 +74,8 @@ if __name__ == "__main__":
 def record(tmp_path: Path, *args: str, timeout: float = 300):
     sessions = tmp_path / "sessions"
     before = gdb_pids()
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
-                          input=b"", capture_output=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
+                     input=b"", capture_output=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert gdb_pids() <= before, "a gdb was left running"
     files = sorted(sessions.glob("*.jsonl"))
     assert len(files) == 1, (proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
@@ -250,8 +250,7 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
     finally:
         stop.touch()
         for proc in (tracer, target):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
+            stop_process(proc)
 
 
 def test_a_run_ended_early_kills_every_child_it_followed(tmp_path):
@@ -380,8 +379,7 @@ def test_a_child_held_at_its_exec_runs_on_when_pttrace_is_killed_meanwhile(tmp_p
         wait_for(lambda: gdb_pids() <= before, 30, "the child's gdb to end", why=lambda: gdb_pids() - before)
     finally:
         for proc in (tracer, target):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
+            stop_process(proc)
 
 
 def test_a_target_that_executes_python_itself_is_traced_on_and_the_run_ends_with_it(tmp_path):

@@ -25,7 +25,7 @@ import pytest
 
 from tests import pythons
 from tests.conftest import PTTRACE, run_pttrace
-from tests.support import Lines, wait_for
+from tests.support import Lines, run_child, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -51,10 +51,10 @@ def _python(hit) -> list[tuple[str, int, str]]:
 def _py_bt(python) -> list[tuple[str, int, str]]:
     """py-bt at the same stop, from the build's own python-gdb helper (-nx: nothing else is loaded)."""
     helper = f"{python}-gdb.py"
-    out = subprocess.run(["gdb", "-nx", "--batch", "-iex", f"set auto-load safe-path {helper}",
-                          "-ex", "set breakpoint pending on", "-ex", f"break {BREAK}", "-ex", "run", "-ex", "py-bt",
-                          "--args", str(python), str(pythons.TARGET), "call"],
-                         capture_output=True, text=True, timeout=300).stdout
+    out = run_child(["gdb", "-nx", "--batch", "-iex", f"set auto-load safe-path {helper}",
+                     "-ex", "set breakpoint pending on", "-ex", f"break {BREAK}", "-ex", "run", "-ex", "py-bt",
+                     "--args", str(python), str(pythons.TARGET), "call"],
+                    capture_output=True, text=True, timeout=300).stdout
     frames = [(os.path.realpath(m.group(1)) if m.group(1).startswith("/") else m.group(1), int(m.group(2)),
                m.group(3)) for m in map(_PYBT_FRAME.match, out.splitlines()) if m]
     assert len(frames) > 300, out[-3000:]
@@ -160,8 +160,7 @@ def attached(request, tmp_path_factory):
         runs_on(target.pid)
         return {"session": _session(out), "reuse": json.loads(stats.read_text()), "pid": target.pid}
     finally:
-        target.kill()
-        target.wait(30)
+        stop_process(target)
         target.stdout.close()
 
 

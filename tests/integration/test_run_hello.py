@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import run_child
+
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
 
@@ -175,11 +177,10 @@ def test_markdown_export_of_a_real_recording(hello_recording, tmp_path):
     assert "```mermaid" in text
     # The torch frames link to GitHub at the wheel's exact commit (torch's own word for it), at the line of
     # the call in the installed file (the rest of the links: test_exports_real.py)
-    import subprocess
     import sys
 
-    commit = subprocess.run([sys.executable, "-c", "import torch; print(torch.version.git_version)"],
-                            capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1]
+    commit = run_child([sys.executable, "-c", "import torch; print(torch.version.git_version)"],
+                       capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1]
     assert session.info.torch_git_version == commit
     forward = next(f for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid" for f in h.frames
                    if f.kind == "python" and f.file.endswith("torch/nn/modules/activation.py"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids
+from tests.support import run_child
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -22,9 +23,9 @@ def record(tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: floa
     """``pttrace run --batch`` in ``tmp_path``; (process, the one session written)."""
     sessions = tmp_path / "sessions"
     before = gdb_pids()
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
-                          input=stdin if stdin is not None else b"", capture_output=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), *args], cwd=tmp_path,
+                     input=stdin if stdin is not None else b"", capture_output=True, timeout=timeout,
+                     env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert gdb_pids() <= before, "a gdb was left running"
     files = sorted(sessions.glob("*.jsonl"))
     assert len(files) == 1, (proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
@@ -66,8 +67,8 @@ def test_a_script_named_like_an_option_runs_as_a_script_after_a_double_dash(tmp_
 
 
 def test_a_missing_module_is_one_sentence_before_gdb_starts(tmp_path):
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--break", KERNEL, "-m", "no_such_module_xyz"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = run_child([*PTTRACE, "run", "--batch", "--break", KERNEL, "-m", "no_such_module_xyz"], cwd=tmp_path,
+                     capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[0].endswith("has no module named 'no_such_module_xyz'.")
 

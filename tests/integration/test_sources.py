@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import PYTHON, ROOT, run_pttrace
 from tests.unit.export_support import json_hits
+from tests.support import run_child
 from tracer.sources import SourceFinder
 
 # Definitions in C++ come from universal-ctags (setup.sh installs it); the yaml entries do not need it.
@@ -136,10 +137,8 @@ def test_show_names_the_source_of_frames_without_dwarf(hello_recording):
 # -- the debug extension built without -g --------------------------------------------------------------
 @pytest.fixture(scope="module")
 def nodwarf_ext() -> Path:
-    import subprocess
-
-    proc = subprocess.run([PYTHON, str(ROOT / "scripts" / "build_debug_ext.py"), "--no-debug"], capture_output=True,
-                          text=True, timeout=600)
+    proc = run_child([PYTHON, str(ROOT / "scripts" / "build_debug_ext.py"), "--no-debug"], capture_output=True,
+                     text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(proc.stdout.strip().splitlines()[-1])
 

@@ -84,8 +84,7 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_behind(tmp_path, no_left
         out, err = p.communicate(timeout=allowance(60))
         slow_target.hold.unlink()
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     # THEN pttrace puts the original bytes back: the target runs on; the session says what happened
     assert p.returncode == 3, err
     runs_on_untraced(slow_target, slow_target.lines)
@@ -111,8 +110,7 @@ def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_lefto
         out, err = p.communicate(timeout=allowance(60))
         took = time.monotonic() - t0
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
         if gdb and process_state(gdb) == "T":
             os.kill(gdb, signal.SIGCONT)
     # THEN pttrace lets gdb go on, detaches, and ends with 143; the target runs on
@@ -131,8 +129,7 @@ def test_sighup_while_attached_ends_the_session_and_the_target_runs_on(tmp_path,
         p.send_signal(signal.SIGHUP)
         out, err = p.communicate(timeout=allowance(60))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == 129, err
     assert last_record(tmp_path)["type"] == "end"
     assert session_in(tmp_path).info.status == "detached"
@@ -148,8 +145,7 @@ def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftov
         p.send_signal(signal.SIGHUP)
         out, err = p.communicate(timeout=allowance(60))
     finally:
-        if p.poll() is None:
-            p.kill()
+        stop_process(p)
     assert p.returncode == 129, err
     end = last_record(tmp_path)
     assert end["type"] == "end" and end["status"] == "interrupted" and end["reason"] == "sighup"
@@ -253,5 +249,4 @@ def test_gdb_killed_while_attached_leaves_no_breakpoint_in_a_followed_child(tmp_
     finally:
         stop.touch()
         for proc in (p, target):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
+            stop_process(proc)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT
-from tests.support import Lines, allowance, stop_process, wait_for
+from tests.support import Lines, allowance, run_child, stop_process, wait_for
 from tracer.recorder import watchdog
 from tracer.session import storage
 
@@ -33,9 +33,9 @@ def _state(pid: int) -> str:
 def test_stderr_stays_apart_from_stdout_and_both_are_terminals(tmp_path: Path):
     # GIVEN a target that writes to its stdout and its stderr
     # WHEN pttrace's own stdout and stderr are two pipes
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp_path / "s"), "-b",
-                           "wrapper_CPU_sigmoid", str(TARGETS / "streams.py")], cwd=tmp_path, input=b"",
-                          capture_output=True, timeout=600, env=ENV)
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(tmp_path / "s"), "-b",
+                      "wrapper_CPU_sigmoid", str(TARGETS / "streams.py")], cwd=tmp_path, input=b"",
+                     capture_output=True, timeout=600, env=ENV)
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     assert proc.returncode == 0, err
     # THEN the target's stdout is on pttrace's stdout, its stderr on pttrace's stderr, each a terminal
@@ -47,9 +47,9 @@ def test_stderr_stays_apart_from_stdout_and_both_are_terminals(tmp_path: Path):
 
 def test_one_stream_keeps_the_targets_order(tmp_path: Path):
     # GIVEN the same target, WHEN pttrace's stderr is its stdout (2>&1)
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp_path / "s"), "-b",
-                           "wrapper_CPU_sigmoid", str(TARGETS / "streams.py")], cwd=tmp_path, input=b"",
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600, env=ENV)
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(tmp_path / "s"), "-b",
+                      "wrapper_CPU_sigmoid", str(TARGETS / "streams.py")], cwd=tmp_path, input=b"",
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600, env=ENV)
     out = proc.stdout.decode(errors="replace")
     assert proc.returncode == 0, out
     # THEN the three lines come in the order the target wrote them

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sysconfig
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, PTTRACE, ROOT, gdb_pids, our_processes
-from tests.support import allowance
+from tests.support import allowance, run_child
 from tracer import settings
 from tracer.export import paths as P
 from tracer.recorder.torchscript import NOT_CACHED
@@ -46,9 +45,9 @@ def recording(tmp_path_factory):
     assert not layout.problems, layout.problems
     tmp = tmp_path_factory.mktemp("jit")
     before = gdb_pids()
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), "-b", "wrapper_CPU_sigmoid",
-                           "-b", "at::native::relu", str(TARGET)], capture_output=True, text=True, timeout=900,
-                          cwd=tmp, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), "-b", "wrapper_CPU_sigmoid",
+                      "-b", "at::native::relu", str(TARGET)], capture_output=True, text=True, timeout=900,
+                     cwd=tmp, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert gdb_pids() <= before, "a gdb was left running"
     files = sorted(tmp.glob("*.jsonl"))
     assert proc.returncode == 0 and len(files) == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
@@ -115,13 +114,13 @@ def views(recording, tmp_path_factory):
     """``pttrace show`` of the recording, its markdown and its JSON export: made once, read by two tests."""
     _, _, path = recording
     tmp = tmp_path_factory.mktemp("views")
-    show = subprocess.run([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp)
+    show = run_child([*PTTRACE, "show", str(path)], capture_output=True, text=True, timeout=300, cwd=tmp)
     md, js = tmp / "notes.md", tmp / "s.json"
-    markdown = subprocess.run([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True,
-                              timeout=300)
+    markdown = run_child([*PTTRACE, "export", str(path), "-o", str(md)], capture_output=True, text=True,
+                         timeout=300)
     assert markdown.returncode == 0, markdown.stderr
-    exported = subprocess.run([*PTTRACE, "export", str(path), "--format", "json", "-o", str(js)],
-                              capture_output=True, text=True, timeout=300)
+    exported = run_child([*PTTRACE, "export", str(path), "--format", "json", "-o", str(js)],
+                         capture_output=True, text=True, timeout=300)
     assert exported.returncode == 0, exported.stderr
     return show, md.read_text(), json.loads(js.read_text())
 
@@ -243,9 +242,9 @@ def _probes() -> list[int]:
 
 def _record(target: Path, xdg: Path, tmp: Path, *breaks: str):
     args = [a for b in breaks for a in ("-b", b)]
-    proc = subprocess.run([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), *args, str(target)],
-                          capture_output=True, text=True, timeout=900, cwd=tmp,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(xdg)})
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(tmp), *args, str(target)],
+                     capture_output=True, text=True, timeout=900, cwd=tmp,
+                     env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(xdg)})
     files = sorted(tmp.glob("*.jsonl"))
     assert proc.returncode == 0 and len(files) == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
     return files[0]

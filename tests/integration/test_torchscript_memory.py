@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, gdb_pids
+from tests.support import run_child
 from tracer import settings
 from tracer.scripted import interp_layout as IL
 from tracer.symbols import find_symbol
@@ -46,10 +46,10 @@ def recorded(tmp_path_factory) -> list[dict]:
     lib = str(TORCH / "lib" / "libtorch_cpu.so")
     offsets = {name: _entry(name, lib) for name in (SIGMOID, RELU)}
     before = gdb_pids()
-    proc = subprocess.run(["gdb", "-nx", "-batch", "-x", str(ROOT / "tests" / "integration" / "ts_memory_gdb.py"),
-                           "--args", sys.executable, str(TARGET)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path),
-                               "PTT_BREAK": json.dumps(offsets)})
+    proc = run_child(["gdb", "-nx", "-batch", "-x", str(ROOT / "tests" / "integration" / "ts_memory_gdb.py"),
+                      "--args", sys.executable, str(TARGET)], capture_output=True, text=True, timeout=900,
+                     env={**os.environ, "PTT_ROOT": str(ROOT), "PTT_LAYOUT": str(path),
+                          "PTT_BREAK": json.dumps(offsets)})
     assert gdb_pids() <= before, "a gdb was left running"
     out = [json.loads(line[8:]) for line in proc.stdout.splitlines() if line.startswith("PTT-HIT ")]
     assert out and all("error" not in h for h in out), (out, proc.stderr[-2000:])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Lines, allowance
+from tests.support import Lines, allowance, stop_process
 from tracer import settings
 from tracer.symbols import find_symbol, torch_libraries
 from tracer.values import layout as layouts
@@ -99,9 +99,7 @@ def hits(request, tmp_path_factory):
         yield facts, lines
     finally:
         for p in (gdb, proc):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(timeout=allowance(30))
+            stop_process(p)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
 

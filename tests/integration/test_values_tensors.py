@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Lines, allowance, wait_for
+from tests.support import Lines, allowance, run_child, wait_for
 from tracer.symbols import torch_libraries
 from tracer.values import layout as layouts
 from tracer.values import read_tensor, read_thp_variable
@@ -154,9 +154,9 @@ def test_a_tensor_with_symbolic_sizes_says_so(stopped, tmp_path):
     its unused SizesAndStrides (which said float32[0] before ExtraMeta was placed)."""
     lay, _, python = stopped
     (tmp_path / "layout.json").write_text(lay.to_json())
-    out = subprocess.run([python, "-c", SYMBOLIC, str(tmp_path / "layout.json")], capture_output=True,
-                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
-                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    out = run_child([python, "-c", SYMBOLIC, str(tmp_path / "layout.json")], capture_output=True,
+                    text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+                    env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
     lines = out.stdout.splitlines()
     assert out.returncode == 0 and len(lines) == 2, out.stderr[-2000:]
     assert lines[0].startswith("torch.Size([s") and "symbolic" not in lines[0]

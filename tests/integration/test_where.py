@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_child
 from tracer import symbols
 from tracer.cli import main
 from tracer.commands.where import RELEASE_NOTE
@@ -112,8 +113,8 @@ def test_torch_libraries_are_found_without_importing_torch(torch_libs):
 
 def test_the_installed_command_runs(torch_libs, cache_dir):
     env = dict(os.environ, XDG_CACHE_HOME=str(cache_dir))
-    proc = subprocess.run([str(PTTRACE_BIN), "where", "initModule"], capture_output=True, text=True,
-                          timeout=120, env=env)
+    proc = run_child([str(PTTRACE_BIN), "where", "initModule"], capture_output=True, text=True,
+                     timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "torch::cpu::initModule(_object*)" in proc.stdout
 
@@ -126,8 +127,8 @@ def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
     path), read from the process's own import log."""
     env = dict(os.environ, XDG_CACHE_HOME=str(cache_dir))
     argv = [sys.executable, "-X", "importtime", "-m", "tracer", "where", "initModule"]
-    subprocess.run(argv, capture_output=True, timeout=120, env=env, check=True)  # the index is cached
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    run_child(argv, capture_output=True, timeout=120, env=env, check=True)  # the index is cached
+    proc = run_child(argv, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "tracer.symbols.elf_index" in imported  # the log is read right
@@ -258,8 +259,8 @@ def test_debug_ext_lines_agree_with_addr2line(debug_ext):
     if quirks and shutil.which("gdb"):
         # gdb agrees with us where addr2line differs.
         a = quirks[0]
-        gdb = subprocess.run(["gdb", "-batch", "-nx", "-ex", f"info line *{a:#x}", str(debug_ext)],
-                             capture_output=True, text=True, timeout=60).stdout
+        gdb = run_child(["gdb", "-batch", "-nx", "-ex", f"info line *{a:#x}", str(debug_ext)],
+                        capture_output=True, text=True, timeout=60).stdout
         assert f'of "{ours[a].file}"' in gdb, gdb
 
 

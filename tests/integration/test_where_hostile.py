@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_child
 from tracer import symbols
 from tracer.cli import main
 from tracer.errors import SymbolError
@@ -166,9 +167,9 @@ def crafted_shstrtab(original: Path, out: Path) -> tuple[Path, int]:
 
 def test_huge_shstrtab_is_one_sentence_and_exit_2_through_the_cli(debug_ext, tmp_path, fresh):
     crafted, end = crafted_shstrtab(debug_ext, tmp_path / "crafted.so")
-    proc = subprocess.run([sys.executable, "-m", "tracer", "where", "scale_add_cpu", "--lib", str(crafted)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    proc = run_child([sys.executable, "-m", "tracer", "where", "scale_add_cpu", "--lib", str(crafted)],
+                     capture_output=True, text=True, timeout=120,
+                     env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     assert proc.returncode == 2, proc
     assert proc.stderr.strip().splitlines() == [
         f"pttrace: {crafted}: truncated ELF file ({crafted.stat().st_size} bytes; section .shstrtab ends at "
@@ -193,8 +194,8 @@ def test_a_crafted_symbol_name_never_reaches_the_terminal_raw(debug_ext, tmp_pat
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     # WHEN pttrace where names that address, and looks the spelled-out name up
     for argv in (["where", hex(address), "--lib", str(crafted)], ["where", hex(address), "--lib", str(crafted), "--mangled"]):
-        proc = subprocess.run([sys.executable, "-m", "tracer", *argv], capture_output=True, text=True, timeout=120,
-                              env=env)
+        proc = run_child([sys.executable, "-m", "tracer", *argv], capture_output=True, text=True, timeout=120,
+                         env=env)
         # THEN the name is shown, its control characters spelled out, none raw
         assert proc.returncode == 0, proc
         assert "\\x1b]0;" in proc.stdout, proc.stdout

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import alive, gdb_pids
-from tests.support import allowance
+from tests.support import allowance, run_child
 from tests.tui.test_terminal import EXIT_MARK, PTTRACE, TMUX, Terminal, _quote, descendants
 from tests.tui.support import ROOT
 
@@ -71,7 +70,7 @@ def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
             term.wait_for("running", timeout=60)
         held = [p for p in term.processes()]
         # WHEN its terminal goes away
-        subprocess.run([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
+        run_child([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
         # THEN pttrace ends with 129
         end = time.monotonic() + allowance(60)
         while not rc_file.exists():
@@ -133,7 +132,7 @@ def test_a_view_whose_terminal_hangs_up_without_sighup_ends(tmp_path: Path):
         term.wait_for("hits", timeout=60)
         (pid,) = [p for p in term.processes() if _argv(p)[1:3] == [str(PTTRACE), "view"]]
         # WHEN the terminal goes away THEN the view ends (it stayed, spinning on its input at 30% CPU)
-        subprocess.run([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
+        run_child([TMUX, "-S", term.socket, "kill-server"], capture_output=True, timeout=20)
         end = time.monotonic() + allowance(30)
         while not rc_file.exists():
             assert time.monotonic() < end, "pttrace view did not end after its terminal closed"

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import HELLO, ROOT
-from tests.support import allowance
+from tests.support import run_child
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -78,8 +77,8 @@ def gdbs_steps(tmp_path_factory) -> list[dict]:
     script = tmp_path_factory.mktemp("oracle") / "steps.py"
     script.write_text(ORACLE)
     # -nx: no init files; --batch: exit after the script; the target run as pttrace runs it.
-    proc = subprocess.run(["gdb", "-nx", "--batch", "-ex", f"source {script}", "--args", sys.executable, str(HELLO)],
-                          capture_output=True, text=True, timeout=allowance(600), cwd=ROOT)
+    proc = run_child(["gdb", "-nx", "--batch", "-ex", f"source {script}", "--args", sys.executable, str(HELLO)],
+                     capture_output=True, text=True, timeout=600, cwd=ROOT)
     steps = [json.loads(line[len("ORACLE "):]) for line in proc.stdout.splitlines() if line.startswith("ORACLE ")]
     assert steps and steps[0]["action"] == "hit", proc.stdout[-2000:] + proc.stderr[-2000:]
     assert [s["action"] for s in steps][-3:] == ["next"] * 3, [s["action"] for s in steps]

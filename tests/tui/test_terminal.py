@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import alive
-from tests.support import allowance, wait_for
+from tests.support import allowance, run_child, wait_for
 from tests.tui.support import FIXTURE, ROOT
 
 TMUX = shutil.which("tmux")
@@ -56,8 +56,8 @@ class Terminal:
         # An explicit env: under pytest the C-level environment carries COLUMNS=80 LINES=24 (readline
         # puts them there, os.environ does not show them), and a program in the pane would believe them.
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        proc = subprocess.run([TMUX, "-S", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              text=True, timeout=20, env=env)
+        proc = run_child([TMUX, "-S", self.socket, "-f", "/dev/null", *args], capture_output=True,
+                         text=True, timeout=20, env=env)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
@@ -109,7 +109,7 @@ class Terminal:
         """Kill the server (its panes get SIGHUP: pttrace ends its run), wait for every process it held to
         end, and kill what is left: a failed test leaves nothing running."""
         held = self.processes()
-        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=20)
+        run_child([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=20)
         try:
             wait_for(lambda: not [pid for pid in held if alive(pid)], 30, "the terminal's processes to end")
         except AssertionError:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import alive
-from tests.support import allowance, fifo_line, stop_process, wait_for
+from tests.support import allowance, fifo_line, run_child, stop_process, wait_for
 from tests.tui.test_terminal import HELLO, PTTRACE, ROOT, terminal  # noqa: F401 (the fixture)
 from tracer.session import storage
 
@@ -79,8 +79,8 @@ def test_stop_mode_faults_in_a_real_terminal(terminal, tmp_path):  # noqa: F811
     assert term.exit_status() == 0
     (path,) = tmp_path.glob("*.jsonl")
     assert [bp.spec for bp in storage.load(path).breakpoints] == ["wrapper_CPU_sigmoid"]
-    listed = subprocess.run([str(PTTRACE), "sessions", "--session-dir", str(tmp_path)], capture_output=True,
-                            text=True, timeout=60)
+    listed = run_child([str(PTTRACE), "sessions", "--session-dir", str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
     assert "sigmoid_backward" not in listed.stdout + listed.stderr
 
 

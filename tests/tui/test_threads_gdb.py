@@ -116,7 +116,7 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
     import os
     import subprocess
 
-    from tests.support import fifo_line
+    from tests.support import allowance, fifo_line, stop_process
     from tracer.tui.widgets.output import OutputLog
 
     # GIVEN a running Python attached to and interrupted
@@ -155,7 +155,6 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
     finally:
         stop_file.touch()
         try:
-            target.wait(30)
+            target.wait(allowance(30))
         finally:
-            if target.poll() is None:
-                target.kill()
+            stop_process(target)

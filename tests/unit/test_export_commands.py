@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import private_mount_prefix
+from tests.support import private_mount_prefix, run_child
 from tests.unit.export_support import SIGMOID, SIGMOID_ID, code_spans, tables, unclosed_fence
 from tracer.cli import main
 
@@ -198,9 +197,9 @@ def test_export_to_a_read_only_directory(sdir, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     # WHEN pttrace exports into it
-    proc = subprocess.run([*prefix, "sh", "-c", _READ_ONLY, "sh", str(ro), sys.executable, "-m", "tracer", "export",
-                           SIGMOID_ID, "--session-dir", str(sdir), "-o", str(ro / "n.md")],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ, COLUMNS="250"))
+    proc = run_child([*prefix, "sh", "-c", _READ_ONLY, "sh", str(ro), sys.executable, "-m", "tracer", "export",
+                      SIGMOID_ID, "--session-dir", str(sdir), "-o", str(ro / "n.md")],
+                     capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ, COLUMNS="250"))
     # THEN one sentence names the file and the reason, exit 2, and nothing was written
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr.strip()

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import nm_defined
-from tests.support import Lines
+from tests.support import Lines, allowance, run_child
 from tracer.dispatch import dispatch_tables, op_follow, ops
 from tracer.errors import UsageError
 
@@ -412,7 +411,7 @@ def test_attach_finds_torch_from_the_process_map_when_exe_is_a_venv_base_python(
         assert fields["dispatch_keys"] and fields["dispatch_keys"]["torch_version"].startswith("2.13.0")
     finally:
         target.stdin.close()
-        target.wait(timeout=30)
+        target.wait(timeout=allowance(30))
     assert ops.torch_of_process(target.pid) is None  # gone: nothing to say
 
 
@@ -445,7 +444,7 @@ def dispatch_table(op: str) -> dict[str, str]:
     """torch's own ``_dispatch_dump_table``: dispatch key -> the generated file its kernel is registered in
     (Register<Key>_N.cpp, VariableType_N.cpp, TraceType_N.cpp), for the keys with a generated kernel."""
     code = f"import torch; print(torch._C._dispatch_dump_table({op!r}))"
-    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
+    out = run_child([PY, "-c", code], capture_output=True, text=True, timeout=300, check=True).stdout
     return {m.group(1): m.group(2) for m in map(_REGISTERED.match, out.splitlines()) if m}
 
 

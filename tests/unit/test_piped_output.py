@@ -3,12 +3,12 @@ and a long list of breakpoint locations is summarised with a count."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from tests.support import run_child
 from tracer.commands._summary import SHOWN_LOCATIONS, _print_breakpoint
 from tracer.session import storage
 from tracer.session.model import Breakpoint, Location
@@ -20,8 +20,8 @@ ADAPTER = "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call"
 
 def piped(*args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    proc = subprocess.run([sys.executable, "-m", "tracer", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = run_child([sys.executable, "-m", "tracer", *args], cwd=ROOT, env=env, capture_output=True,
+                     text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

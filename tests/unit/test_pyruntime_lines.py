@@ -6,12 +6,12 @@ modules; our decoder must give the same line for every instruction.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests import pythons
+from tests.support import run_child
 from tracer.pyruntime.lines import line_at, ranges_for
 
 
@@ -35,8 +35,8 @@ def test_every_instruction_line_matches_co_lines(minor):
     python = pythons.pyenv_python(minor)
     if python is None:
         pytest.skip(f"no pyenv 3.{minor} under {pythons.PYENV}")
-    dumped = json.loads(subprocess.run([str(python), "-c", _DUMP], capture_output=True, text=True,
-                                       check=True, timeout=120).stdout)
+    dumped = json.loads(run_child([str(python), "-c", _DUMP], capture_output=True, text=True,
+                                  check=True, timeout=120).stdout)
     checked = 0
     for table, first, lines in dumped:
         ranges = ranges_for(minor, bytes.fromhex(table), first)

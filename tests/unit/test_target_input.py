@@ -10,6 +10,7 @@ import time
 import tty
 import zlib
 
+from tests.support import allowance
 from tracer.recorder.target_input import EOF, LNEXT, InputForwarder, encode, end_of_input
 
 READER = ("import sys, zlib; d = sys.stdin.buffer.read(); sys.stdout.write(f'LEN {len(d)} CRC {zlib.crc32(d)}\\n'); "
@@ -33,11 +34,11 @@ def run_reader(data: bytes) -> str:
     os.write(sink, data)
     os.close(sink)
     out = b""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + allowance(30)
     while b"AGAIN" not in out and time.monotonic() < deadline:
         if select.select([master], [], [], 0.2)[0]:
             out += os.read(master, 65536)
-    proc.wait(timeout=30)
+    proc.wait(timeout=allowance(30))
     forwarder.close()
     for fd in (master, slave, source):
         os.close(fd)

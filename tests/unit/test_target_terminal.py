@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from tests.support import allowance
 from tracer.recorder.launch import DRAIN_LIMIT, TargetTerminal
 
 LAST = "the last line"
@@ -26,7 +27,7 @@ def test_every_byte_written_before_exit_is_handed_on_by_close():
         got: list[str] = []
         terminal = TargetTerminal(False, lambda text, stream: got.append(text))
         proc = subprocess.Popen(WRITER, stdout=terminal.slave, stderr=terminal.slave)
-        assert proc.wait(30) == 0
+        assert proc.wait(allowance(30)) == 0
         terminal.close()
         out = "".join(got)
         assert out.endswith(LAST + "\n") and out.count("x") == 60000, (attempt, out[-80:])
@@ -48,4 +49,4 @@ def test_a_survivor_holding_the_terminal_delays_the_end_no_longer_than_the_limit
         assert survivor.poll() is None
     finally:
         survivor.kill()
-        survivor.wait(10)
+        survivor.wait(allowance(10))
