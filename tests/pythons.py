@@ -197,7 +197,7 @@ def attach_then_stop(python: Path, target: list[str], pttrace: list[str], breakp
                         text=True, timeout=300, env=dict(os.environ, **(env or {})), cwd=ROOT)
         files = sorted(sessions.glob("*.jsonl"))
         flag.touch()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + allowance(30)
         while _state(proc.pid) != "T":
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError("the target did not stop itself after pttrace detached")

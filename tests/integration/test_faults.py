@@ -266,10 +266,19 @@ def test_sigint_while_attached_detaches_and_target_lives(tmp_path, no_leftovers,
             wait_for_hits(tmp_path, 3)
             p.send_signal(signal.SIGINT)
             if moment == "detaching":
-                for _ in range(10):  # the first Ctrl-C's detach is under way during these
-                    time.sleep(0.02)
-                    if p.poll() is None:
-                        p.send_signal(signal.SIGINT)
+                # Again and again until gdb has let the target go (its TracerPid): each one comes while the
+                # first Ctrl-C's detach is under way, seen, not assumed from a sleep
+                again = []
+
+                def let_go() -> bool:
+                    if p.poll() is not None or not _tracer(target.pid):
+                        return True
+                    p.send_signal(signal.SIGINT)
+                    again.append(time.monotonic())
+                    return False
+
+                wait_for(let_go, 60, "pttrace to detach from the target", step=0.02)
+                assert again, "the target was let go before a second Ctrl-C: none came while detaching"
         out, err = p.communicate(timeout=allowance(60))
         # THEN pttrace ends cleanly with 130 (as a Ctrl-C'd program does), says it detached, and the
         # target runs on, untraced, counting

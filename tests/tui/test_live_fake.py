@@ -154,7 +154,7 @@ def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
 
     def slow_start(emit):
         starting.set()
-        gdb_up.wait(10)
+        gdb_up.wait(allowance(10))
         run(emit)
 
     fake_source.run = slow_start
@@ -185,7 +185,7 @@ def test_a_slow_gdb_command_does_not_hold_the_keys(fake_source):
     step = fake_source.step
 
     def slow_finish(action):
-        release.wait(10)
+        release.wait(allowance(10))
         return step(action)
 
     fake_source.step = slow_finish

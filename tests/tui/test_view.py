@@ -13,7 +13,7 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.widgets import DataTable
 
-from tests.tui.support import FIXTURE, run_pilot, wait_until
+from tests.tui.support import FIXTURE, allowance, run_pilot, wait_until
 from tracer.session import storage
 from tracer.tui.app import make_app
 from tracer.tui.sources import SessionSource
@@ -398,7 +398,7 @@ def test_a_big_session_shows_its_first_hits_before_the_rest_of_its_file_is_read(
     assert 0 < head < 30_000 and source.session.info.status == "loading"
     # The rest of the file is read only once the test has looked at the first screen (a gate, not a fake).
     gate, real_load = threading.Event(), storage.load
-    monkeypatch.setattr(sources.storage, "load", lambda *a, **kw: gate.wait(60) and real_load(*a, **kw))
+    monkeypatch.setattr(sources.storage, "load", lambda *a, **kw: gate.wait(allowance(60)) and real_load(*a, **kw))
 
     async def scenario():
         app = make_app(source)

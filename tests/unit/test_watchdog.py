@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.support import allowance
 from tracer.gdb.agent import rescue
 from tracer.recorder import watchdog
 
@@ -30,7 +31,7 @@ def _state(pid: int) -> str | None:
 
 
 def _wait_state(pid: int, states: str, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    end = time.monotonic() + allowance(timeout)
     while _state(pid) not in states:
         assert time.monotonic() < end, f"process {pid} never reached state {states} ({_state(pid)})"
         time.sleep(0.02)
@@ -173,7 +174,7 @@ def test_a_tracer_that_missed_a_wake_up_is_woken_and_goes_on():
         warnings: list[str] = []
         dog = watchdog.Watchdog(_Stub(proc=tracer, last_notify=0.0), None, processes, None, None, warnings.append)
         # WHEN the recorder's loop looks, again and again, having heard nothing from it
-        end = time.monotonic() + 30 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        end = time.monotonic() + allowance(30)
         while tracer.poll() is None:
             assert time.monotonic() < end, f"the tracer was never woken ({dog.wake_ups} wake-ups)"
             assert dog.check(heard=1.0) is False  # never a rescue: a wake-up is enough
@@ -218,7 +219,7 @@ def test_a_handed_over_process_whose_recorder_lost_an_event_is_said_and_counted(
                             lambda cfg, listener: EndedByALostEvent(), lambda ev: None, warnings.append)
         # WHEN its recorder runs to that end
         kids.hand_over(Execd(held.pid, ["python3", "x.py"], None))
-        end = time.monotonic() + 20 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        end = time.monotonic() + allowance(20)
         while not kids.idle():
             assert time.monotonic() < end, "the child's recorder never ended"
             time.sleep(0.02)
