@@ -22,7 +22,9 @@ class GdbNotFound(PttraceError):
 
 
 class GdbDied(PttraceError):
-    """gdb went away under us."""
+    """gdb went away under us (exit code 3, as when it dies while the target runs: not bad input)."""
+
+    exit_code = 3
 
 
 class TargetError(PttraceError):

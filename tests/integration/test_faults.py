@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
+from tests.conftest import PTTRACE, ROOT, gdb_pids, our_processes, run_pttrace
 from tests.support import Lines, allowance, private_mount_prefix, run_child, stop_process, wait_for
 from tracer.session import storage
 
@@ -25,10 +25,14 @@ pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 TARGETS = ROOT / "tests" / "targets"
 
 
-def session_in(directory: Path):
+def session_file(directory: Path) -> Path:
     files = list(directory.glob("*.jsonl"))
     assert len(files) == 1, files
-    return storage.load(files[0])
+    return files[0]
+
+
+def session_in(directory: Path):
+    return storage.load(session_file(directory))
 
 
 def children_of(pid: int) -> list[int]:
@@ -458,6 +462,100 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
     assert expect in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) <= 2
+
+
+# A gdb that dies during pttrace's start-up, after the session file is opened: the real gdb runs behind a
+# wrapper that passes pttrace's commands on, and at the first setting pttrace makes (set_up_gdb's
+# "mi-async on") kills gdb, leaves a mark, and kills itself with SIGKILL (the gdb pttrace started).
+DYING_GDB = """
+import os, signal, subprocess, sys
+if "--version" in sys.argv:
+    os.execvp("gdb", ["gdb", *sys.argv[1:]])
+gdb = subprocess.Popen(["gdb", *sys.argv[1:]], stdin=subprocess.PIPE)
+for line in sys.stdin.buffer:
+    if b"-gdb-set mi-async on" in line:
+        gdb.kill()
+        gdb.wait()
+        open(os.environ["DYING_GDB_MARK"], "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    gdb.stdin.write(line)
+    gdb.stdin.flush()
+"""
+
+
+def test_gdb_dying_during_start_up_ends_the_session_with_why(tmp_path, no_leftovers):
+    wrapper, mark, sessions = tmp_path / "dying-gdb", tmp_path / "killed", tmp_path / "s"
+    wrapper.write_text(f"#!{sys.executable}\n{DYING_GDB}")
+    wrapper.chmod(0o755)
+    before = set(our_processes())
+    # WHEN gdb dies while pttrace sets it up
+    proc = run_pttrace("run", "--batch", "--gdb", str(wrapper), "-b", "THPVariable_tensor", "--session-dir",
+                       str(sessions), str(TARGETS / "loop.py"), env={"DYING_GDB_MARK": str(mark)})
+    assert mark.exists(), proc.stderr  # it died where the test made it die, not earlier
+    # THEN pttrace says so in one sentence and exits 3 (gdb died), as when gdb dies while the target runs
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == "pttrace: gdb exited during start-up (killed by signal 9).\n"
+    # AND the session file on disk ends with an end record that gives the reason (a warning too: every view
+    # shows it), not as a recording cut off while it ran
+    (path,) = sessions.glob("*.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0]["type"] == "header"
+    assert records[-1]["type"] == "end" and records[-1]["status"] == "failed"
+    assert records[-1]["reason"] == "gdb exited during start-up (killed by signal 9)."
+    s = storage.load(path)
+    assert s.info.status == "failed" and s.info.ended
+    assert "the recording did not start: gdb exited during start-up (killed by signal 9)." in s.info.warnings
+    # AND nothing of the run is left: no gdb, no target (a probe of the interpreter pttrace left to finish
+    # on its own, when its answer was not cached yet, ends within the deadline)
+    wait_for(lambda: not set(our_processes()) - before, 60, "every process of the run to end",
+             why=lambda: f"still running: {set(our_processes()) - before}")
+
+
+def test_a_fault_of_pttrace_while_gdb_is_set_up_ends_the_session_with_why(tmp_path, monkeypatch, no_leftovers):
+    # GIVEN a real run whose start-up meets a fault of pttrace's own once the session file is open (the
+    # breakpoints' arming raises what no part of pttrace expects)
+    from tracer.recorder import Recorder, TraceConfig, startup
+
+    def arm(*args, **kwargs):
+        raise RuntimeError("a fault while arming")
+
+    monkeypatch.setattr(startup, "arm", arm)
+    recorder = Recorder(TraceConfig(breakpoints=("THPVariable_tensor",), script=str(TARGETS / "loop.py"),
+                                    session_dir=tmp_path, forward_output=False, forward_input=False))
+    # WHEN it starts THEN the fault comes out as it was (a bug: its traceback), gdb is gone, and the session
+    # file ends with an end record that says what happened
+    with pytest.raises(RuntimeError, match="a fault while arming"):
+        recorder.start()
+    assert recorder.mi is not None and recorder.mi.proc.poll() is not None
+    end = json.loads(session_file(tmp_path).read_text().splitlines()[-1])
+    assert (end["type"], end["status"]) == ("end", "failed")
+    assert end["reason"] == "pttrace failed during start-up: RuntimeError: a fault while arming"
+    assert session_in(tmp_path).info.status == "failed"
+
+
+def test_a_fault_of_the_tui_between_start_up_and_run_ends_the_session_with_why(tmp_path, monkeypatch,
+                                                                                  no_leftovers):
+    # GIVEN the TUI's live source over a real recorder, which fails after the recorder started (gdb set up,
+    # the session open) and before its run began
+    from tracer.recorder import TraceConfig
+    from tracer.tui.sources import LiveSource
+
+    source = LiveSource(TraceConfig(breakpoints=("THPVariable_tensor",), script=str(TARGETS / "loop.py"),
+                                    session_dir=tmp_path, live=True, forward_output=False, forward_input=False))
+
+    def started_up(emit):
+        raise RuntimeError("a fault of the UI's")
+
+    monkeypatch.setattr(source, "_started_up", started_up)
+    events: list = []
+    # WHEN it runs THEN the fault comes out, the recording is ended (gdb gone) and its session says why
+    with pytest.raises(RuntimeError, match="a fault of the UI's"):
+        source.run(events.append)
+    assert source.finished and source.engine.mi.proc.poll() is not None
+    end = json.loads(session_file(tmp_path).read_text().splitlines()[-1])
+    assert end["type"] == "end" and end["reason"] == "pttrace failed: RuntimeError: a fault of the UI's"
+    assert session_in(tmp_path).info.status == "interrupted"
+    gone(str(TARGETS / "loop.py"))
 
 
 def test_attach_to_a_process_already_traced(tmp_path, no_leftovers):

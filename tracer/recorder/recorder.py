@@ -15,10 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from tracer.errors import GdbDied, PermissionDenied, SessionError, TargetError, UsageError
+from tracer.errors import GdbDied, PttraceError, TargetError, UsageError
 from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.recorder import launch, startup
-from tracer.recorder.agent_link import AgentError
+from tracer.recorder.agent_link import AgentError, AgentLoading
 from tracer.recorder.children import ExecChildren
 from tracer.recorder.config import TraceConfig
 from tracer.recorder.control import Controller
@@ -143,46 +143,67 @@ class Recorder:
         # versions and where torch is (two more interpreters, ~0.1 s each): all at once.
         started = self._started or launch.StartedGdb.start(cfg)
         self.python, gversion, helper, self.mi = started.python, started.gdb_version, started.helper, started.mi
+        try:
+            facts = self._describe_python()
+            self.info, self._files = startup.open_session(cfg, self.python, facts, gversion, self.notices.emit,
+                                                          self.notices.warn)
+        except BaseException:  # a bad --python, a --session-dir that is a file, a full disk: nothing recorded
+            self._abort()  # yet, and gdb, up already, is not left behind
+            raise
+        try:
+            self._set_up(helper, started.agent)
+        except BaseException as exc:
+            failure = self._start_failed(exc)
+            if failure is exc:
+                raise
+            raise failure from None
+        return self._files.path
+
+    def _describe_python(self) -> dict:
         libraries = threading.Thread(target=startup.torch_libraries, args=(self.python,), name="torch-libraries",
                                      daemon=True)
         libraries.start()
         try:
-            facts = launch.describe_python(self.python)
-        except UsageError:
-            self._abort()
-            raise
+            return launch.describe_python(self.python)
         finally:
             libraries.join()  # its answer is kept (symbols.torch_libraries is cached) for set_up_gdb
-        notices = self.notices
-        try:
-            self.info, self._files = startup.open_session(cfg, self.python, facts, gversion, notices.emit,
-                                                          notices.warn)
-        except SessionError:  # a --session-dir that is a file, a full disk: gdb is up already, not left behind
-            self._abort()
-            raise
+
+    def _set_up(self, helper: str | None, agent: AgentLoading) -> None:
+        """gdb set up, the breakpoints armed and the session file followed, once the file is open."""
+        cfg, notices, files, mi = self.config, self.notices, self._files, self.mi
+        assert files is not None and mi is not None
         if not helper:
             self.warn(f"no python-gdb helper beside {self.python}; Python frames are read by pttrace's own reader")
         for note in cfg.notes:
             self.warn(note)
-        try:
-            launch.set_up_gdb(self.mi, cfg.settings)
-            self.parts = startup.prepare_gdb(self.mi, cfg, self.python, self._files.path, Path(self._tmp.name),
-                                             notices.emit, notices.warn, started.agent)
-            self._wire(self.mi, self.parts, self._files)
-            assert self.control is not None and self._reactions is not None
-            startup.arm(self.mi, self.parts, cfg, self.control, self._reactions, self.processes)
-        except (PermissionDenied, UsageError):
+        launch.set_up_gdb(mi, cfg.settings)
+        self.parts = startup.prepare_gdb(mi, cfg, self.python, files.path, Path(self._tmp.name), notices.emit,
+                                         notices.warn, agent)
+        self._wire(mi, self.parts, files)
+        assert self.control is not None and self._reactions is not None
+        startup.arm(mi, self.parts, cfg, self.control, self._reactions, self.processes)
+        files.tailer.start(emit=cfg.live)  # batch: fills only, while the target runs on
+
+    def _start_failed(self, exc: BaseException) -> BaseException:
+        """What start-up raises once the session file is open. A refusal (bad input, a target gdb may not
+        attach to) leaves nothing, as before the file was opened. Any other failure (gdb dying, an answer
+        it could not give, a fault of pttrace's own) keeps the file and ends it with an end record that
+        says why: faults lose nothing, and the session tells what happened."""
+        if isinstance(exc, (TargetError, UsageError)):  # PermissionDenied is a TargetError
             self._abort()
-            raise
-        except (GdbCommandError, AgentError) as exc:
-            self._abort()
-            raise TargetError(exc.message) from None
-        except GdbDied:
-            tail = " ".join(self.mi.stderr_tail[-3:]) if self.mi else ""
-            self._abort()
-            raise GdbDied("gdb exited during start-up: " + tail) from None
-        self._files.tailer.start(emit=cfg.live)  # batch: fills only, while the target runs on
-        return self._files.path
+            return exc
+        failure: BaseException = exc
+        if isinstance(exc, (GdbCommandError, AgentError)):
+            failure = TargetError(exc.message)
+        elif isinstance(exc, GdbDied):
+            failure = GdbDied(startup.gdb_died_at_start(self.mi))
+        if isinstance(failure, PttraceError):
+            reason = failure.message
+        else:
+            reason = f"pttrace failed during start-up: {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+        startup.give_up(self.mi, self.terminal, self._files, reason)
+        self._files = None
+        return failure
 
     def _wire(self, mi: MiConnection, parts: startup.GdbParts, files: SessionFiles) -> None:
         """The parts that act while the target runs, each handed what it uses."""

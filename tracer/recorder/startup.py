@@ -1,6 +1,7 @@
 """A recording's start-up: the session file opened, gdb set up (breakpoints resolved, the symbol policy, the
 target's terminal, the agent loaded and configured), the target attached to; and, when start-up fails,
-no gdb and no empty session left behind."""
+no gdb left behind: no session either when the input was refused, the session with an end record that
+says why otherwise."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from tracer.errors import PttraceError
 from tracer.gdb.mi import MiConnection, mi_quote
 from tracer.recorder import launch, resolve, shutdown, torchscript
 from tracer.recorder.agent_link import AgentLink, AgentLoading
@@ -202,7 +204,7 @@ def attach(mi: MiConnection, pid: int, processes: ProcessTable, reactions: React
 
 
 def abort(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files: SessionFiles | None) -> None:
-    """Start-up failed before anything was recorded: no gdb and no empty session left behind."""
+    """Start-up refused (bad input, before anything was recorded): no gdb and no empty session left behind."""
     if mi:
         mi.close()  # gdb detaches from an attached target as it exits
     if terminal:
@@ -213,6 +215,34 @@ def abort(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files
             files.path.unlink()
         except OSError as exc:
             log.debug("cannot remove %s: %s", files.path, exc)
+
+
+def give_up(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files: SessionFiles | None,
+            reason: str) -> None:
+    """Start-up failed with the session file open (gdb died, a fault): no gdb left behind, and the file
+    kept, with the reason as a warning (every view shows it) and an end record ("failed") that gives it.
+    Without that end the file read as a recording cut off while it ran, with nothing to say why."""
+    if mi:
+        mi.close()  # gdb detaches from an attached target, kills a launched one, as it exits
+    if terminal:
+        terminal.close()
+    if files is None:
+        return
+    files.tailer.stop()
+    try:
+        files.writer.warning(f"the recording did not start: {reason}")
+        files.writer.end("failed", None, reason=reason)
+    except PttraceError as exc:  # a full disk: the file stays as far as it was written
+        log.warning("cannot end the session %s: %s", files.path, exc.message)
+    files.writer.close()
+
+
+def gdb_died_at_start(mi: MiConnection | None) -> str:
+    """One sentence for gdb's end during start-up: its exit status and the last thing it said."""
+    code = mi.exit_code(wait=2.0) if mi else None
+    how = "" if code is None else f" (killed by signal {-code})" if code < 0 else f" (exit status {code})"
+    said = " ".join(line.strip() for line in (mi.stderr_tail[-3:] if mi else []) if line.strip())
+    return f"gdb exited during start-up{how}" + (f"; it said: {said.rstrip('.')}." if said else ".")
 
 
 def _values_layout(cfg: TraceConfig, warn: Callable[[str], None]) -> dict:

@@ -495,26 +495,38 @@ class LiveSource(EventSource):
                 self.error = exc
                 emit(SourceEvent("failed", exc))
                 return
-            if self._stop_reason:  # the user quit while gdb was starting: run() ends it at once
-                self.engine.request_stop(self._stop_reason)
-            with self._lock:
-                self._started = True
-                if self._early_mode is not None:
-                    # Chosen while gdb started; the agent may have been set up before: tell it now,
-                    # before the target runs, so that even the first hit stops.
-                    self.engine.control.set_mode(self._early_mode)
-            if self.engine.info is not None:
-                emit(SourceEvent("session", self.engine.info))
-            if self.engine.target_pid:
-                self._pid = self.engine.target_pid
-                emit(SourceEvent("pid", self._pid))
-            emit(SourceEvent("state", self.engine.target_state))
+            try:
+                self._started_up(emit)
+            except BaseException as exc:
+                # The recorder is set up, its run not begun: run() ends it at once, and the session
+                # gets its end record with the reason (the target killed or detached from).
+                self.engine.request_stop(f"pttrace failed: {type(exc).__name__}: {exc}")
+                self.engine.run()
+                raise
             self.engine.run()
         except PttraceError as exc:
             self.error = exc
             emit(SourceEvent("failed", exc))
         finally:
             self._done.set()
+
+    def _started_up(self, emit: Emit) -> None:
+        """Between the recorder's start and its run: what the user chose meanwhile, and the first events."""
+        assert self.engine is not None
+        if self._stop_reason:  # the user quit while gdb was starting: run() ends it at once
+            self.engine.request_stop(self._stop_reason)
+        with self._lock:
+            self._started = True
+            if self._early_mode is not None:
+                # Chosen while gdb started; the agent may have been set up before: tell it now,
+                # before the target runs, so that even the first hit stops.
+                self.engine.control.set_mode(self._early_mode)
+        if self.engine.info is not None:
+            emit(SourceEvent("session", self.engine.info))
+        if self.engine.target_pid:
+            self._pid = self.engine.target_pid
+            emit(SourceEvent("pid", self._pid))
+        emit(SourceEvent("state", self.engine.target_state))
 
     @property
     def finished(self) -> bool:
