@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import select
 import subprocess
 import threading
 import time
@@ -80,6 +81,7 @@ class MiConnection:
         self.transcript: list[str] = []  # last MI lines, for error reports
         self.last_notify = 0.0  # time.monotonic() of the last async record (*stopped, =thread-group-started...)
         self._alive = True
+        self._exit_requested = False
         self._reader = threading.Thread(target=self._read_stdout, name="gdb-mi-reader", daemon=True)
         self._reader.start()
         self._err_reader = threading.Thread(target=self._read_stderr, name="gdb-stderr", daemon=True)
@@ -192,18 +194,23 @@ class MiConnection:
             return None
 
     # --- shutdown ------------------------------------------------------------------------------
+    def request_exit(self) -> None:
+        """Ask gdb to exit, without waiting: its exit (0.1-0.16 s at load 11: its Python's finalization, then
+        the kernel freeing its memory) goes on while the caller ends its own part; ``close`` waits for it."""
+        if self._exit_requested or self.proc.poll() is not None or not self._alive:
+            return
+        self._exit_requested = True
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(b"-gdb-exit\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
     def close(self, grace: float = 3.0) -> None:
-        """Ask gdb to exit; kill it if it does not. Never leaves a gdb behind."""
-        if self.proc.poll() is None and self._alive:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(b"-gdb-exit\n")
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass
-        deadline = time.monotonic() + grace
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        """Ask gdb to exit (unless ``request_exit`` did); kill it if it does not. Never leaves a gdb behind."""
+        self.request_exit()
+        self._wait_exit(grace)
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, 9)
@@ -216,3 +223,22 @@ class MiConnection:
                     stream.close()
             except OSError:
                 pass
+
+    def _wait_exit(self, timeout: float) -> None:
+        """Wait until gdb has exited, ``timeout`` at most: woken by its exit (a pidfd turns readable then), not
+        by polling every 20 ms, as this did (10 ms lost on average at every run's end)."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            fd = os.pidfd_open(self.proc.pid)
+        except OSError:  # reaped meanwhile (by the reader's exit_code), or a kernel without pidfds
+            fd = None
+        if fd is not None:
+            try:
+                select.select([fd], [], [], timeout)
+            finally:
+                os.close(fd)
+            return
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)

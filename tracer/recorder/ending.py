@@ -104,21 +104,11 @@ class Ending:
             else:
                 self._processes.exited(inferior.group)
 
-    def close(self, files: SessionFiles, later: LaterLibraries, children: ExecChildren,
-              terminal: TargetTerminal | None, torch_libs: list[str], op_tables: object, live: bool,
-              finished: threading.Event, emit: Callable[[RecorderEvent], None]) -> str:
-        """gdb closed, no process of ours left, the session ended; returns the final status. ``op_tables``:
-        --op's dispatch tables (``TraceConfig.dispatch_tables_later``); ``live``: the frames named at the end
-        are sent as events too; ``finished`` is set before the last event."""
-        mi, main, outcome = self._mi, self._main, self._outcome
-        # After a detach gdb has forgotten the target's libraries: a dump now would file every
-        # location under the executable. The one finish_target wrote before detaching stands.
-        if mi.alive and main.state != "detached":
-            try:
-                self._agent.dump_breakpoints(timeout=20)
-            except (GdbDied, AgentError) as exc:
-                log.debug("last breakpoint dump: %s", exc)
-        mi.close()
+    def _gdb_gone(self) -> None:
+        """gdb closed (killed if it does not exit); then no process of a launched run left, and an attached
+        target put back as it was."""
+        main = self._main
+        self._mi.close()
         if not self._attached:
             # gdb went away without taking the launched target (or a child it followed) with it.
             pids = [main.pid] if main.pid and main.state != "detached" else []
@@ -130,9 +120,14 @@ class Ending:
                         log.debug("cannot kill %s: %s", pid, exc)
         if self._attached and main.state != "exited":
             self._leave_attached_target()
+
+    def _end_session(self, files: SessionFiles, later: LaterLibraries, children: ExecChildren, torch_libs: list[str],
+                     op_tables: object, live: bool) -> None:
+        """The session's status decided, its last records and its end record written, the file closed."""
+        outcome = self._outcome
         outcome.status = shutdown.final_status(outcome.status, outcome.end_reason, attached=self._attached)
-        if outcome.status == "gdb-died" and mi.stderr_tail:
-            self._warn("gdb died: " + " ".join(mi.stderr_tail[-3:]))
+        if outcome.status == "gdb-died" and self._mi.stderr_tail:
+            self._warn("gdb died: " + " ".join(self._mi.stderr_tail[-3:]))
         for spec in later.unfound_ops():
             self._warn(f"--op {spec}: no library the target loaded registers a kernel for it (TORCH_LIBRARY_IMPL "
                        "blocks read: none of them names it); nothing of it was broken on")
@@ -148,10 +143,37 @@ class Ending:
         files.tailer.scan(emit=live)
         try:
             shutdown.write_suggestions(files.path, files.writer, torch_libs)
-            files.writer.end(outcome.status, main.exit_code, reason=outcome.end_reason)
+            files.writer.end(outcome.status, self._main.exit_code, reason=outcome.end_reason)
         except PttraceError as exc:
             outcome.write_failed(exc.message)
         files.writer.close()
+
+    def close(self, files: SessionFiles, later: LaterLibraries, children: ExecChildren,
+              terminal: TargetTerminal | None, torch_libs: list[str], op_tables: object, live: bool,
+              finished: threading.Event, emit: Callable[[RecorderEvent], None]) -> str:
+        """gdb closed, no process of ours left, the session ended; returns the final status. ``op_tables``:
+        --op's dispatch tables (``TraceConfig.dispatch_tables_later``); ``live``: the frames named at the end
+        are sent as events too; ``finished`` is set before the last event."""
+        mi, main, outcome = self._mi, self._main, self._outcome
+        # After a detach gdb has forgotten the target's libraries: a dump now would file every
+        # location under the executable. The one finish_target wrote before detaching stands.
+        if mi.alive and main.state != "detached":
+            try:
+                self._agent.dump_breakpoints(timeout=20)
+            except (GdbDied, AgentError) as exc:
+                log.debug("last breakpoint dump: %s", exc)
+        # A launched run with every process of it ended leaves gdb nothing to do: it exits while the session is
+        # closed, and is waited for after the end record (0.1-0.16 s of gdb's exit at load 11, otherwise waited for
+        # first). An attached target is only left once gdb is gone (it may leave breakpoints behind).
+        if mi.alive and not self._attached and not outcome.gdb_lost and not self._processes.live():
+            mi.request_exit()
+            try:
+                self._end_session(files, later, children, torch_libs, op_tables, live)
+            finally:
+                self._gdb_gone()
+        else:
+            self._gdb_gone()
+            self._end_session(files, later, children, torch_libs, op_tables, live)
         if terminal is not None:
             terminal.close()
         finished.set()
