@@ -24,7 +24,7 @@ from tracer.symbols import cfi  # noqa: E402
 KEEP = cfi.KEEP
 
 
-def _sections(data) -> tuple[tuple, list[dict]]:
+def _sections(data):
     return cfi._sections(data)
 
 
@@ -32,7 +32,7 @@ def write_cfi_only(lib: str, out: str) -> dict:
     """Write the CFI-only copy of ``lib`` to ``out``; returns the size written and the sections kept."""
     with open(lib, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         size = cfi.write_cfi_only(data, out)
-        kept = [s["name"] for s in cfi._sections(data)[1] if s["name"] in KEEP]
+        kept = [s.name for s in cfi._sections(data)[1].items if s.name in KEEP]
     return {"bytes": size, "sections": kept}
 
 

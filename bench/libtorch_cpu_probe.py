@@ -83,11 +83,11 @@ def census(path: str) -> str:
     with open(path, "rb") as fh:
         data = fh.read()
     _, secs = _sections(data)
-    by = {s["name"]: s for s in secs}
+    by = {s.name: s for s in secs.items}
     parts = []
     for name in (".symtab", ".dynsym"):
         s = by.get(name)
-        parts.append(f"{name} {s['size'] // 24:,}" if s else f"no {name}")
+        parts.append(f"{name} {s.size // 24:,}" if s else f"no {name}")
     parts.append(".eh_frame" if ".eh_frame" in by else "no .eh_frame")
     parts.append(".rela.plt" if ".rela.plt" in by else "no .rela.plt")
     return ", ".join(parts)

@@ -9,7 +9,8 @@ symbols, and names none of its frames: pttrace names them from its own index (se
 bench/RESULTS.md, "Where gdb spends its time on libtorch_cpu.so").
 
 ``cfi_copy(library)`` writes the copy once per library build (cached by build-id under
-``$XDG_CACHE_HOME/pttrace/cfi/``) and returns its path. Standard library only.
+``$XDG_CACHE_HOME/pttrace/cfi/``) and returns its path. Standard library only (the section headers
+and the build-id through tracer/elfparts.py, as the agent reads them).
 """
 from __future__ import annotations
 
@@ -19,60 +20,37 @@ import os
 import struct
 from pathlib import Path
 
-from tracer import settings
+from tracer import elfparts, settings
+from tracer.elfparts import SHT_NOBITS
 from tracer.errors import SymbolError
 
 EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 SHDR = struct.Struct("<IIQQQQIIQQ")
-NHDR = struct.Struct("<III")
-SHT_NOTE = 7
-SHT_NOBITS = 8
 KEEP = (".eh_frame", ".eh_frame_hdr")
 VERSION = 1  # of the copy's layout: part of the cache key
 
 
-def _sections(data) -> tuple[tuple, list[dict]]:
+def _sections(data) -> tuple[tuple, elfparts.Sections]:
+    """The ELF header's fields (the copy keeps some) and the section headers; the copy is written for
+    64-bit little-endian files only."""
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise SymbolError("not a 64-bit little-endian ELF file")
-    eh = EHDR.unpack_from(data, 0)
-    shoff, shentsize, shnum, shstrndx = eh[6], eh[11], eh[12], eh[13]
-    if not shoff or shentsize != SHDR.size or shstrndx >= shnum:
+    found = elfparts.read_sections(data)
+    if found is None:
         raise SymbolError("no section headers")
-    raw = [SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
-    stroff = raw[shstrndx][4]
-    out = []
-    for s in raw:
-        end = data.find(b"\0", stroff + s[0])
-        out.append({"name": bytes(data[stroff + s[0]:end]).decode(errors="replace"), "type": s[1], "flags": s[2],
-                    "addr": s[3], "offset": s[4], "size": s[5], "align": s[8], "entsize": s[9]})
-    return eh, out
-
-
-def _build_id(data, secs: list[dict]) -> str | None:
-    for s in secs:
-        if s["type"] != SHT_NOTE:
-            continue
-        pos, end = s["offset"], s["offset"] + s["size"]
-        while pos + NHDR.size <= end:
-            namesz, descsz, ntype = NHDR.unpack_from(data, pos)
-            name_at = pos + NHDR.size
-            desc_at = name_at + ((namesz + 3) & ~3)
-            if ntype == 3 and bytes(data[name_at:name_at + namesz]).rstrip(b"\0") == b"GNU":
-                return bytes(data[desc_at:desc_at + descsz]).hex()
-            pos = desc_at + ((descsz + 3) & ~3)
-    return None
+    return EHDR.unpack_from(data, 0), found
 
 
 def write_cfi_only(data, out: str) -> int:
     """Write the CFI-only copy of the ELF image ``data`` (bytes or mmap) to ``out``; returns its size."""
-    eh, secs = _sections(data)
-    by_name = {s["name"]: s for s in secs}
+    eh, found = _sections(data)
+    by_name = {s.name: s for s in found.items}
     frame = by_name.get(".eh_frame")
-    if frame is None or frame["type"] == SHT_NOBITS or not frame["size"]:
+    if frame is None or frame.type == SHT_NOBITS or not frame.size:
         raise SymbolError("no .eh_frame (no unwind tables to give gdb)")
     keep = [by_name[n] for n in KEEP if n in by_name]
     text = by_name.get(".text")
-    names = [*(s["name"] for s in keep), ".text", ".shstrtab"]
+    names = [*(s.name for s in keep), ".text", ".shstrtab"]
     name_off, pos = {}, 1
     for n in names:
         name_off[n] = pos
@@ -82,15 +60,15 @@ def write_cfi_only(data, out: str) -> int:
     offset = EHDR.size
     headers = [SHDR.pack(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
     for s in keep:
-        align = max(s["align"], 1)
+        align = max(s.align, 1)
         body += b"\0" * ((-(offset + len(body))) % align)
         file_off = offset + len(body)
-        body += data[s["offset"]:s["offset"] + s["size"]]
-        headers.append(SHDR.pack(name_off[s["name"]], s["type"], s["flags"], s["addr"], file_off, s["size"], 0, 0,
-                                 s["align"], s["entsize"]))
+        body += data[s.offset:s.offset + s.size]
+        headers.append(SHDR.pack(name_off[s.name], s.type, s.flags, s.addr, file_off, s.size, 0, 0, s.align,
+                                 s.entsize))
     if text is not None:
-        headers.append(SHDR.pack(name_off[".text"], SHT_NOBITS, text["flags"], text["addr"], offset + len(body),
-                                 text["size"], 0, 0, text["align"], 0))
+        headers.append(SHDR.pack(name_off[".text"], SHT_NOBITS, text.flags, text.addr, offset + len(body),
+                                 text.size, 0, 0, text.align, 0))
     str_off = offset + len(body)
     body += strtab
     headers.append(SHDR.pack(name_off[".shstrtab"], 3, 0, 0, str_off, len(strtab), 0, 0, 1, 0))
@@ -124,8 +102,8 @@ def cfi_copy(library: str) -> str:
         except (OSError, ValueError) as exc:
             raise SymbolError(f"{library}: cannot map it ({exc})") from None
         try:
-            _eh, secs = _sections(data)
-            ident = _build_id(data, secs)
+            _eh, found = _sections(data)
+            ident = elfparts.build_id(data, found)
             if not ident:  # no build-id: the file's identity must do
                 st = os.fstat(fh.fileno())
                 ident = "nobuildid-" + hashlib.sha1(

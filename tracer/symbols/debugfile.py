@@ -1,11 +1,12 @@
 """Finding the file that holds a library's DWARF (and, for a stripped library, its ``.symtab``):
-the library itself, its build-id file under a debug directory, or its ``.gnu_debuglink``, as gdb does."""
+the library itself, its build-id file under a debug directory, or its ``.gnu_debuglink``, as gdb does
+(where they are looked for: tracer/elfparts.py, shared with the agent's test of a library at its load)."""
 from __future__ import annotations
 
 import os
 import zlib
 
-from tracer import settings
+from tracer import elfparts, settings
 from tracer.errors import SymbolError
 
 from .elffile import ElfFile
@@ -13,7 +14,7 @@ from .elffile import ElfFile
 
 def debug_dirs() -> list[str]:
     """Where separate debug files live: ``$PTTRACE_DEBUG_DIRS`` (':'-separated) then /usr/lib/debug."""
-    return [*settings.current().debug_dirs, "/usr/lib/debug"]
+    return [*settings.current().debug_dirs, elfparts.USR_LIB_DEBUG]
 
 
 def _file_crc(path: str) -> int:
@@ -32,7 +33,7 @@ def has_dwarf(elf: ElfFile) -> bool:
 
 def _by_build_id(build_id: str) -> ElfFile | None:
     for d in debug_dirs():
-        candidate = os.path.join(d, ".build-id", build_id[:2], build_id[2:] + ".debug")
+        candidate = elfparts.build_id_file(d, build_id)
         if not os.path.isfile(candidate):
             continue
         try:
@@ -45,13 +46,8 @@ def _by_build_id(build_id: str) -> ElfFile | None:
 
 
 def _by_debuglink(elf: ElfFile, name: str, crc: int) -> ElfFile | None:
-    libdir = os.path.dirname(elf.path)
-    # A hostile link name may hold "..", a "/" or a NUL: it names a file beside the library, nothing else.
-    if not name or "/" in name or "\0" in name or name in (".", ".."):
-        return None
-    candidates = [os.path.join(libdir, name), os.path.join(libdir, ".debug", name)]
-    candidates += [os.path.join(d, libdir.lstrip("/"), name) for d in debug_dirs()]
-    for candidate in candidates:
+    # A hostile link name (a "/", "..", a NUL) gives no candidate: it names a file beside the library only.
+    for candidate in elfparts.debuglink_candidates(os.path.dirname(elf.path), name, debug_dirs()):
         if os.path.realpath(candidate) == elf.path or not os.path.isfile(candidate):
             continue
         try:

@@ -9,8 +9,8 @@ load that added libraries, after updating its own list, and it is true only when
 pttrace must act on before the library's code runs (``Rules``, from pttrace's ``pttrace-library-stops``).
 The others are decided at the next stop pttrace gets: gdb's ``=library-loaded`` told it of each.
 
-Standard library only: the recorder applies ``may_name`` too (later_libraries.py), and unit tests run it
-without gdb.
+Standard library only (and tracer/elfparts.py, as gdb-free): the recorder applies ``may_name`` too
+(later_libraries.py), and unit tests run it without gdb.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-SHT_SYMTAB = 2
+from tracer import elfparts
 
 
 @dataclass
@@ -77,17 +77,17 @@ def may_name(path: str, groups, debug_dirs=()) -> bool:
     """Whether the library may define a function one of ``groups`` names: it holds every byte string of
     a group (pttrace's index finds a name only in symbols whose names hold its identifiers verbatim,
     tracer/symbols/elf_index.py). A stripped library whose separate debug file is there (by build-id under
-    ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, as tracer/symbols/debugfile.py looks)
-    has its names there: yes. Unreadable, or not ELF: yes."""
+    ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, where tracer/symbols/debugfile.py
+    looks: both through tracer/elfparts.py) has its names there: yes. Unreadable, or not ELF: yes."""
     try:
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size == 0:
                 return False
             with mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as mm:
-                sections = _sections(mm)
+                sections = elfparts.read_sections(mm)
                 if sections is None:
                     return True
-                if not any(t == SHT_SYMTAB and size for _n, t, _o, size in sections) and \
+                if not any(s.type == elfparts.SHT_SYMTAB and s.size for s in sections.items) and \
                         _debug_file_there(mm, path, sections, debug_dirs):
                     return True
                 return any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
@@ -95,47 +95,15 @@ def may_name(path: str, groups, debug_dirs=()) -> bool:
         return True
 
 
-def _sections(mm) -> list[tuple[bytes, int, int, int]] | None:
-    """(name, type, offset, size) of each section of an ELF file; None when it is not one we can read."""
-    if mm[:4] != b"\x7fELF" or mm[4] not in (1, 2) or mm[5] not in (1, 2):
-        return None
-    order = "<" if mm[5] == 1 else ">"
-    if mm[4] == 2:
-        shoff, = struct.unpack_from(order + "Q", mm, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", mm, 0x3A)
-        entry = struct.Struct(order + "IIQQQQ")  # name, type, flags, addr, offset, size
-    else:
-        shoff, = struct.unpack_from(order + "I", mm, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", mm, 0x2E)
-        entry = struct.Struct(order + "IIIIII")
-    if not shoff or shentsize < entry.size or shoff + shnum * shentsize > len(mm) or shstrndx >= shnum:
-        return None
-    raw = [entry.unpack_from(mm, shoff + i * shentsize) for i in range(shnum)]
-    names_at = raw[shstrndx][4]
-    out = []
-    for name, sh_type, _flags, _addr, offset, size in raw:
-        end = mm.find(b"\0", names_at + name)
-        out.append((mm[names_at + name:end] if end >= 0 else b"", sh_type, offset, size))
-    return out
-
-
-def _debug_file_there(mm, path: str, sections, debug_dirs) -> bool:
+def _debug_file_there(mm, path: str, sections: elfparts.Sections, debug_dirs) -> bool:
     """Whether a separate debug file of this library may exist where pttrace's index looks for one."""
-    dirs = [*debug_dirs, "/usr/lib/debug"]
-    for name, _type, offset, size in sections:
-        if name == b".note.gnu.build-id" and size >= 16:
-            namesz, descsz = struct.unpack_from("<II", mm, offset)
-            desc = mm[offset + 12 + (namesz + 3) // 4 * 4:][:descsz].hex()
-            if any(os.path.exists(os.path.join(d, ".build-id", desc[:2], desc[2:] + ".debug")) for d in dirs):
-                return True
-        if name == b".gnu_debuglink" and size:
-            link = mm[offset:offset + size].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-            libdir = os.path.dirname(os.path.realpath(path))
-            candidates = [os.path.join(libdir, link), os.path.join(libdir, ".debug", link)]
-            candidates += [os.path.join(d, libdir.lstrip("/"), link) for d in dirs]
-            if link and any(os.path.exists(c) for c in candidates):
-                return True
-    return False
+    dirs = [*debug_dirs, elfparts.USR_LIB_DEBUG]
+    ident = elfparts.build_id(mm, sections)
+    if ident and len(ident) > 2 and any(os.path.exists(elfparts.build_id_file(d, ident)) for d in dirs):
+        return True
+    link = elfparts.debuglink(mm, sections)
+    libdir = os.path.dirname(os.path.realpath(path))
+    return link is not None and any(os.path.exists(c) for c in elfparts.debuglink_candidates(libdir, link[0], dirs))
 
 
 # --- the libraries of a process, from the dynamic linker's list -----------------------------------
