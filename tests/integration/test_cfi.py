@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, ROOT, run_pttrace
-from tests.support import allowance
+from tests.support import allowance, run_child
 from tracer.session import records, storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -101,7 +101,7 @@ def test_symbols_gdb_reads_only_when_a_stack_needs_them_record_what_gdb_reading_
     assert "libc.so.6" in read and "libtorch_python.so" not in read
     # torch imports extension modules (_json, _socket, ...) that no recorded stack passes through
     code = "import sys, torch; print(*[getattr(m, '__file__', None) for m in list(sys.modules.values())])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = run_child([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300).stdout
     unused = {Path(p).name for p in out.split() if p.endswith(".so") and "/lib-dynload/" in p} - stack
     assert unused and not unused & read, (unused & read)
 

@@ -3,7 +3,6 @@ frames that are all there, a status that says a crash where the program exited 0
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -61,11 +60,11 @@ def test_a_target_that_executes_python_has_one_count_one_exit_code_and_its_locat
     assert len(session.hits) == 2 and session.info.exit_code == 3
     (bp,) = session.breakpoints
     assert bp.hits == 2 and bp.locations and not bp.pending
-    listing = subprocess.run([*PTTRACE, "sessions", "--session-dir", str(tmp_path / "sessions")],
-                             capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    listing = run_child([*PTTRACE, "sessions", "--session-dir", str(tmp_path / "sessions")],
+                        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=120).stdout
     row = next(line for line in listing.splitlines() if "execv_python" in line)
     assert row.split()[-2] == "2", row
-    shown = subprocess.run([*PTTRACE, "show", session.path], capture_output=True, text=True,
-                           env={**os.environ, "COLUMNS": "250"}).stdout
+    shown = run_child([*PTTRACE, "show", session.path], capture_output=True, text=True,
+                      env={**os.environ, "COLUMNS": "250"}, timeout=120).stdout
     header = " ".join(shown.split("├")[0].split())  # the first line, however the terminal wrapped it
     assert "completed 2 hits" in header, header

@@ -3,10 +3,10 @@ when it is pttrace's own interpreter, of a child interpreter otherwise, with the
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import sysconfig
 
+from tests.support import run_child
 from tracer import symbols
 from tracer.recorder.launch import describe_python
 from tracer.symbols import same_interpreter, torch_libraries
@@ -15,7 +15,7 @@ from tracer.symbols import same_interpreter, torch_libraries
 def _venv_with_a_torch(root) -> tuple[str, str]:
     """A venv of this very interpreter (its bin/python a link to the same file) whose site-packages holds a
     torch of its own: a package with one library. Its python, and that library."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    run_child([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
     purelib = sysconfig.get_path("purelib", vars={"base": str(root), "platbase": str(root)})
     torch = os.path.join(purelib, "torch")
     os.makedirs(os.path.join(torch, "lib"))
