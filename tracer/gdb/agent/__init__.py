@@ -20,6 +20,7 @@ never guessed.
   tls.py            the stopped thread's local dispatch key sets (libc10's thread_local)
   hits.py           recording one hit; breakpoints.py: the breakpoints and what a hit does
   commands.py       the pttrace-* gdb commands; unwinders.py: gdb's unwinder search, skipped when empty
+  cfi_unwind.py     frames of the libraries gdb has as unwind tables only, unwound from their .eh_frame_hdr
   log.py            the agent's log file; errors.py: the exceptions reading the target raises
   compiled.py       the Python frame dynamo ran a compiled graph in place of ("graph N")
   regs.py           frame #0's registers at a stop in one ptrace read (gdb's frame only when needed)

@@ -35,6 +35,7 @@ import os
 import gdb  # type: ignore[import-not-found]
 
 from tracer.gdb.agent import breakpoints, launcher, native, rescue, tensor_command
+from tracer.gdb.agent.cfi_unwind import CFI
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
@@ -141,6 +142,7 @@ def _cfi_add(arg: str) -> None:
     real = os.path.realpath(lib)
     if real != lib:
         STATE.cfi_libs[real] = (copy, base)
+    CFI.forget()
     CACHES.invalidate()
     gdb.write(json.dumps({"base": base}) + "\n")
 
@@ -152,6 +154,7 @@ def _cfi_drop(arg: str) -> None:
         entry = STATE.cfi_libs.pop(name, None) or entry
     if entry is not None:
         _drop_everywhere(entry[0], lib)
+    CFI.forget()
     CACHES.invalidate()
 
 
@@ -327,6 +330,7 @@ def _on_exited(event) -> None:
     if num == PROCESSES.current:
         CACHES.invalidate(target_exited=True)
     OS_NAMES.close()
+    CFI.forget()
     PROCESSES.exited(num)
 
 

@@ -1,7 +1,13 @@
-"""A shortcut past gdb's search for Python frame unwinders while none is registered."""
+"""A shortcut past gdb's search for Python frame unwinders while none is registered, and the agent's own
+unwinder of the libraries gdb has as unwind tables only (cfi_unwind.py), after any registered one."""
 from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found]
+
+from tracer.gdb.agent.cfi_unwind import CFI
+
+# gdb 13 takes (unwind info, the unwinder's name) from _execute_unwinders; gdb 12 the unwind info alone.
+_NAMED = int(gdb.VERSION.split(".")[0]) >= 13
 
 
 class UnwinderGate:
@@ -22,8 +28,13 @@ class UnwinderGate:
         if objfiles is None:
             objfiles = self.with_unwinders = [o for o in gdb.objfiles() if o.frame_unwinders]
         if objfiles or gdb.frame_unwinders or gdb.current_progspace().frame_unwinders:
-            return self.original(pending_frame)
-        return None
+            info = self.original(pending_frame)
+            if info is not None:
+                return info
+        info = CFI(pending_frame)
+        if info is None or not _NAMED:
+            return info
+        return info, "pttrace-cfi"
 
     def install(self) -> None:
         if type(getattr(gdb._execute_unwinders, "__self__", None)).__name__ == "UnwinderGate":
