@@ -125,8 +125,11 @@ class ThreadNames:
         return self._find(self._dict_items(dict_addr), name)
 
     def _find(self, items, name: str) -> int:
+        # A key's length first (one read of its header), its text only when that matches: sys.modules has
+        # ~1,000 keys with torch imported, and two reads a key were most of a first hit's module look-ups.
+        runtime, length = self.runtime, len(name)
         for key, value in items:
-            if self.runtime.read_str(key) == name:
+            if runtime.str_length(key) == length and runtime.read_str(key) == name:
                 return value
         return 0
 

@@ -365,6 +365,15 @@ class PythonRuntime:
         except self.errors:
             return None
 
+    def str_length(self, addr: int) -> int | None:
+        """A str object's length in characters, from its header alone (one read); None if unreadable."""
+        if not addr:
+            return None
+        try:
+            return _u64(self.read(addr, self.layout.u_length + 8), self.layout.u_length)
+        except self.errors:
+            return None
+
     def read_bytes(self, addr: int) -> bytes | None:
         if not addr:
             return None
