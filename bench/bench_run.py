@@ -385,6 +385,32 @@ def oracle_check(python: Path, tmp: Path) -> tuple[str, list[str]]:
     return sentence, errs
 
 
+def warm_up() -> None:
+    """Before the first round: one untimed hello-world.py, so that torch's libraries (~1 GB) and the script's modules
+    are in the page cache for every variant of round 1 alike. Without it round 1's first variant (pttrace) was the
+    first process of the benchmark to read them, and a round 1 alone missed its target (RESULTS.md, 10:58 run)."""
+    subprocess.run([str(VENV_PY), HELLO], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=600)
+
+
+def stale_bytecode() -> list[str]:
+    """pttrace's modules whose bytecode is missing or older than the source: with PYTHONDONTWRITEBYTECODE set (as on
+    this project's machines) each run compiles them again (~0.3 s of CPU a run for all of them): run
+    scripts/setup.sh, which writes it, after the last change to the checkout."""
+    import importlib.util
+
+    stale = []
+    for src in sorted((ROOT / "tracer").rglob("*.py")):
+        pyc = Path(importlib.util.cache_from_source(str(src)))
+        try:
+            fresh = pyc.stat().st_mtime >= src.stat().st_mtime
+        except OSError:
+            fresh = False
+        if not fresh:
+            stale.append(str(src.relative_to(ROOT)))
+    return stale
+
+
 def python_helper() -> str | None:
     real = os.path.realpath(VENV_PY)
     for cand in [real + "-gdb.py", *sorted(str(p) for p in (Path(real).parent.parent / "lib").glob("libpython3*-gdb.py"))]:
@@ -965,6 +991,10 @@ def main() -> int:
     if not helper:
         print("warning: no python3.X-gdb.py beside the interpreter: the hand-written and py-bt variants lack "
               "Python frames", file=sys.stderr)
+    stale = stale_bytecode()
+    if stale:
+        print(f"warning: {len(stale)} of pttrace's modules have no up-to-date bytecode ({stale[0]}...): each run compiles "
+              "them; run scripts/setup.sh first", file=sys.stderr)
     facts = machine_facts()
     print(f"{facts['gdb']}, torch {facts['torch']}, Python {facts['python']}, {facts['nproc']} cores, {facts['ram']}")
     nodwarf = debian_torch_venv() if "hot" in selected and not args.no_nodwarf else None
@@ -975,6 +1005,7 @@ def main() -> int:
         tmp = Path(td)
         cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf,
                             bases=tuple(b.resolve() for b in args.base), warm_only=args.warm_only)
+        warm_up()
         stats = run_all(cases, rounds, tmp)
         if nodwarf:
             sentence, oracle_errs = oracle_check(nodwarf, tmp)

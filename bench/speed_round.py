@@ -183,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"speed round: {rounds} round(s), {bench_threads.N} hits a threads run (gdb `bt` {bench_threads.BT_N}), "
           f"{where_runs} warm `where` runs a round; about {est / 60:.0f} min on a quiet 2-core machine "
           f"(load average now {load0[0]:.1f}: longer under load)", flush=True)
+    stale = bench_run.stale_bytecode()
+    if stale:
+        print(f"warning: {len(stale)} of pttrace's modules have no up-to-date bytecode ({stale[0]}...): each run "
+              "compiles them; run scripts/setup.sh first", file=sys.stderr)
+    bench_run.warm_up()
     helper = bench_run.python_helper()
     first, threads, where = [], [], {"warm": [], "bare": [], "warm_cpu": [], "bare_cpu": []}
     notes: list[str] = []
