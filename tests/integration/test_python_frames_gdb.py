@@ -48,8 +48,19 @@ def _python(hit) -> list[tuple[str, int, str]]:
             for f in reversed(hit.frames) if f.kind == "python"]
 
 
+_PY_BTS: dict[str, list[tuple[str, int, str]]] = {}
+
+
 def _py_bt(python) -> list[tuple[str, int, str]]:
-    """py-bt at the same stop, from the build's own python-gdb helper (-nx: nothing else is loaded)."""
+    """py-bt at the same stop, from the build's own python-gdb helper (-nx: nothing else is loaded). Made
+    once per debug build: four of them are the reference of eight interpreters (pyenv-3.11 and Debian's
+    3.11, each pyenv build and its stripped copy), the same target, the same stop, the same output."""
+    if str(python) not in _PY_BTS:
+        _PY_BTS[str(python)] = _py_bt_of(python)
+    return list(_PY_BTS[str(python)])
+
+
+def _py_bt_of(python) -> list[tuple[str, int, str]]:
     helper = f"{python}-gdb.py"
     out = run_child(["gdb", "-nx", "--batch", "-iex", f"set auto-load safe-path {helper}",
                      "-ex", "set breakpoint pending on", "-ex", f"break {BREAK}", "-ex", "run", "-ex", "py-bt",
