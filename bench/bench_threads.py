@@ -108,14 +108,17 @@ def run_round(tmp: Path, scripts: dict, results: dict, rnd: int, configs: list) 
             results.setdefault(key, {}).setdefault(kind, []).append(per_hit)
             results.setdefault("threads", {})[key] = loop["threads"]
             print(f"round {rnd} {mode:4} {threads:3} {kind:14} {1000 * loop['seconds'] / loop['n']:.3f} ms/iter, gdb CPU "
-                  f"{1000 * loop['debugger_cpu'] / loop['n']:.3f} ms, target CPU {1000 * loop['target_cpu'] / loop['n']:.3f} ms "
+                  f"{1000 * loop['debugger_cpu'] / loop['n']:.3f} ms ({1000 * per_hit.get('debugger_cpu_rest', 0):.3f} "
+                  f"after the first), target CPU {1000 * loop['target_cpu'] / loop['n']:.3f} ms "
                   f"({loop['threads']} threads) load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 MEASURES = [
     ("seconds", "Wall time per hit, in ms (the loop without a debugger subtracted)"),
-    ("debugger_cpu", "gdb's CPU time per hit, in ms (all its threads, from /proc/PID/task/*/schedstat; pttrace's "
-                     "own process is not counted: it only waits for the session in --batch)"),
+    ("debugger_cpu", "gdb's CPU time per hit, in ms, every hit counted (all its threads, from /proc/PID/task/*/schedstat; "
+                     "pttrace's own process is not counted: it only waits for the session in --batch)"),
+    ("debugger_cpu_rest", "gdb's CPU time per hit after the first hit, in ms (the first hit's one-off work left out: "
+                          "what each further hit costs)"),
     ("target_cpu", "The traced process's CPU time per hit, in ms (kernel time of the stops included; the busy "
                    "pool's own work is in it, so that row is not comparable)"),
 ]
@@ -136,10 +139,10 @@ def render(results: dict, rounds: int, load: tuple[float, float], configs: list)
         for mode, threads in configs:
             per = results.get((mode, threads), {})
             alone = statistics.median([x[measure] for x in per.get("alone", [])] or [0.0]) \
-                if measure != "debugger_cpu" else 0.0
+                if measure in ("seconds", "target_cpu") else 0.0
             cells, meds = [], {}
             for kind in TOOLS:
-                xs = [1000 * (x[measure] - alone) for x in per.get(kind, [])]
+                xs = [1000 * (x[measure] - alone) for x in per.get(kind, []) if measure in x]
                 if not xs:
                     cells.append("-")
                     continue
