@@ -150,6 +150,53 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+def state_and_cpu(pid: int, tid: int | None = None) -> tuple[str, int] | None:
+    """The state letter and the CPU time (user + system, in clock ticks) of a process or one of its threads."""
+    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
+    try:
+        with open(path) as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+        return fields[0], int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def zombie_end(pid: int) -> tuple[int | None, str | None] | None:
+    """How a process that has ended but is not reaped yet (a zombie) ended: (exit code, None) or (None, the
+    signal's name), read from the last field of /proc/PID/stat (Linux 3.5+: the status waitpid would
+    return). None when it is not a zombie, or when the kernel would not show us the status: it shows 0
+    instead to a reader that may not ptrace the process, so only a reader that may (root, or the same user
+    where Yama's ptrace_scope is below 2: pttrace is an ancestor of every process its gdb holds) trusts it."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+        if fields[0] != "Z" or len(fields) < 50 or not _may_read_status(pid):
+            return None
+        status = int(fields[49])
+    except (OSError, IndexError, ValueError):
+        return None
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return None, signal.Signals(number).name
+        except ValueError:
+            return None, f"signal {number}"
+    return None
+
+
+def _may_read_status(pid: int) -> bool:
+    if os.geteuid() == 0:
+        return True
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as fh:
+            scope = int(fh.read())
+    except (OSError, ValueError):
+        scope = 0  # no Yama: the same user may
+    return scope < 2 and os.stat(f"/proc/{pid}").st_uid == os.getuid()
+
+
 def status_number(pid: int, field: str) -> int | None:
     """A number of /proc/PID/status (``PPid``, ``TracerPid``); None if there is no such process or field."""
     try:

@@ -55,6 +55,7 @@ class Reactions:
         self._max_hits = config.max_hits
         self._ending_asked = ending_asked
         self._emit = emit
+        self._gdb_seen: tuple[str, int] | None = None  # gdb's state and CPU at vanished()'s last look
         self._warn = warn
         self.exec_news: tuple[int, str] | None = None  # an exec gdb announced whose stop has not come yet
         self.user_stops = UserStops(lambda: mi.command("-exec-continue", check=False), warn,
@@ -227,10 +228,25 @@ class Reactions:
         live = [i for i in processes.live() if i.pid is not None]
         if not live or any(guard.process_state(pid) not in (None, "Z", "X") for pid in (i.pid for i in live)
                            if pid is not None):
+            self._gdb_seen = None
             return False
+        if not self._gdb_idle():
+            return False  # gdb is at work, or waits for a CPU on a busy machine: it tells the end itself
         for inferior in live:
-            processes.exited(inferior.group)
+            end = guard.zombie_end(inferior.pid) if inferior.pid is not None else None
+            processes.exited(inferior.group, *(end or (None, None)))
         pids = ", ".join(str(i.pid) for i in live)
+        if processes.main in live and (processes.main.exit_code is not None or processes.main.signal):
+            # Its zombie still says how it ended (gdb has not reaped it): that end, not a guess.
+            main = processes.main
+            how = f"exit code {main.exit_code}" if main.signal is None else f"killed by {main.signal}"
+            self._warn(f"process {pids} ended ({how}, read from /proc) without gdb reporting it; the recording "
+                       "was ended there and every hit before it is kept")
+            if main.signal:
+                self._outcome.end("target-crashed", f"killed by {main.signal}")
+            else:
+                self._outcome.end("completed", "exited")
+            return True
         if processes.main.state == "detached" and not self._children.idle():
             # The target itself went to a recorder of its own (an exec, a fork storm's rescue): the run
             # ends with that recorder (handed_over_all), not with the last process this gdb held.
@@ -249,6 +265,14 @@ class Reactions:
             else:
                 self._outcome.end("completed", "exited")
         return True
+
+    def _gdb_idle(self) -> bool:
+        """gdb sleeps and has used no CPU since the last look (a second or more before): it is not about to
+        report an end. At load 14 gdb once took over 2 s to report a normal exit, and the run was called a
+        crash with its exit code lost (test_processes); a gdb that runs or waits for a CPU is in state R."""
+        seen = guard.state_and_cpu(self._mi.proc.pid)
+        last, self._gdb_seen = self._gdb_seen, seen
+        return seen is not None and seen[0] == "S" and seen == last
 
     def handed_over_all(self) -> bool:
         """True (and the recording ended) when the target itself executed Python, was handed over to a

@@ -59,19 +59,9 @@ CHECK_EVERY = 0.25  # seconds between two looks (a look reads /proc/*/status: ~5
 QUIET = 0.5  # seconds without a word from gdb before the recorder's loop asks for a look
 
 
-def _state_and_cpu(pid: int, tid: int | None = None) -> tuple[str, int] | None:
-    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
-    try:
-        with open(path) as fh:
-            fields = fh.read().rsplit(")", 1)[-1].split()
-        return fields[0], int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _runs(pid: int) -> bool:
     """Its main thread runs, sleeps or waits on I/O: not in a ptrace stop, not ended."""
-    return (_state_and_cpu(pid) or ("?",))[0] in ("R", "S", "D")
+    return (guard.state_and_cpu(pid) or ("?",))[0] in ("R", "S", "D")
 
 
 def _gone(tid: int) -> bool:
@@ -96,7 +86,7 @@ def tasks(pid: int) -> list[int]:
 
 
 def _in_ptrace_stop(pid: int, tid: int) -> bool:
-    return (_state_and_cpu(pid, tid) or ("?",))[0] == "t"
+    return (guard.state_and_cpu(pid, tid) or ("?",))[0] == "t"
 
 
 def _taken_on(info: dict) -> bool:
@@ -115,7 +105,7 @@ class _TakenBack(Exception):
 
 
 def all_in_ptrace_stop(pids: list[int]) -> bool:
-    states = [_state_and_cpu(pid, tid) for pid in pids for tid in tasks(pid)]
+    states = [guard.state_and_cpu(pid, tid) for pid in pids for tid in tasks(pid)]
     return bool(states) and all(s is not None and s[0] == "t" for s in states)
 
 
@@ -153,7 +143,7 @@ class Watchdog:
             # A process gdb holds runs: nothing is stuck (and no scan of /proc: a quiet run looks cheaply).
             self._look = None
             return False
-        gdb = _state_and_cpu(self._mi.proc.pid)
+        gdb = guard.state_and_cpu(self._mi.proc.pid)
         held = traced_by(self._mi.proc.pid)
         if gdb is None or gdb[0] != "S" or not all_in_ptrace_stop(held):
             self._look = None
