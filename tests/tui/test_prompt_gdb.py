@@ -1,6 +1,7 @@
 """The gdb prompt (``:``) driving a real gdb: lines typed in the TUI run in the frame selected in the call
 path, on the -g -O0 debug extension (locals, a call into torch, up/frame moving the selection, tab
-completion, history, refused lines) and on the release wheel (registers, memory, a Python row)."""
+completion, history, refused lines) and on the release wheel (registers, memory, a Python row: lines run at the
+first stop of tests/tui/test_steps_vs_gdb.py's run, before its steps)."""
 from __future__ import annotations
 
 import re
@@ -8,7 +9,6 @@ import sys
 
 import pytest
 
-from tests.conftest import HELLO
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -204,48 +204,41 @@ async def seeds_ivalue_dump(pilot, app) -> None:
     await pilot.press("escape")
 
 
-@pytest.mark.gdb
-def test_prompt_on_the_release_wheel(tmp_path):
-    # GIVEN hello-world.py stopped in the CPU sigmoid kernel of the release wheel (no DWARF)
-    source = stop_mode_source(tmp_path, "wrapper_CPU_sigmoid", script=str(HELLO))
+async def prompt_on_the_release_wheel(pilot, app) -> None:
+    """The prompt at hello-world.py's first stop in the CPU sigmoid kernel of the release wheel (no DWARF):
+    registers, memory, gdb's backtrace named by pttrace, a Python row's eval frame. Run by
+    tests/tui/test_steps_vs_gdb.py at that stop, before its steps (one stop-mode run of hello-world.py for
+    both: a whole run of torch under gdb fewer); it leaves gdb in frame #0, where it found it."""
+    path = app.call_path
+    kernel = path.frames[-1]
 
-    async def scenario():
-        app = make_app(source)
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: stopped_at_first_hit(app), timeout=120, step=0.2)
-            path = app.call_path
-            kernel = path.frames[-1]
+    # WHEN registers and memory are asked for THEN gdb answers in the kernel's frame
+    said = await ask(pilot, app, "p $rdi")
+    assert re.fullmatch(r"\$\d+ = -?\d+", said), said
+    said = await ask(pilot, app, "x/4gx $rsp")
+    assert re.match(r"0x[0-9a-f]+:\s+0x[0-9a-f]{16}\s+0x[0-9a-f]{16}", said), said
+    said = await ask(pilot, app, "info registers rip")
+    assert re.match(rf"rip\s+0x{kernel.address:x}\b", said), said
+    said = await ask(pilot, app, "info registers")
+    assert all(re.search(rf"^{r}\s+0x", said, re.M) for r in ("rax", "rsp", "eflags")), said
 
-            # WHEN registers and memory are asked for THEN gdb answers in the kernel's frame
-            said = await ask(pilot, app, "p $rdi")
-            assert re.fullmatch(r"\$\d+ = -?\d+", said), said
-            said = await ask(pilot, app, "x/4gx $rsp")
-            assert re.match(r"0x[0-9a-f]+:\s+0x[0-9a-f]{16}\s+0x[0-9a-f]{16}", said), said
-            said = await ask(pilot, app, "info registers rip")
-            assert re.match(rf"rip\s+0x{kernel.address:x}\b", said), said
-            said = await ask(pilot, app, "info registers")
-            assert all(re.search(rf"^{r}\s+0x", said, re.M) for r in ("rax", "rsp", "eflags")), said
+    # WHEN gdb's backtrace passes through libtorch_cpu.so (unwind tables only: gdb says `?? ()`)
+    # THEN its lines carry pttrace's names for those addresses
+    said = await ask(pilot, app, "bt 3")
+    assert "?? ()" not in said and re.match(r"#0  0x[0-9a-f]+ in at::wrapper_CPU_sigmoid \(\) from \S*libtorch_cpu\.so",
+                                             said), said
+    # AND so does the stop's own line in the output pane
+    stop_notes = [x.plain for x in app.query_one(OutputLog)._lines if "Breakpoint" in x.plain]
+    assert stop_notes and "wrapper_CPU_sigmoid" in stop_notes[0] and "??" not in stop_notes[0], stop_notes
 
-            # WHEN gdb's backtrace passes through libtorch_cpu.so (unwind tables only: gdb says `?? ()`)
-            # THEN its lines carry pttrace's names for those addresses
-            said = await ask(pilot, app, "bt 3")
-            assert "?? ()" not in said and re.match(r"#0  0x[0-9a-f]+ in at::wrapper_CPU_sigmoid \(\) from \S*libtorch_cpu\.so",
-                                                     said), said
-            # AND so does the stop's own line in the output pane
-            stop_notes = [x.plain for x in app.query_one(OutputLog)._lines if "Breakpoint" in x.plain]
-            assert stop_notes and "wrapper_CPU_sigmoid" in stop_notes[0] and "??" not in stop_notes[0], stop_notes
+    # WHEN a Python row is selected THEN the line runs in the eval frame that runs it
+    python_rows = [i for i, f in enumerate(path.frames) if f.kind == "python"]
+    path.select_frame(python_rows[-1])
+    said = await ask(pilot, app, "frame")
+    assert re.match(r"#\d+\s+.*_PyEval_EvalFrameDefault", said), said
 
-            # WHEN a Python row is selected THEN the line runs in the eval frame that runs it
-            python_rows = [i for i, f in enumerate(path.frames) if f.kind == "python"]
-            path.select_frame(python_rows[-1])
-            said = await ask(pilot, app, "frame")
-            assert re.match(r"#\d+\s+.*_PyEval_EvalFrameDefault", said), said
-
-            await pilot.press("escape")
-            await pilot.press("q")
-            await pilot.press("y")
-            await wait_until(pilot, lambda: not app.is_running, timeout=30)
-        return app
-
-    run_pilot(scenario(), timeout=600)
-    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
+    # the kernel's row again, and gdb with it (finish acts on gdb's selected frame)
+    path.select_frame(len(path.frames) - 1)
+    said = await ask(pilot, app, "frame")
+    assert said.startswith("#0  ") and "wrapper_CPU_sigmoid" in said, said
+    await pilot.press("escape")

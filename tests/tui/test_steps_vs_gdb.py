@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import HELLO, ROOT
 from tests.support import run_child
 from tests.tui.support import run_pilot, wait_until
+from tests.tui.test_prompt_gdb import prompt_on_the_release_wheel
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.screens import ConfirmQuit
@@ -129,6 +130,9 @@ def test_each_stop_of_s_n_f_is_where_plain_gdb_stops(tmp_path, gdbs_steps):
                              timeout=120, step=0.2)
             path = app.call_path
             seen.append(("hit", _ours(path.frames, app.state.pid), gdbs_steps[0]["frames"]))
+            # AND the prompt answers there as it does on the release wheel (test_prompt_gdb's lines, in this
+            # run: one whole run of torch under gdb for both); it leaves gdb in frame #0, as the steps need
+            await prompt_on_the_release_wheel(pilot, app)
             # WHEN each key of gdb's own run is pressed in turn
             for step in gdbs_steps[1:]:
                 before = path.hit
