@@ -581,3 +581,73 @@ def test_attach_to_a_kernel_thread_is_refused_in_one_sentence(tmp_path, no_lefto
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"pttrace: process 2 ({comm}) is a kernel thread: it runs no program to attach to.\n"
     assert list(tmp_path.iterdir()) == []
+
+
+# pttrace run under a child subreaper: a process pttrace started and left behind is re-parented to this
+# wrapper, which lists it (pid and command line), then kills and reaps it so that the test leaves nothing.
+SUBREAPER = """
+import ctypes, json, os, signal, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+left = []
+for entry in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{entry}/stat") as fh:
+            ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        if ppid != os.getpid():
+            continue
+        with open(f"/proc/{entry}/cmdline", "rb") as fh:
+            left.append([int(entry), fh.read().replace(b"\\0", b" ").decode(errors="replace")])
+    except (OSError, ValueError, IndexError):
+        continue
+for pid, _ in left:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+print(json.dumps({"rc": done.returncode, "stderr": done.stderr, "left": left}))
+"""
+
+
+# A gdb that fails pttrace's start-up once a probe of pttrace's (an interpreter it started) runs: it waits
+# for one among its siblings, writes its pid to the mark, and exits with 1 (its --version is the real gdb's).
+PROBE_WAITING_GDB = """#!%s
+import os, sys, time
+if "--version" in sys.argv:
+    os.execvp("gdb", ["gdb", *sys.argv[1:]])
+end = time.monotonic() + float(os.environ["PROBE_WAIT"])
+while time.monotonic() < end:
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getppid() and int(entry) != os.getpid() and b"-m" not in argv:
+            open(os.environ["PROBE_MARK"], "w").write(entry)
+            sys.exit(1)
+    time.sleep(0.05)
+sys.exit(1)
+"""
+
+
+def test_a_failed_start_up_with_an_empty_cache_leaves_no_process_behind(tmp_path):
+    # An empty cache: the torch-facts probes (layout, key numbering) run in the background while gdb
+    # starts; this gdb fails as soon as one of them runs, so pttrace exits while it does.
+    gdb = tmp_path / "gdb"
+    gdb.write_text(PROBE_WAITING_GDB % sys.executable)
+    gdb.chmod(0o755)
+    mark = tmp_path / "probe"
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PTTRACE_GDB=str(gdb), PROBE_MARK=str(mark),
+               PROBE_WAIT=str(allowance(120)))
+    proc = run_child([sys.executable, "-c", SUBREAPER, *PTTRACE, "run", "--batch", "--session-dir",
+                      str(tmp_path / "sessions"), "-b", "THPVariable_tensor", "scripts/hello-world.py"],
+                     cwd=ROOT, capture_output=True, text=True, timeout=allowance(300), env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["rc"] != 0 and "Traceback" not in out["stderr"], out
+    assert mark.exists(), f"no probe of pttrace's ran while gdb started: {out}"
+    assert out["left"] == [], f"processes pttrace left running: {out['left']}"

@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Sequence
 
+from tracer import probes
 from tracer.dispatch.classify import short_name, target_of
 from tracer.dispatch.ops import OpFunction, child_env
 
@@ -33,9 +34,8 @@ def start_dispatch_tables(python: str, ops: list[str], load: Sequence[str] = (),
                           pythonpath: str | None = None) -> subprocess.Popen:
     """Start ``torch._C._dispatch_dump_table`` for each op in the target interpreter (in the background),
     after loading the operator libraries ``load``."""
-    return subprocess.Popen([python, "-c", _TABLE_SCRIPT, *(f"--load={x}" for x in load), *ops],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_env(pythonpath))
+    return probes.popen([python, "-c", _TABLE_SCRIPT, *(f"--load={x}" for x in load), *ops],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(pythonpath))
 
 
 def finish_dispatch_tables(proc: subprocess.Popen, timeout: float = 120) -> dict[str, dict]:
@@ -46,6 +46,8 @@ def finish_dispatch_tables(proc: subprocess.Popen, timeout: float = 120) -> dict
         proc.kill()
         proc.communicate()
         return {"*": {"error": f"the interpreter did not answer within {timeout:.0f} s"}}
+    finally:
+        probes.done(proc)
     try:
         data = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):

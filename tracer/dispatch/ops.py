@@ -32,7 +32,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tracer import settings
+from tracer import probes, settings
 from tracer.dispatch import native_functions
 from tracer.dispatch.classify import classify, short_name, target_of
 from tracer.text.cxxtext import split_top
@@ -202,8 +202,7 @@ def torch_facts(python: str, libraries: list[str] | None = None, timeout: float 
             data = None
     if data is None:
         try:
-            proc = subprocess.run([python, "-c", _FACTS_SCRIPT], capture_output=True, text=True, timeout=timeout,
-                                  env=child_env(pythonpath))
+            proc = probes.run([python, "-c", _FACTS_SCRIPT], timeout=timeout, env=child_env(pythonpath))
         except (OSError, subprocess.TimeoutExpired):
             return None
         if proc.returncode != 0:

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 TYPE_CHECKING = False  # not typing's: importing typing costs `where` ~5-10 ms; mypy still reads the block
 
+from tracer import probes
 from tracer.errors import SymbolError, UsageError
 
 from .elf_index import LibraryIndex, RawSymbol
@@ -261,7 +262,7 @@ def _torch_of(python: str) -> str:
     import subprocess
 
     try:
-        proc = subprocess.run([python, "-c", _FIND_TORCH], capture_output=True, text=True, timeout=60)
+        proc = probes.run([python, "-c", _FIND_TORCH], timeout=60)
     except FileNotFoundError:
         raise UsageError(f"{python}: no such interpreter") from None
     except PermissionError:

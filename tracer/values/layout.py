@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-from tracer import settings
+from tracer import probes, settings
 
 FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
@@ -386,7 +386,7 @@ def run_probe(python: str, pythonpath: str | None = None, timeout: float = 120) 
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        proc = subprocess.run([python, str(_PROBE)], capture_output=True, text=True, timeout=timeout, env=env)
+        proc = probes.run([python, str(_PROBE)], timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LayoutUnknown(f"the layout probe could not run with {python}: {exc}") from None
     lines = proc.stdout.strip().splitlines()
