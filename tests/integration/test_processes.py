@@ -455,3 +455,54 @@ def _wait_for_a_hit(tracer, sessions, timeout: float = 120) -> None:
         return bool(files) and b'"type":"hit"' in files[0].read_bytes()
 
     wait_for(recording, timeout, "the attached parent's first hit in the session", step=0.05)
+
+
+# A gdb that selects the target's own process (inferior 1) just before each pttrace-rerecord, as gdb itself
+# may leave another inferior selected when a fork child's first hit waits for its symbols (seen under load
+# 11-16: the child's hit was read in an ended DataLoader worker's inferior, without a pid, and lost).
+RESELECTING_GDB = """#!%s
+import os, subprocess, sys
+if "--version" in sys.argv:
+    os.execvp("gdb", ["gdb", *sys.argv[1:]])
+gdb = subprocess.Popen(["gdb", *sys.argv[1:]], stdin=subprocess.PIPE)
+for line in sys.stdin.buffer:
+    if b'console "pttrace-rerecord"' in line:
+        line = line.replace(b'"pttrace-rerecord"',
+                            b'"python gdb.execute(\\'inferior 1\\', to_string=True); gdb.execute(\\'pttrace-rerecord\\')"')
+        with open(os.environ["RESELECT_MARK"], "a") as fh:
+            fh.write("x")
+    gdb.stdin.write(line)
+    gdb.stdin.flush()
+gdb.stdin.close()
+sys.exit(gdb.wait())
+"""
+
+FORK_CHILD = """\
+import os, torch
+torch.tensor([1])
+pid = os.fork()
+if pid == 0:
+    torch.tensor([10])
+    os._exit(3)
+os.waitpid(pid, 0)
+print("FORKED", pid, flush=True)
+"""
+
+
+def test_a_fork_childs_first_hit_is_its_own_whatever_inferior_gdb_has_selected(tmp_path):
+    gdb = tmp_path / "gdb"
+    gdb.write_text(RESELECTING_GDB % sys.executable)
+    gdb.chmod(0o755)
+    mark = tmp_path / "reselected"
+    (tmp_path / "fork_child.py").write_text(FORK_CHILD)
+    sessions = tmp_path / "sessions"
+    proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), "--break", "THPVariable_tensor",
+                      "fork_child.py"], cwd=tmp_path, input=b"", capture_output=True, timeout=allowance(300),
+                     env={**os.environ, "PYTHONPATH": str(ROOT), "PTTRACE_GDB": str(gdb), "RESELECT_MARK": str(mark)})
+    assert proc.returncode == 0, proc.stderr
+    assert mark.exists(), "pttrace never asked for pttrace-rerecord: the child's first hit did not wait"
+    session = storage.load(next(sessions.glob("*.jsonl")))
+    forked = printed(proc, "FORKED")[0]
+    main = session.processes[0]
+    assert [h.thread.pid for h in session.hits] == [main.pid, forked], [h.thread for h in session.hits]
+    assert session.process(forked) is not None and session.process(forked).exit_code == 3

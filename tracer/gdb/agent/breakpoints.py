@@ -79,6 +79,7 @@ class TraceBreakpoint(gdb.Breakpoint):
             # asks for this hit again (pttrace-rerecord), the thread still stopped here.
             PROCESSES.need = PROCESSES.current
             STATE.pending_bp = self
+            STATE.pending_thread = gdb.selected_thread()
             STATE.stop_requested = False
             return True
         innermost: dict[str, Any]  # the innermost frame's record (a cached one, or a copy with a name)

@@ -211,7 +211,31 @@ def _status(arg: str) -> None:
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
 
+def _back_to_waiting_thread() -> bool:
+    """Select the thread that stopped at the waiting hit; False (and the hit given up, with a warning) when it
+    is gone. gdb may have another inferior selected by now: under load (11-16) a fork child's first hit was
+    read in an ended DataLoader worker's inferior, written with no thread pid, and the child's hit was lost."""
+    thread, STATE.pending_thread = STATE.pending_thread, None
+    if thread is None:
+        return True
+    if not thread.is_valid():
+        LOG.info("rerecord: the waiting hit's thread is gone")
+        OUT.warn("a hit could not be recorded: its thread ended while gdb loaded the symbols it needed")
+        STATE.pending_bp, PROCESSES.need, STATE.pending_spec, STATE.need_libs = None, None, None, []
+        STATE.pending_keyset, STATE.pending_skip, STATE.pending_launcher = (None, None), 0, False
+        STATE.pending_values = None
+        return False
+    if gdb.selected_thread() is not thread:
+        LOG.info("rerecord: gdb had thread %s selected, the hit is thread %s's",
+                 getattr(gdb.selected_thread(), "num", None), thread.num)
+        thread.switch()
+    return True
+
+
 def _rerecord(arg: str) -> None:
+    if (STATE.pending_bp is not None or STATE.pending_spec is not None or STATE.need_libs) \
+            and not _back_to_waiting_thread():
+        return
     if STATE.pending_bp is not None:
         # A child's first hit, now that its symbols are loaded: the breakpoint's stop() again.
         bp, STATE.pending_bp, PROCESSES.need = STATE.pending_bp, None, None

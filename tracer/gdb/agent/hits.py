@@ -57,6 +57,7 @@ def defer_for(missing: list[str], spec: str | None) -> None:
     STATE.need_libs = missing
     STATE.asked_libs.update(missing)
     STATE.pending_spec = spec
+    STATE.pending_thread = gdb.selected_thread()
     CACHES.forget_library_frames(missing)
 
 
@@ -230,6 +231,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
     if allow_defer:
         if worker:
             STATE.pending_spec = spec
+            STATE.pending_thread = gdb.selected_thread()
             STATE.pending_launcher = True
             return False
     if FRAMES.left_over:  # only now: a deferred hit's first walk may end early, its second is whole

@@ -30,6 +30,9 @@ class State:
         self.pending_skip = 0  # frames above the one it is recorded from (--follow's trigger: 1)
         self.pending_launcher = False  # it is a parallel worker's: its launching thread is read first
         self.pending_bp: Any = None  # a hit in a child whose symbols were not set up yet: stopped again after
+        # The thread that stopped at the waiting hit (pending_bp or pending_spec): pttrace-rerecord reads it
+        # there, whatever gdb has selected meanwhile (an ended process's inferior, whose hit had no pid).
+        self.pending_thread: Any = None
         self.exec_request: dict | None = None  # a followed process about to exec: {inferior, pid, argv}
         self.stop_requested = False  # what the last hit decided, for pttrace-status
         self.write_error: str | None = None  # the session file cannot be written (disk full, directory gone)
