@@ -187,6 +187,11 @@ class MiConnection:
         """Run a CLI command through ``-interpreter-exec console``, its text quoted for MI."""
         return self.command(f"-interpreter-exec console {mi_quote(cli_command)}", timeout, check)
 
+    def stop_waiting(self) -> bool:
+        """A ``*stopped`` gdb sent is waiting in the queue, not read yet (a peek: nothing is taken)."""
+        with self.events.mutex:
+            return any(ev.kind == "notify" and ev.message == "stopped" for ev in self.events.queue)
+
     def next_event(self, timeout: float | None = None) -> MiEvent | None:
         try:
             return self.events.get(timeout=timeout)
