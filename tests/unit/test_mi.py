@@ -55,6 +55,19 @@ def test_result_belongs_to_its_command(conn):
     assert any(e.kind == "notify" and e.message == "thread-group-added" for e in events)
 
 
+def test_a_waiting_stop_is_seen_without_being_taken(conn):
+    # The recorder skips a continue while a stop waits (two exits reported before one continue let a fork
+    # child run past its waiting hit): the peek must see the stop and leave it to be read and acted on.
+    assert not conn.stop_waiting()
+    conn.command("-slow")  # its *stopped is queued before its result
+    assert conn.stop_waiting() and conn.stop_waiting()
+    taken = []
+    while (ev := conn.next_event(timeout=0.5)) is not None:
+        taken.append(ev)
+    assert [e.payload["reason"] for e in taken if e.kind == "notify" and e.message == "stopped"] == ["breakpoint-hit"]
+    assert not conn.stop_waiting()
+
+
 def test_error_result_raises_with_gdbs_message(conn):
     with pytest.raises(GdbCommandError, match='No symbol "x"'):
         conn.command("-bad")
