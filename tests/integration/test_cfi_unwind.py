@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_pttrace
-from tests.support import allowance
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -89,7 +88,7 @@ def test_the_agents_unwinder_gives_gdbs_frames_ids_and_registers(tmp_path):
     script = tmp_path / "target.py"
     script.write_text(TARGET)
     proc = run_pttrace("run", "--batch", "-q", "--break", OP, "--session-dir", str(tmp_path / "s"), str(script),
-                       env=dict(os.environ, PTTRACE_GDB=str(wrapper)), timeout=allowance(300))
+                       env=dict(os.environ, PTTRACE_GDB=str(wrapper)), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     walks = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(walks) == 4  # every hit, two on each thread

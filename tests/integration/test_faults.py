@@ -645,7 +645,7 @@ def test_a_failed_start_up_with_an_empty_cache_leaves_no_process_behind(tmp_path
                PROBE_WAIT=str(allowance(120)))
     proc = run_child([sys.executable, "-c", SUBREAPER, *PTTRACE, "run", "--batch", "--session-dir",
                       str(tmp_path / "sessions"), "-b", "THPVariable_tensor", "scripts/hello-world.py"],
-                     cwd=ROOT, capture_output=True, text=True, timeout=allowance(300), env=env)
+                     cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["rc"] != 0 and "Traceback" not in out["stderr"], out

@@ -497,7 +497,7 @@ def test_a_fork_childs_first_hit_is_its_own_whatever_inferior_gdb_has_selected(t
     (tmp_path / "fork_child.py").write_text(FORK_CHILD)
     sessions = tmp_path / "sessions"
     proc = run_child([*PTTRACE, "run", "--batch", "--session-dir", str(sessions), "--break", "THPVariable_tensor",
-                      "fork_child.py"], cwd=tmp_path, input=b"", capture_output=True, timeout=allowance(300),
+                      "fork_child.py"], cwd=tmp_path, input=b"", capture_output=True, timeout=300,
                      env={**os.environ, "PYTHONPATH": str(ROOT), "PTTRACE_GDB": str(gdb), "RESELECT_MARK": str(mark)})
     assert proc.returncode == 0, proc.stderr
     assert mark.exists(), "pttrace never asked for pttrace-rerecord: the child's first hit did not wait"
