@@ -9,8 +9,13 @@ and none starts after it.
 from __future__ import annotations
 
 import atexit
-import subprocess
 import threading
+
+TYPE_CHECKING = False  # not typing's (a warm `where` does not import typing); mypy still reads the block
+if TYPE_CHECKING:
+    import subprocess
+# subprocess itself is imported where a probe starts: a warm `pttrace where` starts none, and its imports are
+# kept to what it uses (tests/integration/test_where.py), ~5 ms of its 65.
 
 _lock = threading.Lock()
 _running: set[subprocess.Popen] = set()
@@ -26,6 +31,8 @@ class ProbesClosed(OSError):
 
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     """``subprocess.Popen(cmd, **kwargs)``, ended at pttrace's exit unless ``done()`` was said first."""
+    import subprocess
+
     global _registered
     with _lock:  # under the lock: end_all() either sees this process or refuses to start it
         if _closed:
@@ -45,6 +52,8 @@ def done(proc: subprocess.Popen) -> None:
 
 def run(cmd: list[str], *, timeout: float, input: str | None = None, **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, capture_output=True, text=True, timeout=...)``, the process tracked while it runs."""
+    import subprocess
+
     proc = popen(cmd, stdin=subprocess.PIPE if input is not None else None, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=True, **kwargs)
     try:
@@ -60,6 +69,8 @@ def run(cmd: list[str], *, timeout: float, input: str | None = None, **kwargs) -
 
 def end_all() -> list[int]:
     """End and reap every probe still running; no probe starts after this. Their pids."""
+    import subprocess
+
     global _closed
     with _lock:
         _closed = True
