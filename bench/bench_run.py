@@ -385,12 +385,32 @@ def oracle_check(python: Path, tmp: Path) -> tuple[str, list[str]]:
     return sentence, errs
 
 
-def warm_up() -> None:
+def warm_up(cases: list[Case] | None = None) -> None:
     """Before the first round: one untimed hello-world.py, so that torch's libraries (~1 GB) and the script's modules
     are in the page cache for every variant of round 1 alike. Without it round 1's first variant (pttrace) was the
-    first process of the benchmark to read them, and a round 1 alone missed its target (RESULTS.md, 10:58 run)."""
+    first process of the benchmark to read them, and a round 1 alone missed its target (RESULTS.md, 10:58 run).
+
+    Then one untimed run of each warm pttrace variant of ``cases`` (the first-hit ones: their breakpoint, this
+    checkout's and each ``--base`` one's), so that the rows named "re-run (caches warm)" are re-runs in round 1 too:
+    a checkout set up anew has a venv whose torch files are new, and the caches pttrace keyed by a library's path
+    and modification time (torch's operator facts: a child interpreter importing torch, ~1.3-1.6 s of wall time and
+    ~100 MB more at load 3) were rebuilt by round 1's run (the lead's 15:00 run: `initModule` 0.32x in round 1,
+    230 MB, against 0.23-0.26x and 141 MB after). The first run's cost is the "first run (empty caches)" row's."""
     subprocess.run([str(VENV_PY), HELLO], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=600)
+    for case in cases or []:
+        for v in case.variants:
+            if v.kind != "pttrace" or v.cold or case.key == "hot":
+                continue
+            with tempfile.TemporaryDirectory(prefix="pttrace-bench-warm-") as td:
+                rundir = Path(td)
+                (rundir / "sessions").mkdir()
+                t0 = time.perf_counter()
+                done = subprocess.run(v.make_argv(rundir), cwd=v.cwd or ROOT, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600,
+                                      env=dict(os.environ, **v.env) if v.env else None)
+                print(f"  warm-up (untimed): {case.key} {v.key}, {time.perf_counter() - t0:.2f} s, exit {done.returncode}",
+                      flush=True)
 
 
 def stale_bytecode() -> list[str]:
@@ -838,7 +858,10 @@ def report(cases: list[Case], stats: dict, facts: dict, rounds: int,
     md.append(f"Measured by `bench/bench_run.py` ({rounds} rounds, variants alternating within each round; "
               "medians, ratios of medians). Peak memory: sum of the peak RSS of the debugger's processes "
               "(pttrace + its gdb, or the one gdb), polled from /proc; the traced Python is shown apart. "
-              "A variant whose recorded path fails its check is marked FAILED.")
+              "A variant whose recorded path fails its check is marked FAILED." +
+              (" Before round 1, untimed: hello-world.py once (the page cache) and each warm pttrace first-hit "
+               "variant once (its caches), so that round 1's re-runs are re-runs."
+               if any(c.key in ("init", "sigmoid") for c in cases) else ""))
     md.append("")
     md.append(f"Machine: {facts['nproc']} cores ({facts['cpu']}), {facts['ram']} RAM, Linux {facts['kernel']}; "
               f"{facts['gdb']}; torch {facts['torch']}; Python {facts['python']}; pttrace at {facts['commit']}; "
@@ -1005,7 +1028,7 @@ def main() -> int:
         tmp = Path(td)
         cases = build_cases(tmp, helper, selected, full=not args.quick, nodwarf=nodwarf,
                             bases=tuple(b.resolve() for b in args.base), warm_only=args.warm_only)
-        warm_up()
+        warm_up(cases)
         stats = run_all(cases, rounds, tmp)
         if nodwarf:
             sentence, oracle_errs = oracle_check(nodwarf, tmp)

@@ -187,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print(f"warning: {len(stale)} of pttrace's modules have no up-to-date bytecode ({stale[0]}...): each run "
               "compiles them; run scripts/setup.sh first", file=sys.stderr)
-    bench_run.warm_up()
     helper = bench_run.python_helper()
+    with tempfile.TemporaryDirectory(prefix="pttrace-speed-warm-") as td:
+        # hello-world.py once, then one untimed pttrace run of each first hit: round 1 is a re-run as the others
+        bench_run.warm_up(bench_run.build_cases(Path(td), helper, {"init", "sigmoid"}, full=False, warm_only=True))
     first, threads, where = [], [], {"warm": [], "bare": [], "warm_cpu": [], "bare_cpu": []}
     notes: list[str] = []
     t0 = time.time()

@@ -116,3 +116,48 @@ def debuglink_candidates(library_dir: str, name: str, debug_dirs) -> list[str]:
         return []
     return [os.path.join(library_dir, name), os.path.join(library_dir, ".debug", name),
             *(os.path.join(d, library_dir.lstrip("/"), name) for d in debug_dirs)]
+
+
+def file_build_id(path: str) -> str | None:
+    """The GNU build-id of an ELF file from its program headers' notes (first 64 KiB); None if none. No section
+    headers are read: ~0.1 ms for libtorch_cpu.so, which keeps them at its end."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None  # only 64-bit little-endian
+    phoff, = struct.unpack_from("<Q", head, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if at + 56 > len(head):
+            break
+        ptype, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", head, at)
+        if ptype != 4 or offset + filesz > len(head):  # PT_NOTE
+            continue
+        pos = offset
+        while pos + 12 <= offset + filesz:
+            namesz, descsz, ntype = struct.unpack_from("<III", head, pos)
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if ntype == 3 and head[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == b"GNU":
+                return head[desc : desc + descsz].hex()
+            pos = desc + ((descsz + 3) & ~3)
+    return None
+
+
+def file_identity(path: str) -> str | None:
+    """What a cache of facts about a library's content is keyed by: its build-id and size when it has one,
+    else its real path, size and modification time; None if it cannot be read. A reinstall (a new venv,
+    ``pip install --force-reinstall``) writes the same bytes with new times and paths: keyed by build-id, what
+    was learnt of them is kept (torch's operator facts: a child interpreter importing torch, ~1.3-1.6 s of a
+    first run's wall time at load 3, 2026-11-27)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = file_build_id(path)
+    if ident:
+        return f"b:{ident}:{st.st_size}"
+    return f"p:{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"

@@ -149,3 +149,23 @@ def test_decoding_agrees_with_torch_on_random_key_sets(torch_and_table):
         for mask in rng.sample(masks, rng.randint(1, 6)):
             raw |= mask
         assert storage.decode_keyset(raw, table) == torch_names(torch, raw), hex(raw)
+
+
+def test_the_facts_of_the_same_build_are_kept_across_installs(tmp_path):
+    """The facts' cache key follows torch's libraries by content (build-id), not by path or time: a new venv of the
+    same wheel reuses them (its first run asked torch again: ~1.3-1.6 s), another build does not."""
+    import os
+    import shutil
+
+    libc, libm = "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6"  # two builds with build-ids
+    installs = []
+    for name, source in (("a", libc), ("b", libc), ("c", libm)):
+        lib = tmp_path / name / "torch" / "lib" / "libc10.so"
+        lib.parent.mkdir(parents=True)
+        shutil.copyfile(source, lib)
+        installs.append(str(lib))
+    os.utime(installs[1], ns=(1, 1))
+    keys = [ops._facts_key(sys.executable, [lib]) for lib in installs]
+    assert keys[0] == keys[1]  # the same bytes elsewhere, another time
+    assert keys[2] != keys[0]  # another build
+    assert ops._facts_key("/bin/sh", [installs[0]]) != keys[0]  # another interpreter

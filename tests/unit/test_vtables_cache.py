@@ -37,3 +37,27 @@ def test_a_damaged_cache_file_is_searched_again(tmp_path, monkeypatch):
     for f in (cache / "values").glob("vtables-*.json"):
         f.write_text("{not json")
     assert vtables.node_vtables([str(lib)], cache) == {str(lib): {1: "vtable for A"}}
+
+
+def test_the_same_build_installed_elsewhere_reads_the_tables_kept(tmp_path, monkeypatch):
+    """A new venv (or a reinstall) writes the same library bytes under a new path and time: kept by build-id,
+    the tables are not searched again, and come back under the new path."""
+    import shutil
+
+    real = "/lib/x86_64-linux-gnu/libc.so.6"  # any library with a build-id
+    first, second = tmp_path / "a" / "libfake.so", tmp_path / "b" / "libfake.so"
+    for p in (first, second):
+        p.parent.mkdir()
+        shutil.copyfile(real, p)
+    os.utime(second, ns=(1, 1))
+    searched: list[list[str]] = []
+
+    def search(libraries):
+        searched.append(list(libraries))
+        return {os.path.realpath(libraries[0]): {4096: "vtable for torch::autograd::X"}}
+
+    monkeypatch.setattr(vtables, "_search", search)
+    cache = tmp_path / "cache"
+    assert vtables.node_vtables([str(first)], cache) == {str(first): {4096: "vtable for torch::autograd::X"}}
+    assert vtables.node_vtables([str(second)], cache) == {str(second): {4096: "vtable for torch::autograd::X"}}
+    assert len(searched) == 1

@@ -166,15 +166,18 @@ def _cache_dir() -> Path:
 
 
 def _facts_key(python: str, libraries: list[str], pythonpath: str | None = None) -> str:
+    """The facts' cache key: the interpreter, and torch's core libraries by content (build-id), not by path or
+    time, so that a new venv or a reinstall of the same wheel keeps them (its first run re-asked torch: ~1.3-1.6 s
+    of wall time and ~100 MB, a second interpreter importing torch beside the target's start)."""
+    from tracer.elfparts import file_identity
+
     parts = [os.path.realpath(python), os.environ.get("ATEN_CPU_CAPABILITY", ""), str(FACTS_FORMAT), pythonpath or ""]
     for lib in libraries:
         base = os.path.basename(lib)
         if base.startswith(("libtorch_cpu", "libc10.", "_C")):
-            try:
-                st = os.stat(lib)
-            except OSError:
-                continue
-            parts.append(f"{os.path.realpath(lib)}:{st.st_size}:{st.st_mtime_ns}")
+            ident = file_identity(lib)
+            if ident is not None:
+                parts.append(f"{base}:{ident}")
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 

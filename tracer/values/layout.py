@@ -21,13 +21,13 @@ import hashlib
 import json
 import os
 import re
-import struct
 import subprocess
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
 from tracer import probes, settings
+from tracer.elfparts import file_build_id as build_id
 
 FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
 _PROBE = Path(__file__).with_name("probe.py")
@@ -306,34 +306,6 @@ def parse_enum(text: str, name: str) -> tuple[tuple[str, int], ...]:
 # ---------------------------------------------------------------------------------------------------
 # Establishing the layout of an installed torch (probe + cache)
 # ---------------------------------------------------------------------------------------------------
-def build_id(path: str) -> str | None:
-    """The GNU build-id of an ELF file from its program headers' notes (first 64 KiB); None if none."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return None
-    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-        return None  # only 64-bit little-endian
-    phoff, = struct.unpack_from("<Q", head, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
-    for i in range(phnum):
-        at = phoff + i * phentsize
-        if at + 56 > len(head):
-            break
-        ptype, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", head, at)
-        if ptype != 4 or offset + filesz > len(head):  # PT_NOTE
-            continue
-        pos = offset
-        while pos + 12 <= offset + filesz:
-            namesz, descsz, ntype = struct.unpack_from("<III", head, pos)
-            desc = pos + 12 + ((namesz + 3) & ~3)
-            if ntype == 3 and head[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == b"GNU":
-                return head[desc : desc + descsz].hex()
-            pos = desc + ((descsz + 3) & ~3)
-    return None
-
-
 def _key_libraries(libraries: list[str]) -> list[str]:
     wanted = ("libc10.so", "libtorch_cpu.so", "libtorch_python.so")
     return sorted(p for p in libraries if os.path.basename(p).split(".so")[0] + ".so" in wanted)

@@ -15,39 +15,49 @@ from pathlib import Path
 # Itanium C++ ABI: an object's vtable pointer points past the offset-to-top and typeinfo words.
 VPTR_SKIP = 16
 NODE_PREFIXES = ("_ZTVN5torch8autograd",)  # vtable for torch::autograd::...
-CACHE_FORMAT = "1"  # of the cached tables; a change of what they hold changes it
+CACHE_FORMAT = "2"  # of the cached tables; a change of what they hold changes it (2: kept by build-id)
 
 
 def node_vtables(libraries: list[str], cache_dir: Path | None = None) -> dict[str, dict[int, str]]:
     """library path -> {file-relative address a vtable pointer holds: ``vtable for X``} for the autograd
     classes each library defines (800 in libtorch_cpu 2.13; 0.2-0.3 s of CPU with a warm index, at every
-    start of a recording: kept in ``cache_dir``, by the libraries' paths, sizes and times, ~1 ms then)."""
-    path = _cache_path(libraries, cache_dir)
-    if path is not None:
+    start of a recording: kept in ``cache_dir``, by the libraries' build-ids (else paths, sizes and times), ~1 ms
+    then)."""
+    idents = _identities(libraries)
+    path = _cache_path(idents, cache_dir)
+    if path is not None and idents is not None:
         try:
             data = json.loads(path.read_text())
-            return {lib: {int(k): v for k, v in table.items()} for lib, table in data.items()}
-        except (OSError, ValueError, TypeError, AttributeError):
+            # Kept by each library's identity (its build-id): the same build installed elsewhere reads them too.
+            return {real: {int(k): v for k, v in data[ident].items()} for real, ident in idents.items() if ident in data}
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
             pass
     out = _search(libraries)
-    if path is not None:
+    if path is not None and idents is not None:
         from tracer import settings
 
-        settings.write_cache_file(path, json.dumps({lib: {str(k): v for k, v in t.items()} for lib, t in out.items()}),
-                                  ".vtables-")
+        kept = {idents[real]: {str(k): v for k, v in t.items()} for real, t in out.items() if real in idents}
+        settings.write_cache_file(path, json.dumps(kept), ".vtables-")
     return out
 
 
-def _cache_path(libraries: list[str], cache_dir: Path | None) -> Path | None:
-    if cache_dir is None:
+def _identities(libraries: list[str]) -> dict[str, str] | None:
+    """real path -> identity (tracer.elfparts.file_identity) of each library; None if one cannot be read."""
+    from tracer.elfparts import file_identity
+
+    out = {}
+    for lib in libraries:
+        ident = file_identity(lib)
+        if ident is None:
+            return None
+        out[os.path.realpath(lib)] = ident
+    return out
+
+
+def _cache_path(idents: dict[str, str] | None, cache_dir: Path | None) -> Path | None:
+    if cache_dir is None or idents is None:
         return None
-    parts = [CACHE_FORMAT]
-    try:
-        for lib in sorted(libraries):
-            st = os.stat(lib)
-            parts.append(f"{os.path.realpath(lib)}:{st.st_size}:{st.st_mtime_ns}")
-    except OSError:
-        return None
+    parts = [CACHE_FORMAT, *sorted(idents.values())]
     return cache_dir / "values" / f"vtables-{hashlib.sha1(chr(0).join(parts).encode()).hexdigest()}.json"
 
 
