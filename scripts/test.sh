@@ -32,4 +32,7 @@ trap - EXIT
 # --durations=20: every run names its slowest tests (the suite is kept under 10 minutes). Two workers
 # (pytest-xdist), each taking whole test files (a module's shared recording is made once): a test is
 # mostly one process at a time (gdb, or the target it stopped), so a second one fills the second core.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 -n 2 --dist loadfile tests "$@"
+# The files are taken in collection order, the longest first (tests/conftest.py's LONGEST_FIRST), so
+# that the run ends on short files on both workers, not on one worker's long file while the other idles.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 -n 2 --dist loadfile --no-loadscope-reorder \
+    tests "$@"

@@ -36,7 +36,32 @@ HELLO_BREAKS = [
 ]
 
 
+# The longest test files, longest first (the quiet CI's --durations and a whole run's, 2026-11-27): they run
+# first. scripts/test.sh's two workers take whole files in collection order (--no-loadscope-reorder); with
+# xdist's default order (files with the most tests first) these few-test files came last, and one worker ran
+# the fork storm or the IValue scenario alone while the other had nothing left. The other files keep their order.
+LONGEST_FIRST = (
+    "integration/test_fork_storm.py", "tui/test_prompt_gdb.py", "integration/test_faults.py",
+    "integration/test_processes.py", "tui/test_exec_child_gdb.py", "integration/test_compiled.py",
+    "integration/test_ops.py", "integration/test_op_follow.py", "integration/test_cfi.py",
+    "integration/test_bigdebug.py", "integration/test_python_frames_gdb.py", "tui/test_live_processes.py",
+    "integration/test_survival.py", "tui/test_terminal_faults.py", "integration/test_run_targets.py",
+    "tui/test_threads_gdb.py", "tui/test_live_gdb.py", "integration/test_attach.py", "integration/test_hot_path.py",
+    "integration/test_torchscript.py", "tui/test_steps_vs_gdb.py", "unit/test_interp_layout.py",
+    "integration/test_target_streams.py", "integration/test_op_keysets.py",
+)
+
+
+def _file_rank(item) -> int:
+    path = item.nodeid.split("::", 1)[0].removeprefix("tests/")
+    try:
+        return LONGEST_FIRST.index(path)
+    except ValueError:
+        return len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_file_rank)  # stable: each file's tests, and the files not named, keep their order
     if shutil.which("gdb") is None:
         skip = pytest.mark.skip(reason="gdb is not installed (.ci/run installs it)")
         for item in items:
