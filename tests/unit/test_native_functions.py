@@ -218,3 +218,19 @@ def test_return_types_cached_on_disk_and_rebuilt_when_the_file_changes(tmp_path,
     again = nf.cached_return_types(str(yaml))
     assert again == nf.return_types(nf.parse(EXCERPT + extra))
     assert "frobnicate" in again and "frobnicate" not in first
+
+
+def test_return_types_of_the_same_file_elsewhere_come_from_the_cache(tmp_path, monkeypatch):
+    """A new venv (or a reinstall) writes the same native_functions.yaml under another path and time: the table is
+    kept by the file's content, so it is read back, not parsed again."""
+    import os
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for p in (first, second):
+        p.write_text(EXCERPT)
+    os.utime(second, ns=(1, 1))
+    table = nf.cached_return_types(str(first))
+    parsed: list[str] = []
+    monkeypatch.setattr(nf, "load", lambda path: parsed.append(path))
+    assert nf.cached_return_types(str(second)) == table and not parsed

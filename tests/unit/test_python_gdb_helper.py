@@ -37,3 +37,40 @@ def test_no_helper(tmp_path):
     python.parent.mkdir()
     python.write_text("")
     assert python_gdb_helper(str(python), auto_load=str(tmp_path / "none")) is None
+
+
+def _gdb_commands(tmp_path, prompt: bool) -> tuple[str, bool]:
+    """The real gdb pttrace starts for a run: its auto-load safe path, and whether the helper's ``py-bt`` exists."""
+    import sys
+
+    from tracer.recorder.config import TraceConfig
+    from tracer.recorder.launch import StartedGdb
+
+    script = tmp_path / "t.py"
+    script.write_text("pass\n")
+    config = TraceConfig(breakpoints=("initModule",), python=sys.executable, script=str(script), session_dir=tmp_path)
+    started = StartedGdb.start(config, prompt=prompt)
+    try:
+        started.agent.wait()
+        safe = "".join(started.mi.console("show auto-load safe-path").console)
+        pybt = started.mi.console("help py-bt", check=False).message != "error"
+    finally:
+        started.mi.close()
+    assert started.mi.proc.poll() is not None  # no gdb left behind
+    return safe, pybt
+
+
+def test_only_a_run_with_a_gdb_prompt_loads_the_helper(tmp_path):
+    """The helper gives the TUI's gdb prompt ``py-bt``; a headless run has no prompt and pttrace reads Python frames
+    itself, so its gdb does not compile the helper's 71 KB (~0.02 s of gdb's CPU before the target may start)."""
+    import sys
+
+    helper = python_gdb_helper(sys.executable)
+    if helper is None:
+        import pytest
+
+        pytest.skip(f"no python-gdb helper for {sys.executable}")
+    safe, pybt = _gdb_commands(tmp_path, prompt=True)
+    assert helper in safe and pybt
+    safe, pybt = _gdb_commands(tmp_path, prompt=False)
+    assert helper not in safe and not pybt

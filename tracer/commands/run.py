@@ -188,7 +188,8 @@ SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIG
 def run_batch(config, quiet: bool = False) -> int:
     from tracer.recorder.launch import StartedGdb
 
-    started = StartedGdb.start(config)  # gdb starts, and takes the agent in, while the recorder's parts import
+    # gdb starts, and takes the agent in, while the recorder's parts import; no prompt, so no python-gdb helper
+    started = StartedGdb.start(config, prompt=False)
     from tracer.recorder import Recorder
     from tracer.recorder.shutdown import exit_code
 

@@ -196,20 +196,25 @@ def return_types(entries: dict[str, NativeEntry]) -> dict[str, str | None]:
     return out
 
 
-_RETURNS_FORMAT = 1  # bump when return_types changes what it gives
+_RETURNS_FORMAT = 2  # bump when return_types changes what it gives (2: keyed by content)
 
 
 def cached_return_types(path: str) -> dict[str, str | None]:
     """``return_types(load(path))``, kept on disk beside pttrace's other caches and checked by the file's
-    size and modification time: the agent needs it at the first hit of an operator, where parsing the
+    size and CRC: the agent needs it at the first hit of an operator, where parsing the
     2,600 entries of native_functions.yaml took 0.3-1.2 s (load 1-10) and reading the table back ~0.5 ms."""
     import hashlib
     import marshal
 
     from tracer.settings import cache_dir
 
-    st = os.stat(path)
-    stamp = (_RETURNS_FORMAT, os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    import zlib
+
+    with open(path, "rb") as fh:
+        # By content (its size and CRC: ~0.5 ms for the 0.6 MB file), not its path and time: a new venv or a
+        # reinstall of the same wheel keeps the table (parsing it again was 0.3-1.2 s at that first hit).
+        text = fh.read()
+    stamp = (_RETURNS_FORMAT, len(text), zlib.crc32(text))
     store = cache_dir() / "native-functions" / (hashlib.sha1(repr(stamp).encode()).hexdigest() + ".returns")
     try:
         with open(store, "rb") as fh:

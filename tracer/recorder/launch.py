@@ -252,14 +252,17 @@ class StartedGdb:
     agent: AgentLoading
 
     @classmethod
-    def start(cls, cfg) -> "StartedGdb":
-        """Refuses bad input (``validate``) before anything starts."""
+    def start(cls, cfg, prompt: bool = True) -> "StartedGdb":
+        """Refuses bad input (``validate``) before anything starts. ``prompt``: the run has a gdb prompt (the
+        TUI's ``:``), where the interpreter's helper gives ``py-bt``; a headless run has none, and its gdb does not
+        load the helper: pttrace reads Python frames itself (tracer/pyruntime), and compiling the helper's 71 KB
+        of Python was ~0.06-0.08 s of gdb's start (load 3), which the target's start waits for."""
         python = validate(cfg)
         gdb = gdb_path(cfg.settings)
         gversion = gdb_version(gdb)
         helper = python_gdb_helper(python)
         program = [python, *cfg.program()] if cfg.pid is None else None
-        mi = spawn_gdb(gdb_argv(gdb, helper, program), cfg.cwd)
+        mi = spawn_gdb(gdb_argv(gdb, helper if prompt else None, program), cfg.cwd)
         return cls(python, gversion, helper, mi, AgentLoading(mi))
 
 
