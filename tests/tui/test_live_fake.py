@@ -147,6 +147,55 @@ def test_stop_mode_stops_at_a_hit_then_finish_shows_the_new_path(fake_source, fi
     run_pilot(scenario())
 
 
+def test_c_after_a_step_shows_the_next_hit_even_read_before_the_news_that_the_target_runs(fake_source,
+                                                                                        fixture_session):
+    """The recorder reads a hit from the session file on one thread and gdb's news on another: after c, the
+    next stop's hit can reach the app before the news that the target runs. The step's stop shown then must
+    not stay on screen for ever (a loaded run of test_live_processes.py showed it for 41 s after c)."""
+    from tracer.tui.messages import HitSelected
+
+    sigmoid = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    first, second = numbered_hits(sigmoid, 1, 2)
+    fake_source.resume = lambda: fake_source.calls.append(("resume",))  # gdb's news: pushed below, late
+    handled: list[int] = []  # the hits the app has taken a selection of (shown, or kept off the call path)
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            app.message_signal.subscribe(app, lambda m: handled.append(m.hit.seq) if isinstance(m, HitSelected)
+                                         else None, immediate=True)
+            await ready(pilot)
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop")
+            fake_source.push("hit", first)
+            fake_source.push("stopped", {"reason": "breakpoint-hit"})
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 1)
+            await pilot.press("f")
+            await wait_until(pilot, lambda: "where finish stopped" in app.call_path.border_title
+                             and app.state.gdb == "ready")
+            # WHEN c is pressed and the next stop's hit comes before gdb says that the target runs
+            await pilot.press("c")
+            await wait_until(pilot, lambda: ("resume",) in fake_source.calls and app.state.gdb == "ready")
+            fake_source.push("hit", second)
+            await wait_until(pilot, lambda: 2 in handled)
+            # THEN the hits pane follows it, and the call path still shows the finish's stop: as far as the
+            # app knows the target stands there (hits recorded just before a stop must not replace it)
+            assert app.hits_table.selected_hit.seq == 2
+            assert app.call_path.hit.seq == 0 and "where finish stopped" in app.call_path.border_title
+            # AND once the news comes that the target ran on and stopped at that hit, the call path shows it,
+            # frame #0 selected as gdb selects it
+            fake_source.push("state", "running")
+            fake_source.push("stopped", {"reason": "breakpoint-hit"})
+            path = app.call_path
+            await wait_until(pilot, lambda: app.state.target == "stopped" and path.hit.seq == 2
+                             and path.selected_frame_index() == len(path.frames) - 1,
+                             why=lambda: (path.border_title, path.selected_frame_index(), len(path.frames)))
+            assert path.border_title.startswith("call path · hit #2 · wrapper_CPU_sigmoid"), path.border_title
+            await pilot.press("q")
+
+    run_pilot(scenario())
+
+
 def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
     """A breakpoint hit during ``import torch`` comes before a key pressed once the target runs."""
     gdb_up, starting = threading.Event(), threading.Event()

@@ -47,13 +47,15 @@ def fork_run(tmp_path_factory):
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.press("m")
             await wait_until(pilot, lambda: app.state.mode == "stop", timeout=5)
-            before = 0  # stops seen before the last continue
+            before = None  # the stop the app had taken in when c was last pressed
             for _ in range(8):
+                # a stop the app has taken in since c (the source's count of stops runs ahead of the app's
+                # state: its news of the target running and stopping again may still wait to be drawn)
                 await wait_until(pilot, lambda: app.state.finished or (
-                    source._stops > before and app.state.target == "stopped" and app.state.gdb == "ready"
-                    and (app.state.last_stop or {}).get("reason") == "breakpoint-hit"
+                    app.state.last_stop is not before and app.state.target == "stopped"
+                    and app.state.gdb == "ready" and (app.state.last_stop or {}).get("reason") == "breakpoint-hit"
                     and app.call_path.hit is not None), timeout=120, step=0.1,
-                    why=lambda: (seen, source._stops, before, app.state.target, app.state.gdb, app.state.last_stop,
+                    why=lambda: (seen, source._stops, app.state.target, app.state.gdb, app.state.last_stop,
                                  [(h.seq, h.thread.pid) for h in app.state.hits], app.state.warnings,
                                  [p.to_dict() for p in app.state.processes.values()]))
                 if app.state.finished:
@@ -92,7 +94,7 @@ def fork_run(tmp_path_factory):
                         await pilot.press("escape")
                         seen["steps_in_child"].append((app.call_path.hit.thread.pid, said,
                                                        f"0x{app.call_path.frames[-1].address:x}"))
-                before = source._stops
+                before = app.state.last_stop
                 await pilot.press("c")
             await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
 

@@ -26,6 +26,7 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 
 from tracer.errors import PttraceError
+from tracer.session.model import Hit
 from tracer.tui.control import ControlActions
 from tracer.tui.ending import QuitActions
 from tracer.tui.export_notes import ExportActions
@@ -91,6 +92,10 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         self._last_drain = 0.0
         self._drain_timer: Timer | None = None
         self._jump_until = 0.0  # a stop at a breakpoint: its hit (before or after the stop's news) is shown
+        self._held: Hit | None = None
+        """The hit the hits pane followed while the call path was pinned to a stop: shown once the target runs
+        on. After c the next stop's hit can come before gdb's news that the target runs (the session file
+        and gdb are read by two threads): dropped, it left the step's stop on screen (41 s at load 7.5)."""
         self._left_width: int | None = None
 
     # --- layout ---------------------------------------------------------------------------------
@@ -170,7 +175,7 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         events = self.inbox.take()
         if not events:
             return
-        new_hits = False
+        new_hits = ran_on = False
         output: list = []  # the target's stdout text, or (stream, text)
         changed: set[str] = set()
         for ev in events:
@@ -193,7 +198,7 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
                     self._jump_until = time.monotonic() + JUMP_WINDOW
                     self.call_after_refresh(self._select_frame_zero)
             elif ev.kind == "state" and ev.data == "running":
-                self._pinned = False
+                self._pinned, ran_on = False, True
                 self.call_path.stop_over("the target runs on")
             elif ev.kind == "gdb":
                 self.notify(str(ev.data), title="gdb", timeout=8)
@@ -224,6 +229,8 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
             if selected is not None:
                 table.select_same(selected)  # where the cursor was, with the whole file's names
             self.call_after_refresh(self.source.screen_shown)
+        if ran_on:
+            self._release_held()
         self._follow_stop()
         if "evals" in changed:
             self._show_evals()
@@ -243,6 +250,14 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
             self._redraw_status()
         if "bindings" in changed:
             self.refresh_bindings()
+
+    def _release_held(self) -> None:
+        """The target ran on from the stop the call path was pinned to: the hit the hits pane followed
+        meanwhile (still where its cursor is) is shown, as following would have shown it."""
+        held, self._held = self._held, None
+        selected = self.hits_table.selected_hit
+        if held is not None and not self._pinned and selected is not None and selected.seq == held.seq:
+            self._show_hit(selected)
 
     def _follow_stop(self) -> None:
         if time.monotonic() < self._jump_until:
@@ -285,9 +300,13 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
     # --- selection ------------------------------------------------------------------------------
     def on_hit_selected(self, message: HitSelected) -> None:
         if message.auto and self._pinned:
-            return  # hits recorded just before the stop must not replace where it stopped
+            self._held = message.hit  # hits recorded just before the stop must not replace where it stopped
+            return
+        self._show_hit(message.hit)
+
+    def _show_hit(self, hit: Hit) -> None:
         self._pinned = False
-        hit = message.hit
+        self._held = None
         thread = f"thread {hit.thread.id}" + (f" {hit.thread.names}" if hit.thread.names else "")
         caption = f"hit #{hit.seq} · {hit.breakpoint or hit.signal or '?'} · {thread}"
         # The hit the target is stopped at: frame #0 selected, as gdb selects it (the prompt runs there).
