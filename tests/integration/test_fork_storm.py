@@ -68,3 +68,13 @@ def test_every_hit_of_a_fork_storm_is_recorded(tmp_path: Path, target: str, args
     assert session.info.exit_code == 0
     # and each hit in a process of its own (the target's processes each call sigmoid once)
     assert len({h.thread.pid for h in session.hits}) == len(session.hits)
+    # and every child's call path is whole: a child's first hit reuses a sibling's walk of the same stack
+    # (tracer/gdb/agent/shared_walks.py); the first hit's walk is gdb's (nothing to share yet), and every
+    # process calls sigmoid from the same C stack, its Python frames one grow() deeper at each tree level
+    first = session.hits[0]
+    native = [(f.function, f.library) for f in first.frames if f.kind == "native"]
+    for hit in session.hits:
+        assert [(f.function, f.library) for f in hit.frames if f.kind == "native"] == native, hit.seq
+    if target == "fork_tree.py":
+        levels = sorted(sum(1 for f in h.frames if f.kind == "python" and f.function == "grow") for h in session.hits)
+        assert levels == [level for level in range(1, 6) for _ in range(2 ** (level - 1))], levels

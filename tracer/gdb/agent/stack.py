@@ -16,6 +16,7 @@ from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import EVAL, SLOT, STATS
 from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.shared_walks import SHARED
 from tracer.gdb.agent.state import CACHES, STATE
 
 EVAL_FRAME = "_PyEval_EvalFrameDefault"
@@ -80,20 +81,26 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
     except gdb.error:
         return [], False
     key = None
+    image = None  # a fork child's image, looked up when its own walks have none of this stack (shared_walks.py)
     if STATS.enabled:
         thread = gdb.selected_thread()
         key = _stack_key(thread, f)
-        if key is not None and (walk := CACHES.walks.get(key)) is not None:
+        walk = CACHES.walks.get(key) if key is not None else None
+        if walk is None and key is not None:
+            image = SHARED.image()
+            walk = SHARED.get(image, key[1], key[2])
+        if walk is not None and key is not None:
             frames = _reuse_walk(walk, thread)
             if frames is not None:
                 STATS.reused += 1
+                CACHES.walks[key] = walk
                 truncated = len(frames) > STATE.max_depth
                 if truncated:
                     del frames[STATE.max_depth:]
                 frames.reverse()
                 return frames, truncated
             STATS.rejected += 1
-            del CACHES.walks[key]
+            CACHES.walks.pop(key, None)
         STATS.walked += 1
     f = regs.real(f)  # a walk asks gdb for every frame: frame #0 is gdb's too
     frames, truncated, entries = _walk(f, py, key is not None)
@@ -103,6 +110,7 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
             if len(CACHES.walks) >= reuse.MAX_WALKS:
                 CACHES.walks.clear()
             CACHES.walks[key] = walk
+            SHARED.put(image, key[1], key[2], walk)
     frames.reverse()
     return frames, truncated
 
