@@ -196,6 +196,57 @@ def test_c_after_a_step_shows_the_next_hit_even_read_before_the_news_that_the_ta
     run_pilot(scenario())
 
 
+def test_a_steps_own_news_taken_in_after_its_stop_does_not_end_that_stop(fake_source, fixture_session,
+                                                                         monkeypatch):
+    """gdb's news of a step (the target runs, then stops) is sent before the step's answer, but the app takes
+    its inbox in at most a few times a second: the answer may come first. Its running must not then say
+    that the stop the answer shows is over, nor let a hit recorded before it replace it (seen at load 9)."""
+    import tracer.tui.app as app_module
+    from tracer.tui.messages import HitSelected
+    from tracer.tui.sources import SourceEvent
+
+    monkeypatch.setattr(app_module, "MAX_BATCHES_PER_SECOND", 0.2)  # the inbox taken in every 5 s: answer first
+    sigmoid = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
+    first, before_the_stop = numbered_hits(sigmoid, 1, 2)
+
+    def finish(action: str):
+        fake_source.calls.append((action,))
+        fake_source._emit(SourceEvent("state", "running"))  # into the inbox before the answer, as gdb's are
+        fake_source._emit(SourceEvent("stopped", {"reason": "function-finished"}))
+        return fake_source.stop_hit
+
+    fake_source.step = finish
+    handled: list[int] = []
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            app.message_signal.subscribe(app, lambda m: handled.append(m.hit.seq) if isinstance(m, HitSelected)
+                                         else None, immediate=True)
+            await ready(pilot)
+            await pilot.press("m")
+            await wait_until(pilot, lambda: app.state.mode == "stop")
+            fake_source.push("hit", first)
+            fake_source.push("stopped", {"reason": "breakpoint-hit"})
+            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 1,
+                             timeout=20)
+            # WHEN f is pressed and its answer comes while its news waits in the inbox
+            await pilot.press("f")
+            path = app.call_path
+            await wait_until(pilot, lambda: "where finish stopped" in path.border_title and app.state.gdb == "ready"
+                             and not app.inbox._events, timeout=20, why=lambda: (path.border_title, app.state.gdb))
+            # THEN the call path says where finish stopped, not that the stop is over
+            assert path.border_title.startswith("call path · where finish stopped"), path.border_title
+            assert app.state.target == "stopped" and path.hit.seq == 0
+            # AND a hit recorded before the stop does not replace it
+            fake_source.push("hit", before_the_stop)
+            await wait_until(pilot, lambda: 2 in handled, timeout=20)
+            assert path.hit.seq == 0 and path.border_title.startswith("call path · where finish stopped")
+            await pilot.press("q")
+
+    run_pilot(scenario(), timeout=60)
+
+
 def test_the_mode_can_be_chosen_while_gdb_starts(fake_source):
     """A breakpoint hit during ``import torch`` comes before a key pressed once the target runs."""
     gdb_up, starting = threading.Event(), threading.Event()

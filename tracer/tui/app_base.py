@@ -40,6 +40,9 @@ class AppBase(App[int]):
     def output(self) -> OutputLog:
         return self.query_one(OutputLog)
 
+    def _drain(self) -> None:
+        """Take in the source's events waiting in the inbox now (``PttraceApp`` has one)."""
+
     def _redraw_status(self) -> None:
         path = self.source.session_path
         self.query_one(StatusLine).render_state(self.state, path.name if path else self.source.label)

@@ -66,6 +66,10 @@ class ControlActions(AppBase):
         self.post_message(ControlFinished(label, True, hit=result if isinstance(result, Hit) else None))
 
     def on_control_finished(self, message: ControlFinished) -> None:
+        # gdb's news of what the command did (a step's running, then its stop) was sent before its answer,
+        # but the inbox is drawn at most a few times a second: taken in first, its running would say that
+        # the stop the answer shows is over (seen at load 9 after n, the target stopped there)
+        self._drain()
         if not self.state.finished and not self._quitting and self.state.gdb.startswith("busy"):
             self.state.gdb = "ready"
         if not message.ok:
