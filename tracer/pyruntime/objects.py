@@ -159,13 +159,12 @@ class ThreadNames:
             raise ValueError("not a dict's keys")
         table = self.read(keys + o.keys_indices + index_bytes, count * entry) if count else b""
         split = self.read(values + o.values_items, 8 * count) if values and count else None
-        out = []
-        for i in range(count):
-            key = _u64(table, i * entry + entry - 16)
-            value = _u64(split, 8 * i) if split is not None else _u64(table, i * entry + entry - 8)
-            if key and value:
-                out.append((key, value))
-        return out
+        # Every word at once: sys.modules' ~1,000 entries two ``unpack_from`` each were ~10 ms of a first hit.
+        step = entry // 8
+        words = struct.unpack_from(f"<{count * step}Q", table) if count else ()
+        keys = words[step - 2::step]  # the key and value are an entry's last two words
+        values_of = struct.unpack_from(f"<{count}Q", split) if split is not None else words[step - 1::step]
+        return [(key, value) for key, value in zip(keys, values_of) if key and value]
 
     def _int(self, addr: int) -> int | None:
         """A non-negative int's value (idents are), None for another or a negative one."""

@@ -196,6 +196,10 @@ def entry_key(frame, name: str | None, library: str | None) -> tuple | None:
         if any(loc.how is not None and not loc.registers for loc in p.locations):
             names.append("rsp")
         registers = _registers_of[id(p)] = (p, tuple(dict.fromkeys(names)))
+    words = getattr(frame, "words", None)  # frame #0 read with one ptrace call (regs.StopFrame): no gdb call
+    found = words(registers[1]) if words is not None else None
+    if found is not None:
+        return (name, library) + found
     try:
         return (name, library) + tuple(_word(frame, r) for r in registers[1])
     except (RuntimeError, ValueError, OverflowError):  # gdb.error is a RuntimeError

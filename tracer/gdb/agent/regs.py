@@ -17,6 +17,7 @@ costs the speed, never a wrong record.
 from __future__ import annotations
 
 import platform
+import struct
 from typing import Any
 
 import gdb  # type: ignore[import-not-found]
@@ -32,6 +33,7 @@ _INDEX = {name: i for i, name in enumerate((
 _INDEX.update(pc=_INDEX["rip"], sp=_INDEX["rsp"])
 _SIGNED = {"r15", "r14", "r13", "r12", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi"}
 _WORDS = 27
+_UNPACK = struct.Struct(f"<{_WORDS}Q").unpack_from  # the 27 words at once: tuple(buffer) made an int a word
 
 
 class _Ptrace:
@@ -75,6 +77,7 @@ class _Ptrace:
 
 
 _PT = _Ptrace()
+_AT: dict[tuple, tuple] = {}  # register names -> their indexes in the read (() when one is not there)
 
 
 class StopFrame:
@@ -98,6 +101,19 @@ class StopFrame:
             return self.real().read_register(name)
         v = self._regs[i]
         return v - (1 << 64) if name in _SIGNED and v >= 1 << 63 else v
+
+    def words(self, names: tuple) -> tuple | None:
+        """These general registers as unsigned words (what ``arguments.entry_key`` keys on), from the read
+        alone; None when one of them is not a general register."""
+        at = _AT.get(names)
+        if at is None:
+            if len(_AT) >= 256:
+                _AT.clear()
+            at = _AT[names] = tuple(_INDEX[n] for n in names) if all(n in _INDEX for n in names) else ()
+        if not at and names:
+            return None
+        regs = self._regs
+        return tuple([regs[i] for i in at])
 
     def is_valid(self) -> bool:
         return True if self._real is None else self._real.is_valid()
@@ -134,7 +150,7 @@ def stop_frame():
             if lwp and _PT.x86_64(thread.inferior):
                 buf = _PT.buffer
                 if _PT.call(_PTRACE_GETREGS, lwp, None, buf) == 0:
-                    return StopFrame(tuple(buf))
+                    return StopFrame(_UNPACK(buf))
                 LOG.info("PTRACE_GETREGS failed for LWP %d: gdb's frame instead", lwp)
         except (AttributeError, *READ_ERRORS) as exc:
             LOG.info("no direct register read: %s", exc)

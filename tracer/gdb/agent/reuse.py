@@ -22,6 +22,7 @@ class Walk(NamedTuple):
     size: int  # bytes from there to past the highest
     checks: tuple  # (offset from lo, return address bytes) that must be unchanged
     n_eval: int  # how many EVAL items
+    segments: tuple  # the native frames between the EVALs (n_eval + 1 tuples), for assemble
 
 
 def make_walk(entries: list) -> Walk | None:
@@ -36,7 +37,13 @@ def make_walk(entries: list) -> Walk | None:
     if hi - lo > MAX_STACK_READ:
         return None
     checks = tuple(sorted({(a - lo, want) for a, want in slots}))
-    return Walk(items, lo, hi - lo, checks, sum(1 for i in items if i is EVAL))
+    segments: list[list] = [[]]
+    for item in items:
+        if item is EVAL:
+            segments.append([])
+        else:
+            segments[-1].append(item)
+    return Walk(items, lo, hi - lo, checks, len(segments) - 1, tuple(tuple(s) for s in segments))
 
 
 def stack_matches(walk: Walk, mem: bytes) -> bool:
@@ -48,16 +55,14 @@ def stack_matches(walk: Walk, mem: bytes) -> bool:
 
 
 def assemble(walk: Walk, groups) -> list:
-    """The hit's frames, innermost first: the walk's, each EVAL replaced by its group of Python frames."""
-    if not walk.n_eval:
-        return list(walk.items)
-    out: list = []
-    it = iter(groups)
-    for item in walk.items:
-        if item is EVAL:
-            out.extend(next(it))
-        else:
-            out.append(item)
+    """The hit's frames, innermost first: the walk's, each EVAL replaced by its group of Python frames.
+    By the runs of native frames between them (``segments``): a hot hit's ~25 frames a frame at a time
+    were ~6% of its ``stop()`` (cProfile, 2,000 hits of bench/threads_target.py)."""
+    segments = walk.segments
+    out = list(segments[0])
+    for group, segment in zip(groups, segments[1:]):
+        out += group
+        out += segment
     return out
 
 

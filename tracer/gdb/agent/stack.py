@@ -55,21 +55,36 @@ def _suffix_still_valid(slots) -> bool:
     return all(mem[off:off + SLOT] == want for off, want in checks)
 
 
-def _reuse_walk(walk: reuse.Walk, thread) -> list | None:
-    """The frames of this hit (innermost first, not cut at max_depth) from a cached walk, or None if
-    the stack is not that walk's any more."""
+def _reuse_walk(walk: reuse.Walk, thread) -> tuple[list, bool] | None:
+    """The frames of this hit (outermost first, cut at max_depth) from a cached walk, and whether they
+    were cut; None if the stack is not that walk's any more."""
     try:
         mem = bytes(gdb.selected_inferior().read_memory(walk.lo, walk.size))
     except READ_ERRORS:
         return None
     if not reuse.stack_matches(walk, mem):
         return None
-    groups: list | None = []  # a walk without eval frames has no Python frames to put in
+    groups: list | None = ()  # a walk without eval frames has no Python frames to put in
     if walk.n_eval:
         groups = FRAMES.thread_groups(thread, walk.n_eval)
         if groups is None:
             return None
-    return reuse.assemble(walk, groups)
+    max_depth = STATE.max_depth
+    last = _LAST
+    if last[0] is walk and last[1] is groups and last[2] == max_depth:
+        return list(last[3]), last[4]
+    frames = reuse.assemble(walk, groups)
+    truncated = len(frames) > max_depth
+    if truncated:
+        del frames[max_depth:]
+    frames.reverse()
+    _LAST[:] = [walk, groups, max_depth, tuple(frames), truncated]
+    return frames, truncated
+
+
+# The last reused hit's walk and Python groups (the very objects: thread_groups hands out the kept ones
+# while their memory is unchanged) and the call path made of them: a hot loop's next hit is a copy of it.
+_LAST: list = [None, None, 0, (), False]
 
 
 def call_path(newest=None) -> tuple[list[dict], bool]:
@@ -90,15 +105,11 @@ def call_path(newest=None) -> tuple[list[dict], bool]:
             image = SHARED.image()
             walk = SHARED.get(image, key[1], key[2])
         if walk is not None and key is not None:
-            frames = _reuse_walk(walk, thread)
-            if frames is not None:
+            reused = _reuse_walk(walk, thread)
+            if reused is not None:
                 STATS.reused += 1
                 CACHES.walks[key] = walk
-                truncated = len(frames) > STATE.max_depth
-                if truncated:
-                    del frames[STATE.max_depth:]
-                frames.reverse()
-                return frames, truncated
+                return reused
             STATS.rejected += 1
             CACHES.walks.pop(key, None)
         STATS.walked += 1
