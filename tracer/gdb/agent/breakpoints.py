@@ -8,7 +8,7 @@ import gdb  # type: ignore[import-not-found]
 
 from tracer.session import records
 from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
-from tracer.gdb.agent import native, regs, stash
+from tracer.gdb.agent import bulk, native, regs, stash
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
@@ -63,7 +63,8 @@ class TraceBreakpoint(gdb.Breakpoint):
 
     def stop(self) -> bool:
         try:
-            return self._stop()
+            with bulk.STOP:  # the memory this stop checks, read together (bulk.StopBatch)
+                return self._stop()
         except OSError as exc:
             STATE.write_error = f"{exc.strerror or exc}"
             return True  # stop so pttrace notices and reports it

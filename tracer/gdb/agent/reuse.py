@@ -1,7 +1,7 @@
 """Whole-stack reuse: a hot breakpoint stops on the same stack again and again (no gdb: tested outside it).
 
 A hit whose innermost frame has the pc and sp of a hit walked before, and whose every native frame's
-return address is still in its stack slot (one read of the stack), has the native frames of that walk:
+return address is still in its stack slot (read with the stop's other checks, bulk.StopBatch), has the native frames of that walk:
 gdb would unwind the same pcs at the same stack addresses. Its Python frames are read afresh from the
 thread's state (``python_frames.FRAMES.thread_groups``), one group per eval frame of the walk.
 """

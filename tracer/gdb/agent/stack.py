@@ -11,7 +11,7 @@ import sys
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import native, regs, reuse
+from tracer.gdb.agent import bulk, native, regs, reuse
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import EVAL, SLOT, STATS
@@ -58,11 +58,7 @@ def _suffix_still_valid(slots) -> bool:
 def _reuse_walk(walk: reuse.Walk, thread) -> tuple[list, bool] | None:
     """The frames of this hit (outermost first, cut at max_depth) from a cached walk, and whether they
     were cut; None if the stack is not that walk's any more."""
-    try:
-        mem = bytes(gdb.selected_inferior().read_memory(walk.lo, walk.size))
-    except READ_ERRORS:
-        return None
-    if not reuse.stack_matches(walk, mem):
+    if not _slot_regions(walk).unchanged(gdb.selected_inferior()):
         return None
     groups: list | None = ()  # a walk without eval frames has no Python frames to put in
     if walk.n_eval:
@@ -80,6 +76,23 @@ def _reuse_walk(walk: reuse.Walk, thread) -> tuple[list, bool] | None:
     frames.reverse()
     _LAST[:] = [walk, groups, max_depth, tuple(frames), truncated]
     return frames, truncated
+
+
+def _slot_regions(walk: reuse.Walk) -> bulk.Regions:
+    """The walk's return-address slots as regions of memory and the bytes they must hold: checked with the
+    stop's other reads in one ``process_vm_readv`` (bulk.StopBatch), not one gdb read of the stack."""
+    kept = _SLOTS.get(id(walk))
+    if kept is not None and kept[0] is walk:
+        return kept[1]
+    regions = bulk.Regions(tuple((walk.lo + off, SLOT) for off, _want in walk.checks),
+                           b"".join(want for _off, want in walk.checks))
+    if len(_SLOTS) >= reuse.MAX_WALKS:
+        _SLOTS.clear()
+    _SLOTS[id(walk)] = (walk, regions)
+    return regions
+
+
+_SLOTS: dict[int, tuple] = {}  # id(walk) -> (the walk, its slots' regions)
 
 
 # The last reused hit's walk and Python groups (the very objects: thread_groups hands out the kept ones
