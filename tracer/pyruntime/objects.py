@@ -162,9 +162,9 @@ class ThreadNames:
         # Every word at once: sys.modules' ~1,000 entries two ``unpack_from`` each were ~10 ms of a first hit.
         step = entry // 8
         words = struct.unpack_from(f"<{count * step}Q", table) if count else ()
-        keys = words[step - 2::step]  # the key and value are an entry's last two words
-        values_of = struct.unpack_from(f"<{count}Q", split) if split is not None else words[step - 1::step]
-        return [(key, value) for key, value in zip(keys, values_of) if key and value]
+        key_at = words[step - 2::step]  # the key and value are an entry's last two words
+        value_at = struct.unpack_from(f"<{count}Q", split) if split is not None else words[step - 1::step]
+        return [(key, value) for key, value in zip(key_at, value_at) if key and value]
 
     def _int(self, addr: int) -> int | None:
         """A non-negative int's value (idents are), None for another or a negative one."""

@@ -60,7 +60,7 @@ def _reuse_walk(walk: reuse.Walk, thread) -> tuple[list, bool] | None:
     were cut; None if the stack is not that walk's any more."""
     if not _slot_regions(walk).unchanged(gdb.selected_inferior()):
         return None
-    groups: list | None = ()  # a walk without eval frames has no Python frames to put in
+    groups: list | tuple | None = ()  # a walk without eval frames has no Python frames to put in
     if walk.n_eval:
         groups = FRAMES.thread_groups(thread, walk.n_eval)
         if groups is None:
