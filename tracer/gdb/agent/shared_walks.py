@@ -6,7 +6,7 @@ return addresses. Each child is a program space of its own in gdb, whose first u
 units of its interpreter frames again: ~0.13 s of a child's ~0.2 s first hit inside gdb (cProfile, load 8,
 ``gdb.Frame.older``). A walk is shared under the *image* it was made in (the process's executable file
 mappings and the objfiles gdb has for it), and reused only where the image is the same and every return
-address is in its slot (``reuse.stack_matches``), as a walk of the same process is: the frames gdb would give.
+address is in its slot (stack.py checks the walk's slots), as a walk of the same process is: the frames gdb would give.
 The first process is left out (one process has nothing to share with, and pays nothing for it).
 """
 from __future__ import annotations
