@@ -144,3 +144,28 @@ def test_the_new_libraries_are_those_the_dynamic_linker_added_since_the_last_loo
     node(0x3000, 0x9100, b"/lib/libc.so.6", 0x5000)  # libnew unloaded, another loaded elsewhere
     node(0x5000, 0x9300, b"/x/libother.so", 0)
     assert seen.new(r_debug, read) == ["/x/libother.so"]
+
+
+def test_r_debug_is_found_where_the_dynamic_linker_exports_it():
+    """The executable's DT_DEBUG (read from this very process's memory) names the dynamic linker's own
+    ``_r_debug``, as ld.so's symbol lookup (ctypes) finds it; and the list read from there starts with this
+    interpreter's libraries."""
+    import ctypes
+
+    from tracer.gdb.agent.libstops import r_debug_address
+
+    def read(address: int, size: int) -> bytes:
+        with open("/proc/self/mem", "rb") as fh:
+            fh.seek(address)
+            return fh.read(size)
+
+    exported = ctypes.addressof(ctypes.c_int.in_dll(ctypes.CDLL(None), "_r_debug"))
+    assert r_debug_address(os.getpid(), read) == exported
+    names = LoadedLibraries().new(exported, read)
+    assert any("libc.so" in n for n in names) and any("_ctypes" in n for n in names)
+
+
+def test_r_debug_is_not_guessed_for_a_process_that_is_not_there():
+    from tracer.gdb.agent.libstops import r_debug_address
+
+    assert r_debug_address(2 ** 22 + 12345, lambda a, s: b"") is None

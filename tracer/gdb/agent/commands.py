@@ -39,7 +39,7 @@ from tracer.gdb.agent.cfi_unwind import CFI
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
 from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread_info
-from tracer.gdb.agent.libstops import LoadedLibraries, Rules
+from tracer.gdb.agent.libstops import LoadedLibraries, Rules, r_debug_address
 from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.osnames import OS_NAMES
 from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
@@ -323,11 +323,15 @@ class _LibraryStops(gdb.Function):
             return 1
         inferior = gdb.selected_inferior()
         key = (inferior.num, inferior.pid, inferior.progspace.filename)
+        def read(address: int, size: int) -> bytes:
+            return bytes(inferior.read_memory(address, size))
+
         try:
-            if key not in self._r_debug:  # the dynamic linker's, once its symbols are read (at the first stop)
-                self._r_debug[key] = int(gdb.parse_and_eval("(unsigned long) &_r_debug"))
-            names = self._seen.setdefault(inferior.num, LoadedLibraries()).new(
-                self._r_debug[key], lambda address, size: bytes(inferior.read_memory(address, size)))
+            if key not in self._r_debug:  # from the executable's DT_DEBUG, else gdb's symbol (read at the first stop)
+                address = r_debug_address(inferior.pid, read)
+                self._r_debug[key] = address if address is not None else \
+                    int(gdb.parse_and_eval("(unsigned long) &_r_debug"))
+            names = self._seen.setdefault(inferior.num, LoadedLibraries()).new(self._r_debug[key], read)
         except (gdb.error, gdb.MemoryError, ValueError, OverflowError):
             self._r_debug.pop(key, None)
             return 1
