@@ -169,3 +169,37 @@ def test_r_debug_is_not_guessed_for_a_process_that_is_not_there():
     from tracer.gdb.agent.libstops import r_debug_address
 
     assert r_debug_address(2 ** 22 + 12345, lambda a, s: b"") is None
+
+
+def test_what_a_run_read_of_each_library_answers_the_next_run_alike(tmp_path):
+    """NameScans keeps may_name's reading of each file across runs (a JSON file): the next run answers as the
+    fresh scan did without reading the library again (a file changed behind the same size and time keeps its
+    old answer: the key is real path, size and time); a library rebuilt is read again; a separate debug file
+    that appears later is still found (it is looked for at each answer, never kept)."""
+    from tracer.gdb.agent.libstops import NameScans
+
+    cache = tmp_path / "cache" / "scans.json"
+    debug_dir = tmp_path / "debug"
+    plain = build(tmp_path, "libplain.so")
+    stripped = build(tmp_path, "libbyid.so", strip=True, build_id_dir=debug_dir)
+    wanted, other = groups("ptns::pt_needle_fn"), groups("wrapper_CPU_sigmoid")
+    first = NameScans(str(cache))
+    answers = [(lib, g, may_name(str(lib), g)) for lib in (plain, stripped) for g in (wanted, other)]
+    assert [a for _, _, a in answers] == [True, False, True, False]
+    for lib, g, fresh in answers:
+        assert may_name(str(lib), g, (), first) == fresh
+    first.save()
+    assert cache.exists()
+
+    st = os.stat(plain)
+    data = plain.read_bytes()
+    plain.write_bytes(data.replace(b"pt_needle_fn", b"xx_needle_fn"))
+    os.utime(plain, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not may_name(str(plain), wanted)  # read now: the strings are gone
+    later = NameScans(str(cache))
+    assert may_name(str(plain), wanted, (), later)  # the run before's reading: the file was not read again
+    assert not later._changed
+    assert may_name(str(stripped), other, [str(debug_dir)], later)  # its debug file is looked for now
+    os.utime(plain, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # rebuilt, as far as its time tells
+    assert not may_name(str(plain), wanted, (), later)
+    assert later._changed

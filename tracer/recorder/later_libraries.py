@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from tracer.errors import PttraceError
 from tracer.recorder import resolve
 from tracer.recorder.compiled_ops import CompiledOps
+
+if TYPE_CHECKING:
+    from tracer.gdb.agent.libstops import NameScans
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -33,6 +36,7 @@ class LaterLibraries:
         self._warn = warn
         self._needles: list[list[bytes]] | None = None  # None: no test tells (see _may_define)
         self._needles_known = False
+        self._scans: NameScans | None = None  # what this and earlier runs read of each library (libstops.NameScans)
 
     @property
     def active(self) -> bool:
@@ -65,6 +69,8 @@ class LaterLibraries:
                     self._warn(f"pttrace could not search {os.path.basename(path)} for --break {spec} ({why}); "
                                f"a {spec} defined there is not broken on")
                     break
+        if self._scans is not None:
+            self._scans.save()
         if items:
             log.debug("breakpoints found again in libraries loaded later: %s", items)
         return items
@@ -81,9 +87,11 @@ class LaterLibraries:
         if self._needles is None:
             return True
         from tracer import settings
-        from tracer.gdb.agent.libstops import may_name
+        from tracer.gdb.agent.libstops import NameScans, may_name
 
-        return bool(self._needles) and may_name(path, self._needles, settings.current().debug_dirs)
+        if self._scans is None:
+            self._scans = NameScans(scans_file())
+        return bool(self._needles) and may_name(path, self._needles, settings.current().debug_dirs, self._scans)
 
     def _library_ops(self, path: str) -> list[dict]:
         from tracer.dispatch import library_ops
@@ -107,3 +115,10 @@ class LaterLibraries:
     def unfound_ops(self) -> list[str]:
         """The --op ns::name no library registered a kernel for."""
         return [s for s in self.library_ops if s not in self.found_ops]
+
+
+def scans_file() -> str:
+    """Where gdb and pttrace keep what they read of each library for the names (libstops.NameScans)."""
+    from tracer.settings import cache_dir
+
+    return str(cache_dir() / "library-scans.json")

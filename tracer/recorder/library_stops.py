@@ -14,7 +14,7 @@ import logging
 
 from tracer.recorder import resolve
 from tracer.recorder.agent_link import AgentLink
-from tracer.recorder.later_libraries import LaterLibraries
+from tracer.recorder.later_libraries import LaterLibraries, scans_file
 from tracer.recorder.libraries import READ_AT_ONCE, LibraryPolicy
 
 log = logging.getLogger("pttrace.recorder")
@@ -48,6 +48,7 @@ def rules(policy: LibraryPolicy, later: LaterLibraries) -> dict | None:
             names.append(needles)
     out["names"] = names
     out["debug_dirs"] = list(policy.settings.debug_dirs)
+    out["scans"] = scans_file()
     return out
 
 

@@ -336,6 +336,8 @@ class _LibraryStops(gdb.Function):
             self._r_debug.pop(key, None)
             return 1
         wanted = [name for name in names if self.rules.must_stop(name)]
+        if self.rules.scans is not None:
+            self.rules.scans.save()
         if wanted:
             LOG.debug("stop for the libraries %s", wanted)
         return 1 if wanted else 0

@@ -14,6 +14,7 @@ Standard library only (and tracer/elfparts.py, as gdb-free): the recorder applie
 """
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import struct
@@ -42,12 +43,14 @@ class Rules:
     names: tuple[tuple[bytes, ...], ...] = ()
     any_name: bool = False
     debug_dirs: tuple[str, ...] = ()
+    scans: NameScans | None = None  # ``scans``: the file of what earlier runs read of each library
 
     @classmethod
     def from_json(cls, data: dict) -> "Rules":
         return cls(always=bool(data.get("always")), paths=frozenset(data.get("paths") or ()),
                    bases=frozenset(data.get("bases") or ()), prefixes=tuple(data.get("prefixes") or ()),
                    big=data.get("big"), any_name=bool(data.get("any_name")), debug_dirs=tuple(data.get("debug_dirs") or ()),
+                   scans=NameScans(data.get("scans")) if data.get("names") else None,
                    names=tuple(tuple(n.encode("utf-8", "surrogateescape") for n in group)
                                for group in data.get("names") or ()))
 
@@ -70,40 +73,112 @@ class Rules:
             return True
         if self.any_name:
             return True
-        return bool(self.names) and may_name(real, self.names, self.debug_dirs)
+        return bool(self.names) and may_name(real, self.names, self.debug_dirs, self.scans)
 
 
-def may_name(path: str, groups, debug_dirs=()) -> bool:
+def may_name(path: str, groups, debug_dirs=(), scans: "NameScans | None" = None) -> bool:
     """Whether the library may define a function one of ``groups`` names: it holds every byte string of
     a group (pttrace's index finds a name only in symbols whose names hold its identifiers verbatim,
     tracer/symbols/elf_index.py). A stripped library whose separate debug file is there (by build-id under
     ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, where tracer/symbols/debugfile.py
-    looks: both through tracer/elfparts.py) has its names there: yes. Unreadable, or not ELF: yes."""
+    looks: both through tracer/elfparts.py) has its names there: yes. Unreadable, or not ELF: yes.
+    ``scans``: what earlier runs read of the same file (NameScans)."""
+    facts = scans.facts(path, groups) if scans is not None else _file_facts(path, groups)
+    if facts is None:
+        return True
+    symtab, ident, link, found = facts
+    if not symtab and _debug_file_there(path, ident, link, debug_dirs):
+        return True
+    return found
+
+
+def _file_facts(path: str, groups) -> list | None:
+    """What ``may_name`` reads of the file itself: [has a symbol table, its build-id, its .gnu_debuglink
+    name, holds every string of some group]; None when it cannot be read as ELF."""
     try:
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size == 0:
-                return False
+                return [True, None, None, False]
             with mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as mm:
                 sections = elfparts.read_sections(mm)
                 if sections is None:
-                    return True
-                if not any(s.type == elfparts.SHT_SYMTAB and s.size for s in sections.items) and \
-                        _debug_file_there(mm, path, sections, debug_dirs):
-                    return True
-                return any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
+                    return None
+                symtab = any(s.type == elfparts.SHT_SYMTAB and s.size for s in sections.items)
+                ident = link = None
+                if not symtab:
+                    ident = elfparts.build_id(mm, sections)
+                    found_link = elfparts.debuglink(mm, sections)
+                    link = found_link[0] if found_link is not None else None
+                found = any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
+                return [symtab, ident, link, found]
     except (OSError, ValueError, struct.error):
-        return True
+        return None
 
 
-def _debug_file_there(mm, path: str, sections: elfparts.Sections, debug_dirs) -> bool:
+def _debug_file_there(path: str, ident: str | None, link: str | None, debug_dirs) -> bool:
     """Whether a separate debug file of this library may exist where pttrace's index looks for one."""
     dirs = [*debug_dirs, elfparts.USR_LIB_DEBUG]
-    ident = elfparts.build_id(mm, sections)
     if ident and len(ident) > 2 and any(os.path.exists(elfparts.build_id_file(d, ident)) for d in dirs):
         return True
-    link = elfparts.debuglink(mm, sections)
     libdir = os.path.dirname(os.path.realpath(path))
-    return link is not None and any(os.path.exists(c) for c in elfparts.debuglink_candidates(libdir, link[0], dirs))
+    return link is not None and any(os.path.exists(c) for c in elfparts.debuglink_candidates(libdir, link, dirs))
+
+
+class NameScans:
+    """What ``may_name`` read of each library file, kept across runs in a small JSON file (``path``; None: in
+    memory only), by real path, size, modification time and the strings looked for. A re-run's ~55 libraries
+    were each mapped and searched again, by gdb at their load and by pttrace after (0.09 s of gdb's wall time
+    a run under cProfile at load 9, as much again in pttrace); now one ``stat`` each. Whether a separate
+    debug file is there is looked at each time: it may come or go without the library changing."""
+
+    MAX_ENTRIES = 4096  # a file that grew past this starts again
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._known: dict[str, list] = {}
+        self._changed = False
+        if path:
+            try:
+                with open(path, "r", encoding="utf-8") as fh:
+                    data = json.load(fh)
+                if isinstance(data, dict) and len(data) < self.MAX_ENTRIES:
+                    self._known = data
+            except (OSError, ValueError):
+                pass
+
+    def facts(self, path: str, groups) -> list | None:
+        try:
+            real = os.path.realpath(path)
+            st = os.stat(real)
+        except OSError:
+            return None
+        key = "\0".join([real, str(st.st_size), str(st.st_mtime_ns),
+                         repr([[bytes(n) for n in g] for g in groups])])
+        known = self._known.get(key)
+        if isinstance(known, list) and len(known) == 4:
+            return known
+        facts = _file_facts(real, groups)
+        if facts is not None:
+            self._known[key] = facts
+            self._changed = True
+        return facts
+
+    def save(self) -> None:
+        """Write what was learnt (whole or not at all); a cache that cannot be written is only slower."""
+        if not self._changed or not self.path:
+            return
+        self._changed = False
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(self._known, fh)
+            os.replace(tmp, self.path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 # --- the libraries of a process, from the dynamic linker's list -----------------------------------
