@@ -532,3 +532,29 @@ def test_processes_inflating_the_same_section_at_once_take_turns(biglib, tmp_pat
         assert json.loads(out) == {a: plain[int(a)].addr2line_lines() for a in u}
     index = tmp_path / "cache" / "pttrace" / "index"
     assert not list(index.glob("*.debug_info.inflating")) and len(list(index.glob("*.debug_info.inflated"))) == 1
+
+
+def test_a_rerun_reads_the_libraries_its_last_stacks_needed_as_they_load(biglib, tmp_path):
+    """A hit whose stack passes through small libraries gdb was not given (libffi, _ctypes: the ctypes call
+    into the library) is walked again once each is read; a re-run of the same command reads them as they
+    load (stack_libraries.py) and records the same frames without those walks."""
+    cache = tmp_path / "cache"
+    runs = []
+    for n in range(2):
+        sessions, log = tmp_path / f"sessions{n}", tmp_path / f"log{n}.txt"
+        proc = run_pttrace("run", "--batch", "-q", "-b", "big1::kernel_1_0", "--cfi-lib", biglib.name, "--log",
+                           str(log), "--session-dir", str(sessions), "--", str(ROOT / "bench" / "call_bigdebug.py"),
+                           str(biglib), "1", env={"XDG_CACHE_HOME": str(cache)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        files = sorted(sessions.glob("*.jsonl"))
+        assert len(files) == 1, proc.stdout
+        hits = storage.load(files[0]).hits
+        assert [h.breakpoint for h in hits] == ["big1::kernel_1_0"]
+        runs.append(([(f.kind, f.function, f.library, f.file, f.line) for f in hits[0].frames], log.read_text()))
+    (first, first_log), (again, again_log) = runs
+    asked = set(re.findall(r"gdb reads the symbols of (\S+) \(a stack passes through it\)", first_log))
+    assert any("libffi" in p for p in asked) and any("_ctypes" in p for p in asked), first_log[-3000:]
+    assert not re.search(r"a stack passes through it\)", again_log), again_log[-3000:]
+    assert set(re.findall(r"a stack of this command's last run passed through (\S+)", again_log)) == asked
+    assert again == first
+    assert any(lib and "_ctypes" in lib for _k, _f, lib, _file, _line in again)

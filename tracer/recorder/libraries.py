@@ -19,6 +19,7 @@ from typing import Callable
 from tracer.gdb.mi import MiConnection
 from tracer.recorder import resolve
 from tracer.recorder.agent_link import AgentError, AgentLink
+from tracer.recorder.stack_libraries import StackLibraries
 from tracer.settings import Settings
 from tracer.text.escape import gdb_regex_literal
 
@@ -48,6 +49,8 @@ class LibraryPolicy:
         # need_libs): most of a torch program's ~60 (extension modules, libcrypto, libstdc++...) never are.
         self.lazy = False
         self.waiting: set[str] = set()
+        # Those the same command's last runs needed (stack_libraries.py): read as they load, not at the hit.
+        self.remembered: StackLibraries | None = None
         self._break_libs: set[str] | None = None  # the libraries of address_breakpoints, resolved
         self.cfi_libs: set[str] = set()  # libraries gdb has as unwind tables now
         self._new: list[str] = []
@@ -141,6 +144,9 @@ class LibraryPolicy:
             return True  # a breakpoint's key set may be read with the library's DWARF (agent/keyset.py)
         if any(resolve.may_define(spec, path) for spec in self.gdb_specs):
             return True
+        if self.remembered is not None and self.remembered.knows(path):
+            log.debug("a stack of this command's last run passed through %s", path)
+            return True
         self.waiting.add(path)
         return False
 
@@ -164,6 +170,8 @@ class LibraryPolicy:
     def load_for_stack(self, paths) -> None:
         """The libraries a recorded stack passes through without symbols (the agent's need_libs), read in
         the process it stopped in, even when another process of the recording has them already."""
+        if self.remembered is not None:
+            self.remembered.add(paths)
         for path in paths:
             self.loaded.add(path)
             self.skipped.discard(path)

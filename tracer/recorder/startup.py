@@ -28,6 +28,7 @@ from tracer.recorder.processes import FOLLOW_CATCHES, FOLLOW_SETTINGS, ProcessTa
 from tracer.recorder.reactions import Reactions
 from tracer.recorder.tailer import SessionTailer
 from tracer.session import storage
+from tracer.recorder.stack_libraries import StackLibraries
 from tracer.settings import cache_dir
 from tracer.session.model import SessionInfo
 
@@ -100,6 +101,9 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
     address_breakpoints = list(cfg.address_breakpoints) + resolution.by_address
     follower = Follower(cfg.follow, address_breakpoints, warn) if cfg.follow else None
     policy = LibraryPolicy(mi, agent, settings, torch_libs, warn)
+    if cfg.pid is None:
+        policy.remembered = StackLibraries([os.path.realpath(python), str(cfg.cwd or ""), cfg.script or "",
+                                            cfg.module or "", cfg.code or "", *cfg.script_args, "--break", *specs])
     policy.plan(resolution.by_gdb, address_breakpoints)
     compiled = CompiledOps(op_names(cfg.address_breakpoints), warn, cfg.cwd)
     later = LaterLibraries([b["label"] for b in resolution.by_address], torch_libs, warn, cfg.library_ops,
