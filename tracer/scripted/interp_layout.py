@@ -27,9 +27,7 @@ import json
 import os
 import re
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,6 +138,9 @@ def parse_assembly(text: str) -> dict[str, int]:
 
 def header_offsets(include: str, compiler: str = "g++", timeout: float = 900) -> dict[str, int]:
     """The FIELDS and SIZES compiled against ``include``. Raises ValueError with why."""
+    import subprocess  # here, as below: the agent inside gdb imports this module, and needs neither
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="pttrace-ts-") as tmp:
         src, asm = Path(tmp, "probe.cpp"), Path(tmp, "probe.s")
         src.write_text(_probe_source())
@@ -163,6 +164,8 @@ def builtin_symbols(include: str, compiler: str = "g++", timeout: float = 300) -
     """Builtin c10::Symbol names in value order: FORALL_NS_SYMBOLS expanded by the preprocessor."""
     text = ("#include <ATen/core/interned_strings.h>\n#define PTT_KEY(ns, s) PTTSYM ns::s\n"
             "FORALL_NS_SYMBOLS(PTT_KEY)\n")
+    import subprocess
+
     try:
         done = subprocess.run([compiler, "-std=c++17", "-E", "-P", "-w", f"-I{include}", "-x", "c++", "-"],
                               input=text, capture_output=True, text=True, timeout=timeout)
@@ -237,6 +240,8 @@ def start_establishing(libtorch_cpu: str, include: str, cache_dir: Path) -> Path
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return path
+    import subprocess
+
     package_parent = str(Path(__file__).resolve().parent.parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
     try:

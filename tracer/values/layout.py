@@ -17,11 +17,9 @@ readers then say a value is unreadable, and why, instead of guessing. Standard l
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import subprocess
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
@@ -322,6 +320,8 @@ def cache_key(python: str, libraries: list[str]) -> str | None:
     if len(known) < len(ids):
         return None
     parts = [str(FORMAT), os.path.realpath(python)] + known
+    import hashlib  # here: the agent inside gdb imports this module, and needs neither hashlib nor subprocess
+
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 
@@ -354,6 +354,8 @@ def establish(python: str, libraries: list[str], cache_dir: Path | None, pythonp
 
 def run_probe(python: str, pythonpath: str | None = None, timeout: float = 120) -> dict:
     """The probe's report, run by ``python`` (which must import torch). Raises LayoutUnknown."""
+    import subprocess
+
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
