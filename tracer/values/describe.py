@@ -89,27 +89,16 @@ def normal(cpp: str) -> str:
     to their c10 names."""
     t = " ".join(cpp.split()).replace("::std::", "std::").lstrip(":")
     t = re.sub(r"^const (.*?)\s*(&|\*)$", r"\1 const\2", t).replace(" &", "&").replace(" *", "*")
-    t = _alias_pattern().sub(lambda m: _ALIASES[m.group(0)], t)
+    for alias, real in (("at::ScalarType", "c10::ScalarType"), ("at::Layout", "c10::Layout"),
+                        ("at::MemoryFormat", "c10::MemoryFormat"), ("at::Device", "c10::Device"),
+                        ("at::IntArrayRef", "c10::ArrayRef<long>"), ("c10::IntArrayRef", "c10::ArrayRef<long>"),
+                        ("c10::SymIntArrayRef", "c10::ArrayRef<c10::SymInt>"),
+                        ("at::TensorList", "c10::ArrayRef<at::Tensor>"),
+                        ("at::ITensorListRef", "c10::IListRef<at::Tensor>"), ("at::Scalar", "c10::Scalar"),
+                        ("int64_t", "long"), ("c10::string_view", "std::string_view")):
+        t = re.sub(r"(?<![\w:])" + re.escape(alias) + r"(?![\w])", real, t)
     t = re.sub(r"std::basic_string_view<char(?:, std::char_traits<char> ?)?>", "std::string_view", t)
     return t
-
-
-# ``at::`` aliases (and spellings) of the types this module reads, by their canonical names. No real name is
-# also an alias's (nor holds one), so one pass over a type's text replaces them as one pass per alias did.
-_ALIASES = {"at::ScalarType": "c10::ScalarType", "at::Layout": "c10::Layout",
-            "at::MemoryFormat": "c10::MemoryFormat", "at::Device": "c10::Device",
-            "at::IntArrayRef": "c10::ArrayRef<long>", "c10::IntArrayRef": "c10::ArrayRef<long>",
-            "c10::SymIntArrayRef": "c10::ArrayRef<c10::SymInt>", "at::TensorList": "c10::ArrayRef<at::Tensor>",
-            "at::ITensorListRef": "c10::IListRef<at::Tensor>", "at::Scalar": "c10::Scalar", "int64_t": "long",
-            "c10::string_view": "std::string_view"}
-
-
-@lru_cache(maxsize=1)
-def _alias_pattern() -> re.Pattern:
-    """Every alias as a whole name, in one pattern compiled at the first type read: the twelve patterns of one
-    a name cost ~12 ms of a hot breakpoint's first hit inside gdb (cProfile, thread CPU)."""
-    names = sorted(_ALIASES, key=len, reverse=True)
-    return re.compile(r"(?<![\w:])(?:" + "|".join(map(re.escape, names)) + r")(?![\w])")
 
 
 def describe(read_memory, layout: TorchLayout, type_name: str, value, symbolize=None):
