@@ -159,7 +159,8 @@ class ThreadNames:
             raise ValueError("not a dict's keys")
         table = self.read(keys + o.keys_indices + index_bytes, count * entry) if count else b""
         split = self.read(values + o.values_items, 8 * count) if values and count else None
-        # Every word at once: sys.modules' ~1,000 entries two ``unpack_from`` each were ~10 ms of a first hit.
+        # Every word at once: an ``unpack_from`` a key and a value took 0.83 ms for a dict of sys.modules' size (1,100
+        # entries), this 0.12 ms (thread CPU outside gdb); a first hit reads five such tables.
         step = entry // 8
         words = struct.unpack_from(f"<{count * step}Q", table) if count else ()
         key_at = words[step - 2::step]  # the key and value are an entry's last two words
