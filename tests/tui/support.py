@@ -28,14 +28,24 @@ def run_pilot(coro, timeout: float = 30.0):
 
 async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05, why=None) -> None:
     """Let the app run until ``predicate()`` holds; fail with the predicate's docstring (and ``why()``,
-    what the test tells of the state it was in) otherwise. The deadline stretches with the load."""
+    what the test tells of the state it was in) otherwise. The deadline stretches with the load.
+
+    A predicate that reads what is not there yet (``app.call_path.hit.seq`` before the call path has shown
+    a hit: an AttributeError on None, at load 16) is not yet true: the timeout names what it raised."""
     loop = asyncio.get_running_loop()
     timeout = allowance(timeout)
     end = loop.time() + timeout
-    while not predicate():
+    while True:
+        try:
+            if predicate():
+                return
+            raised = ""
+        except (AttributeError, IndexError, KeyError) as exc:
+            raised = f"; it raised {exc!r}"
         if loop.time() > end:
             state = f"; {why()}" if why is not None else ""
-            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {predicate.__doc__ or predicate}{state}")
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {predicate.__doc__ or predicate}"
+                                 f"{raised}{state}")
         await pilot.pause(step)
 
 

@@ -6,6 +6,7 @@ errors as toasts, and a UI that keeps answering while hits pour in.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -17,6 +18,7 @@ from tracer.errors import TargetError
 from tracer.tui.app import MAX_BATCHES_PER_SECOND, make_app
 from tracer.tui.screens import AddBreakpoint, ConfirmQuit
 from tracer.tui.widgets.breakpoints import BreakpointsTable
+from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
 from tracer.tui.sources import NotStopped, breakpoint_from_mi
 from tracer.tui.widgets.output import OutputLog
@@ -34,59 +36,98 @@ async def ready(pilot) -> None:
     await wait_until(pilot, lambda: app.state.gdb == "ready" and app.state.target == "running")
 
 
-def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session):
+def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session, monkeypatch):
+    """WHILE hits pour in at 500 a second, a key is answered: not queued behind the hits' processing.
+
+    Told by the stream's own progress, not by seconds, so that a slow machine cannot fail it: the feeder pours
+    on until the key has been answered (then up to 500 hits in all), and a UI that answers a key only once it
+    has taken in every hit that comes cannot answer it while the stream runs, on any machine."""
     template = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
-    hits = numbered_hits(template, 1, 500)
-    batches: list[int] = []
-    original = HitsTable.add_hits
+    most_ahead = 1000
+    batches: list[int] = []  # at each add_hits, how many hits the table holds (it is handed every hit so far)
+    painted: list[float] = []  # and when
+    sent = [0]  # the hits the feeder has pushed
+    give_up = [float("inf")]
+    answered, stream_over = threading.Event(), threading.Event()
+    at_answer: dict = {}
+    add_hits, toggle_full_names = HitsTable.add_hits, CallPathTable.toggle_full_names
 
     def counting(self, new):
         batches.append(len(new))
-        return original(self, new)
+        painted.append(time.monotonic())
+        return add_hits(self, new)
+
+    def answering(self):
+        at_answer.update(batches=len(batches), painted=batches[-1] if batches else 0, sent=sent[0],
+                         pouring=not stream_over.is_set())
+        answered.set()
+        return toggle_full_names(self)
 
     def pump():
-        # 500 hits over one second, in bursts of 5, as the recorder's tail thread delivers them.
-        start = time.monotonic()
-        for i in range(0, 500, 5):
-            for hit in hits[i:i + 5]:
+        # Bursts of 5, 500 hits a second, as the recorder's tail thread delivers them, on until the key is answered
+        # and 500 are sent; never more than ``most_ahead`` hits ahead of the table, so that the backlog a UI that cannot
+        # keep up builds (and the time it takes to fail) stays bounded. A while after the key was pressed
+        # (load-scaled) the stream ends anyway: a UI that waits for its end answers the key after it, and fails.
+        due = time.monotonic()
+        while not (answered.is_set() and sent[0] >= 500) and time.monotonic() < give_up[0]:
+            if sent[0] - (batches[-1] if batches else 0) >= most_ahead:
+                time.sleep(0.01)
+                due = time.monotonic()
+                continue
+            for hit in numbered_hits(template, sent[0] + 1, 5):
                 fake_source.push("hit", hit)
-            delay = start + (i + 5) / 500 - time.monotonic()
+            sent[0] += 5
+            due += 0.01
+            delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+        stream_over.set()
+
+    monkeypatch.setattr(HitsTable, "add_hits", counting)
+    monkeypatch.setattr(CallPathTable, "toggle_full_names", answering)
 
     async def scenario():
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot)
-            HitsTable.add_hits = counting
+            feeder = threading.Thread(target=pump)
+            feeder.start()
             try:
-                feeder = threading.Thread(target=pump)
-                feeder.start()
                 await wait_until(pilot, lambda: batches)  # the hits have started to reach the table
-                # WHILE hits pour in, a keypress is answered promptly
-                before = app.call_path.full_names
-                t0 = time.monotonic()
-                await pilot.press("d")
-                latency = time.monotonic() - t0
-                assert app.call_path.full_names is not before
-                assert latency < allowance(1.0), f"the UI took {latency:.2f} s to answer a key under load"
-                feeder.join()
-                await wait_until(pilot, lambda: len(app.hits_table.hits) == 500, timeout=5)
+                # WHILE hits pour in, a key is pressed (sent as the terminal sends it: the pilot's press would wait
+                # for the screen to settle, which it does not while hits come)
+                pressed = len(batches)
+                give_up[0] = time.monotonic() + allowance(10)
+                app.simulate_key("d")
+                while not (answered.is_set() or stream_over.is_set()):  # (not the pilot's pause: it waits for
+                    await asyncio.sleep(0.02)                           # the screen to settle)
+                # THEN it is answered while the stream still runs
+                assert at_answer.get("pouring"), (f"the key was not answered while hits came: {at_answer or 'never'}; "
+                                                  f"{pressed} batches before the key, {len(batches)} in all")
+                assert app.call_path.full_names
+                await wait_until(pilot, lambda: stream_over.is_set(), timeout=15,  # and it goes on to its end
+                                 why=lambda: f"{sent[0]} hits sent")
             finally:
-                HitsTable.add_hits = original
-            # THEN the table got the hits in a few batches, not 500 updates (each time handed the app's
-            # table of every hit so far)
-            assert batches[-1] == 500 and batches == sorted(set(batches))
-            assert len(batches) <= 2 * MAX_BATCHES_PER_SECOND + 2, batches
+                give_up[0] = 0.0  # a failed test ends the stream at once
+                feeder.join()
+            total = sent[0]
+            await wait_until(pilot, lambda: len(app.hits_table.hits) == total, timeout=10)
+            # THEN the table got the hits in batches (each time handed the app's table of every hit so far), at
+            # most MAX_BATCHES_PER_SECOND a second while they came: a few table updates, not one a hit
+            assert batches[-1] == total and batches == sorted(set(batches))
+            span = painted[-1] - painted[0]
+            assert len(batches) <= 2 + MAX_BATCHES_PER_SECOND * span, (span, batches)
             # and followed the newest hit while the cursor sat on it
-            await wait_until(pilot, lambda: app.call_path.hit.seq == 500, timeout=2)
-            assert app.hits_table.position == 499  # the window of rows starts past the first hits
-            assert app.state.hits_of("wrapper_CPU_sigmoid") == 500
-            assert "hits 500" in str(app.query_one("#status").render())
-            t0 = time.monotonic()
+            await wait_until(pilot, lambda: app.call_path.hit.seq == total)
+            assert app.hits_table.position == total - 1  # the window of rows starts past the first hits
+            assert app.state.hits_of("wrapper_CPU_sigmoid") == total
+            assert f"hits {total:,}" in str(app.query_one("#status").render())
+            # WHEN the cursor moves up THEN the hit above is shown, and the table was not filled again for it
+            # (a window of rows: a key costs the same after 500 hits as after 5)
+            done = len(batches)
             await pilot.press("up")
-            await wait_until(pilot, lambda: app.call_path.hit.seq == 499, timeout=1.0)
-            assert time.monotonic() - t0 < allowance(1.0)
+            await wait_until(pilot, lambda: app.call_path.hit.seq == total - 1)
+            assert len(batches) == done and app.hits_table.row_count <= HitsTable.WINDOW
             fake_source.push("finished", "completed")
             await wait_until(pilot, lambda: app.state.finished)
             await pilot.press("q")
@@ -285,7 +326,7 @@ def test_a_slow_gdb_command_does_not_hold_the_keys(fake_source):
     step = fake_source.step
 
     def slow_finish(action):
-        release.wait(allowance(10))
+        release.wait(allowance(60))  # (a deadline only: the test releases it)
         return step(action)
 
     fake_source.step = slow_finish
@@ -299,9 +340,9 @@ def test_a_slow_gdb_command_does_not_hold_the_keys(fake_source):
             await pilot.press("f")
             await wait_until(pilot, lambda: app.state.gdb == "busy: finish")
             assert "gdb busy: finish" in str(app.query_one("#status").render())
-            t0 = time.monotonic()
+            # WHEN a key is pressed while gdb is held in finish THEN it is answered before gdb is released
             await pilot.press("d")
-            assert app.call_path.full_names and time.monotonic() - t0 < allowance(1.0)
+            assert app.call_path.full_names and not release.is_set() and app.state.gdb == "busy: finish"
             assert app.check_action("control", ("step",)) is None  # one gdb command at a time
             release.set()
             await wait_until(pilot, lambda: app.state.gdb == "ready" and ("finish",) in fake_source.calls)
