@@ -19,6 +19,7 @@ import struct
 from typing import NamedTuple
 
 from tracer import elfparts
+from tracer.symbols.leb128 import sleb, uleb
 
 # DW_EH_PE pointer encodings (LSB, "Exception Frame Header" and the DWARF spec).
 _ABSPTR, _ULEB, _UDATA2, _UDATA4, _UDATA8, _SLEB, _SDATA2, _SDATA4, _SDATA8 = 0, 1, 2, 3, 4, 9, 10, 11, 12
@@ -44,30 +45,6 @@ class Rule(NamedTuple):
     cfa_offset: int
     saved: tuple  # ((register, offset from the CFA), ...), the return address (16) among them
     start: int  # the FDE's first address (the function's), for gdb's frame id
-
-
-def _uleb(data, pos: int) -> tuple[int, int]:
-    out = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return out, pos
-
-
-def _sleb(data, pos: int) -> tuple[int, int]:
-    out = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            if b & 0x40:
-                out -= 1 << shift
-            return out, pos
 
 
 class _Cie(NamedTuple):
@@ -163,16 +140,16 @@ class EhFrame:
         pos = aug_end + 1
         if "eh" in aug:
             raise Unsupported("CIE augmentation 'eh'")
-        code_align, pos = _uleb(data, pos)
-        data_align, pos = _sleb(data, pos)
+        code_align, pos = uleb(data, pos)
+        data_align, pos = sleb(data, pos)
         if version == 1:
             ra = data[pos]
             pos += 1
         else:
-            ra, pos = _uleb(data, pos)
+            ra, pos = uleb(data, pos)
         fde_enc = _ABSPTR
         if aug.startswith("z"):
-            aug_len, pos = _uleb(data, pos)
+            aug_len, pos = uleb(data, pos)
             body_end = pos + aug_len
             for c in aug[1:]:  # the augmentation data, in the order of its letters
                 if c == "R":
@@ -217,7 +194,7 @@ class EhFrame:
         if not start <= address < start + size:
             return None  # a gap between functions (or code without unwind tables)
         if cie.augmented:
-            aug_len, pos = _uleb(data, pos)
+            aug_len, pos = uleb(data, pos)
             pos += aug_len
         state = _Machine(cie)
         state.run(cie.initial, start, None)
@@ -252,7 +229,7 @@ class _Machine:
             if high == 1:
                 delta = low
             elif high == 2:
-                value, pos = _uleb(code, pos)
+                value, pos = uleb(code, pos)
                 self.regs[low] = value * cie.data_align
             elif high == 3:
                 self.regs[low] = self.initial.get(low)
@@ -263,14 +240,14 @@ class _Machine:
                 delta = int.from_bytes(code[pos:pos + size], "little")
                 pos += size
             elif op in (0x05, 0x11):  # offset_extended(_sf)
-                reg, pos = _uleb(code, pos)
-                value, pos = (_uleb if op == 0x05 else _sleb)(code, pos)
+                reg, pos = uleb(code, pos)
+                value, pos = (uleb if op == 0x05 else sleb)(code, pos)
                 self.regs[reg] = value * cie.data_align
             elif op == 0x06:  # restore_extended
-                reg, pos = _uleb(code, pos)
+                reg, pos = uleb(code, pos)
                 self.regs[reg] = self.initial.get(reg)
             elif op == 0x08:  # same_value
-                reg, pos = _uleb(code, pos)
+                reg, pos = uleb(code, pos)
                 self.regs[reg] = None
             elif op == 0x0A:
                 self.stack.append((dict(self.regs), self.cfa_reg, self.cfa_offset))
@@ -280,16 +257,16 @@ class _Machine:
                 # The CFA rule comes back with the registers' (as gdb and GCC's unwinder do).
                 self.regs, self.cfa_reg, self.cfa_offset = self.stack.pop()
             elif op in (0x0C, 0x12):  # def_cfa(_sf)
-                self.cfa_reg, pos = _uleb(code, pos)
-                value, pos = (_uleb if op == 0x0C else _sleb)(code, pos)
+                self.cfa_reg, pos = uleb(code, pos)
+                value, pos = (uleb if op == 0x0C else sleb)(code, pos)
                 self.cfa_offset = value if op == 0x0C else value * cie.data_align
             elif op == 0x0D:
-                self.cfa_reg, pos = _uleb(code, pos)
+                self.cfa_reg, pos = uleb(code, pos)
             elif op in (0x0E, 0x13):  # def_cfa_offset(_sf)
-                value, pos = (_uleb if op == 0x0E else _sleb)(code, pos)
+                value, pos = (uleb if op == 0x0E else sleb)(code, pos)
                 self.cfa_offset = value if op == 0x0E else value * cie.data_align
             elif op == 0x2E:  # GNU_args_size: no effect on the rule
-                _, pos = _uleb(code, pos)
+                _, pos = uleb(code, pos)
             else:  # expressions, val_offset, register, undefined, set_loc, vendor ones
                 raise Unsupported(f"CFA instruction {op:#x}")
             if delta is not None:

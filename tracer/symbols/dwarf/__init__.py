@@ -8,11 +8,12 @@ one unit yields (line rows, function ranges with resolved names) is stored in th
 later lookups in that unit, in this process or the next, are a file read and a ``bisect``.
 
 The modules follow the sections and their jobs, each importing only those before it: ``forms``
-(DWARF's vocabulary and LEB128/string readers), ``abbrev`` (``.debug_abbrev`` and the attribute
-decoders compiled from it), ``sections`` (a file's section bytes, read when first needed), ``unit`` (a
-``.debug_info`` unit and its attribute values, range lists), ``lines`` (``.debug_line``),
-``functions`` (function DIEs and their names), ``reader`` (one file's DWARF: address -> unit ->
-answer, owning the units and the tables decoded from them), ``answers`` (what a lookup returns).
+(DWARF's vocabulary and string readers; LEB128 numbers are ``symbols/leb128.py``'s), ``abbrev``
+(``.debug_abbrev`` and the attribute decoders compiled from it), ``sections`` (a file's section bytes,
+read when first needed), ``unit`` (a ``.debug_info`` unit and its attribute values, range lists),
+``lines`` (``.debug_line``), ``functions`` (function DIEs and their names), ``reader`` (one file's
+DWARF: address -> unit -> answer, owning the units and the tables decoded from them), ``answers``
+(what a lookup returns).
 
 The answers follow bfd (binutils' DWARF reader) on purpose, including where it is surprising:
 - the line of an address is the *last* row at the greatest row address <= the address, ``is_stmt``

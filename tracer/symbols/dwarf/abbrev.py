@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .forms import (AT_SIBLING, F_ADDR, F_BLOCK, F_BLOCK1, F_BLOCK2, F_BLOCK4, F_EXPRLOC, F_FLAG_PRESENT,
-                    F_IMPLICIT_CONST, F_REF_ADDR, F_SDATA, F_STRING, FIXED_SIZE,
-                    OFFSET_SIZED, ULEB_FORMS, DwarfFormatError, sleb, uleb)
+                    F_IMPLICIT_CONST, F_REF_ADDR, F_SDATA, F_STRING, FIXED_SIZE, OFFSET_SIZED, ULEB_FORMS,
+                    DwarfFormatError)
+from ..leb128 import sleb, uleb
 
 # Plan steps that skip a variable-length form (a step >= 0 skips that many bytes).
 SKIP_ULEB, SKIP_CSTR, SKIP_BLOCK, SKIP_BLOCK1, SKIP_BLOCK2, SKIP_BLOCK4 = -1, -2, -3, -4, -5, -6

@@ -1,5 +1,6 @@
-"""DWARF's vocabulary: the tags, attributes and forms we act on, and the little readers (LEB128,
-strings) every decoder of a section uses.
+"""DWARF's vocabulary: the tags, attributes and forms we act on, and the little readers (strings, initial
+lengths) every decoder of a section uses; LEB128 numbers are read by ``tracer.symbols.leb128``, which the
+unwind tables' reader shares.
 
 The readers index the bytes directly and let Python's own checks catch what runs off the end: a
 damaged or hostile file then raises one of ``DECODE_ERRORS``, which the package's entry points turn
@@ -56,48 +57,9 @@ class DwarfFormatError(Exception):
 
 # What decoding damaged DWARF can raise: our own checks, and Python's when an offset or a length
 # read from the file points outside the bytes (IndexError, struct.error, ValueError from a string
-# with no end, OverflowError from a length no C integer holds).
+# with no end or a LEB128 number longer than any producer writes, OverflowError from a length no C
+# integer holds).
 DECODE_ERRORS = (DwarfFormatError, IndexError, ValueError, struct.error, OverflowError)
-
-# Longer than any LEB128 a DWARF producer writes (10 bytes hold 64 bits): beyond it, the bytes are
-# not DWARF, and decoding them on would build ever larger integers, quadratically.
-_MAX_LEB_SHIFT = 70
-
-
-def uleb(data, pos: int) -> tuple[int, int]:
-    """An unsigned LEB128 at ``pos``: (value, position after it)."""
-    b = data[pos]
-    if b < 0x80:
-        return b, pos + 1
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > _MAX_LEB_SHIFT:
-            raise DwarfFormatError(f"LEB128 number longer than 10 bytes at {pos - 11:#x}")
-
-
-def sleb(data, pos: int) -> tuple[int, int]:
-    """A signed LEB128 at ``pos``: (value, position after it)."""
-    result = 0
-    shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            if b & 0x40:
-                result -= 1 << shift
-            return result, pos
-        if shift > _MAX_LEB_SHIFT:
-            raise DwarfFormatError(f"LEB128 number longer than 10 bytes at {pos - 11:#x}")
 
 
 def cstr(data: bytes, pos: int) -> tuple[bytes, int]:

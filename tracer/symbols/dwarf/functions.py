@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .forms import (AT_ABSTRACT_ORIGIN, AT_CALL_FILE, AT_CALL_LINE, AT_DECL_FILE, AT_DECL_LINE, AT_HIGH_PC,
-                    AT_LINKAGE_NAME, AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SIBLING,
-                    AT_SPECIFICATION, F_REF_ADDR, FUNCTION_TAGS, REF_FORMS, STRING_FORMS, TAG_INLINED_SUBROUTINE,
-                    TYPE_TAGS, UNIT_REF_FORMS, UNMANGLED_LANGUAGES, DwarfFormatError, uleb)
+                    AT_LINKAGE_NAME, AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SIBLING, AT_SPECIFICATION,
+                    F_REF_ADDR, FUNCTION_TAGS, REF_FORMS, STRING_FORMS, TAG_INLINED_SUBROUTINE, TYPE_TAGS,
+                    UNIT_REF_FORMS, UNMANGLED_LANGUAGES, DwarfFormatError)
+from ..leb128 import uleb
 from .packed import compact, pack, unpack
 from .unit import CompUnit
 

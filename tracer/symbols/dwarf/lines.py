@@ -10,7 +10,8 @@ import bisect
 from array import array
 from dataclasses import dataclass
 from .forms import (F_BLOCK, F_LINE_STRP, F_STRING, F_STRP, F_STRX, F_STRX1, F_STRX2, F_STRX3, F_STRX4, F_UDATA,
-                    FIXED_SIZE, DwarfFormatError, cstr, initial_length, sleb, str_at, uleb)
+                    FIXED_SIZE, DwarfFormatError, cstr, initial_length, str_at)
+from ..leb128 import sleb, uleb
 from .packed import compact, pack, unpack
 from .sections import Sections
 from .unit import CompUnit

@@ -7,6 +7,7 @@ import threading
 from typing import Callable
 
 from .. import cache
+from ..leb128 import LebTooLong
 from ..demangle import demangle
 from ..elffile import ElfFile
 from .answers import InlineStep, SourceLine
@@ -119,7 +120,7 @@ class DwarfReader:
                 continue
             try:
                 u = self.unit(off)
-            except DwarfFormatError:
+            except (DwarfFormatError, LebTooLong):
                 continue
             if u.top_tag not in (TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT):
                 continue

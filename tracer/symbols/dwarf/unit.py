@@ -6,10 +6,10 @@ from .abbrev import (KEEP_ALL, SKIP_BLOCK, SKIP_BLOCK1, SKIP_BLOCK2, SKIP_CSTR, 
                      compile_plan, form_size)
 from .forms import (ADDRX_FORMS, AT_ADDR_BASE, AT_COMP_DIR, AT_GNU_ADDR_BASE, AT_GNU_RANGES_BASE, AT_HIGH_PC,
                     AT_LANGUAGE, AT_LOW_PC, AT_NAME, AT_RANGES, AT_RNGLISTS_BASE, AT_STMT_LIST, AT_STR_OFFSETS_BASE,
-                    CONST_FORMS, F_ADDRX, F_BLOCK, F_BLOCK1, F_BLOCK2, F_BLOCK4, F_DATA16, F_EXPRLOC,
-                    F_FLAG_PRESENT, F_IMPLICIT_CONST, F_INDIRECT, F_LINE_STRP, F_RNGLISTX, F_SDATA,
-                    F_STRING, F_STRP, STRX_FORMS, ULEB_FORMS, DwarfFormatError,
-                    initial_length, sleb, str_at, uleb)
+                    CONST_FORMS, F_ADDRX, F_BLOCK, F_BLOCK1, F_BLOCK2, F_BLOCK4, F_DATA16, F_EXPRLOC, F_FLAG_PRESENT,
+                    F_IMPLICIT_CONST, F_INDIRECT, F_LINE_STRP, F_RNGLISTX, F_SDATA, F_STRING, F_STRP, STRX_FORMS,
+                    ULEB_FORMS, DwarfFormatError, initial_length, str_at)
+from ..leb128 import sleb, uleb
 from .sections import Sections
 
 _NOTHING: frozenset = frozenset()
