@@ -47,6 +47,27 @@ def test_run_m_module_runs_it_as_python_m_with_its_arguments(tmp_path):
     assert [KERNEL in innermost(h) for h in session.hits] == [True]
 
 
+def test_max_hits_writes_the_breakpoints_once_from_the_live_target(tmp_path):
+    """The run ends at --max-hits: the breakpoints are written while the target is still there, with their
+    locations in libtorch_cpu.so, and not again after gdb killed it (that dump repeated the same records)."""
+    import json
+
+    code = "import torch; x = torch.ones(2); torch.sigmoid(x); torch.sigmoid(x)"
+    proc, session = record(tmp_path, "--break", KERNEL, "--max-hits", "1", "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert session.info.status == "completed"
+    assert [KERNEL in innermost(h) for h in session.hits] == [True]
+    (path,) = (tmp_path / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    last_hit = max(i for i, r in enumerate(records) if r.get("type") == "hit")
+    after = [r for r in records[last_hit:] if r.get("type") == "breakpoint"]
+    assert len(after) == 1, after
+    (loc,) = after[0]["locations"]
+    assert loc["library"].endswith("libtorch_cpu.so") and KERNEL in loc["function"]
+    (bp,) = session.breakpoints
+    assert bp.locations[0].address == loc["address"] and not bp.pending
+
+
 def test_run_c_code_with_arguments(tmp_path):
     code = "import sys, torch; print('ARGV', sys.argv); torch.sigmoid(torch.ones(2))"
     proc, session = record(tmp_path, "--break", KERNEL, "-c", code, "a", "b")
