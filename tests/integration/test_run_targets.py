@@ -68,6 +68,20 @@ def test_max_hits_writes_the_breakpoints_once_from_the_live_target(tmp_path):
     assert bp.locations[0].address == loc["address"] and not bp.pending
 
 
+def test_max_hits_leaves_no_target_behind(tmp_path):
+    """At --max-hits the target is ended by gdb's own exit, not a `kill` waited for first: once pttrace has
+    returned, the target is gone, and its process record says it was killed."""
+    from tracer.recorder.guard import alive
+
+    code = "import torch; x = torch.ones(2)\nwhile True: torch.sigmoid(x)"
+    proc, session = record(tmp_path, "--break", KERNEL, "--max-hits", "2", "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert session.info.status == "completed" and len(session.hits) == 2
+    (target,) = session.processes
+    assert target.signal == "SIGKILL" and target.ended
+    assert not alive(target.pid), f"the target {target.pid} outlived pttrace"
+
+
 def test_run_c_code_with_arguments(tmp_path):
     code = "import sys, torch; print('ARGV', sys.argv); torch.sigmoid(torch.ones(2))"
     proc, session = record(tmp_path, "--break", KERNEL, "-c", code, "a", "b")
