@@ -483,7 +483,7 @@ for line in sys.stdin.buffer:
 """
 
 
-def test_gdb_dying_during_start_up_ends_the_session_with_why(tmp_path, no_leftovers):
+def test_gdb_dying_during_start_up_ends_the_session_with_why(tmp_path, no_leftovers, capsys, monkeypatch):
     wrapper, mark, sessions = tmp_path / "dying-gdb", tmp_path / "killed", tmp_path / "s"
     wrapper.write_text(f"#!{sys.executable}\n{DYING_GDB}")
     wrapper.chmod(0o755)
@@ -504,11 +504,54 @@ def test_gdb_dying_during_start_up_ends_the_session_with_why(tmp_path, no_leftov
     assert records[-1]["reason"] == "gdb exited during start-up (killed by signal 9)."
     s = storage.load(path)
     assert s.info.status == "failed" and s.info.ended
-    assert "the recording did not start: gdb exited during start-up (killed by signal 9)." in s.info.warnings
+    told = "the recording did not start: gdb exited during start-up (killed by signal 9)."
+    assert told in s.info.warnings
+    # AND every view names it failed, in the yellow of the other ends that are not `completed`, with the reason
+    views_of_a_failed_session(path, told, capsys, monkeypatch)
     # AND nothing of the run is left: no gdb, no target (a probe of the interpreter pttrace left to finish
     # on its own, when its answer was not cached yet, ends within the deadline)
     wait_for(lambda: not set(our_processes()) - before, 60, "every process of the run to end",
              why=lambda: f"still running: {set(our_processes()) - before}")
+
+
+def views_of_a_failed_session(path: Path, told: str, capsys, monkeypatch) -> None:
+    """`pttrace sessions` and `show`, the markdown and JSON exports and the TUI's view of a session whose
+    start-up failed: each says `failed` and ``told`` (the warning with the reason)."""
+    from tracer.cli import main
+    from tests.tui.support import run_pilot, wait_until
+    from tracer.tui.app import make_app
+    from tracer.tui.sources import SessionSource
+    from tracer.tui.widgets.output import OutputLog
+
+    yellow = "\x1b[33m"
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich writes its colours as for a terminal
+    monkeypatch.delenv("COLUMNS", raising=False)  # and its lines whole, as into a pipe
+    assert main(["sessions", "--session-dir", str(path.parent)]) == 0
+    out = capsys.readouterr().out
+    assert f"{yellow}failed" in out and f"{yellow}{told}" in out, out
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{yellow}  failed" in out and f"{yellow}warning: {told}" in out, out
+    notes = path.parent / "notes.md"
+    assert main(["export", str(path), "-o", str(notes)]) == 0
+    rows = dict((cell.strip() for cell in line.strip().strip("|").split("|", 1))
+                for line in notes.read_text().splitlines() if line.startswith("| **"))
+    assert rows["**status**"] == "failed" and told in rows["**warnings**"].split("<br>"), rows
+    capsys.readouterr()
+    assert main(["export", str(path), "--format", "json"]) == 0
+    exported = json.loads(capsys.readouterr().out)["session"]
+    assert exported["status"] == "failed" and told in exported["warnings"]
+
+    async def view():
+        app = make_app(SessionSource.open(path))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: app.state.finished)
+            log = " ".join(strip.text.strip() for strip in app.query_one(OutputLog).lines)
+            status = str(app.query_one("#status").render())
+            assert "recorded, failed" in status and f"warning: {told}" in log, (status, log)
+            await pilot.press("q")
+
+    run_pilot(view())
 
 
 def test_a_fault_of_pttrace_while_gdb_is_set_up_ends_the_session_with_why(tmp_path, monkeypatch, no_leftovers):

@@ -43,6 +43,7 @@ class Summary:
     hits: int = 0
     status: str = "interrupted"
     damaged: int = 0
+    failed: str | None = None  # why the recording did not start (status "failed": its end record's reason)
     readable: bool = True
     why: str = "not a readable session file"  # when it is not readable
 
@@ -149,6 +150,8 @@ def summarize(path: Path) -> Summary:
                         check("the end record", rec, END_TYPES)  # as show reads it: else it is damage
                         status = rec.get("status")
                         s.status = status if isinstance(status, str) else "completed"
+                        reason = rec.get("reason")
+                        s.failed = reason if s.status == "failed" and isinstance(reason, str) else None
                         bps = rec.get("breakpoints")
                         for b in bps if isinstance(bps, list) else []:
                             _add_spec(s, b)
@@ -234,7 +237,10 @@ def run(args: argparse.Namespace) -> int:
         if s.damaged:
             status.append(f" ({s.damaged} damaged line{'s' if s.damaged > 1 else ''})", style="red")
         # The file name is what `show`/`export` accept; it is the session id unless the file was renamed.
-        table.add_row(Text(visible(path.stem)), Text(_date(s.started)), Text(_command(s.argv)),
+        command = Text(_command(s.argv))
+        if s.failed:  # the one end whose status alone does not say what happened
+            command.append("\n" + visible(f"the recording did not start: {s.failed}"), style="yellow")
+        table.add_row(Text(visible(path.stem)), Text(_date(s.started)), command,
                       Text("\n".join(s.breakpoints)), f"{s.hits:,}", status)
     console.print(table)
     return 0
