@@ -116,11 +116,6 @@ class SessionTailer:
         self._thread.start()
 
     def _follow(self, emit: bool) -> None:
-        # The first call path's names wait for the demangler: loaded while the target starts, not at the first
-        # hit (a --max-hits 1 run's end waited for it, after gdb was done).
-        from tracer.symbols.demangle import warm
-
-        warm()
         while True:
             done = self._done.is_set()
             self.scan(emit=emit)

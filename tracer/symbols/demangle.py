@@ -10,15 +10,6 @@ SPECIAL_PREFIXES = ("guard variable for ", "vtable for ", "VTT for ", "typeinfo 
                     "reference temporary ", "transaction clone for ", "hidden alias for ")
 
 
-def warm() -> None:
-    """Load the demangler ahead of its first use: cxxfilt's import looks libc and libstdc++ up through
-    ``ctypes.util.find_library`` (an ``ldconfig -p`` each), 0.06-0.15 s of wall time at load 17."""
-    try:
-        import cxxfilt  # noqa: F401
-    except Exception:  # demangle() meets the same failure where it is used, and says so there
-        pass
-
-
 @lru_cache(maxsize=65536)
 def demangle(name: str) -> str:
     """The demangled form of a symbol name, or the name itself if it is not a mangled C++ name."""
