@@ -744,3 +744,23 @@ def test_c_at_one_gdbs_stop_turns_to_another_gdb_still_stopped(fake_source, fixt
             await pilot.press("q")
 
     run_pilot(scenario())
+
+
+def test_a_batch_of_events_that_comes_while_the_app_closes_is_left_to_the_session_file(fake_source):
+    """A batch taken in after the app began to close (its panes being taken down) once failed the whole TUI
+    with NoMatches for the output pane (CI, test_parts' graph test): it is dropped, as the session file has it."""
+    from tracer.tui.sources import SourceEvent
+
+    async def scenario():
+        app = make_app(fake_source)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+        # the app has closed: a warning, a gdb notice and the run's end arrive after it
+        for kind, data in (("warning", "late"), ("gdb", "late notice"), ("finished", "completed")):
+            app.inbox.push(SourceEvent(kind, data))
+        app._drain()  # the batch's delivery, as a timer set before the close would make it
+        assert app.inbox.take() == [], "the batch was taken off the inbox, not left to pile up"
+        return app
+
+    app = run_pilot(scenario())
+    assert not app.is_running

@@ -173,7 +173,9 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         self._drain_timer = None
         self._last_drain = time.monotonic()
         events = self.inbox.take()
-        if not events:
+        if not events or not self.is_running:
+            # Not running: leaving (q, or the run's end), the panes are being taken down and a batch that comes
+            # now would look them up and fail (seen once in CI as NoMatches). What it held is in the session file.
             return
         new_hits = ran_on = False
         output: list = []  # the target's stdout text, or (stream, text)
