@@ -36,6 +36,22 @@ async def ready(pilot) -> None:
     await wait_until(pilot, lambda: app.state.gdb == "ready" and app.state.target == "running")
 
 
+async def stopped_at(pilot, fake_source, hit, handled: list[int]) -> None:
+    """Stop mode, stopped at ``hit`` (seq 1) and shown; every hit the app takes a selection of (shown, or kept
+    off the call path) is appended to ``handled``."""
+    from tracer.tui.messages import HitSelected
+
+    app = pilot.app
+    app.message_signal.subscribe(app, lambda m: handled.append(m.hit.seq) if isinstance(m, HitSelected)
+                                 else None, immediate=True)
+    await ready(pilot)
+    await pilot.press("m")
+    await wait_until(pilot, lambda: app.state.mode == "stop")
+    fake_source.push("hit", hit)
+    fake_source.push("stopped", {"reason": "breakpoint-hit"})
+    await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 1, timeout=20)
+
+
 def test_500_hits_a_second_keep_the_ui_responsive(fake_source, fixture_session, monkeypatch):
     """WHILE hits pour in at 500 a second, a key is answered: not queued behind the hits' processing.
 
@@ -193,8 +209,6 @@ def test_c_after_a_step_shows_the_next_hit_even_read_before_the_news_that_the_ta
     """The recorder reads a hit from the session file on one thread and gdb's news on another: after c, the
     next stop's hit can reach the app before the news that the target runs. The step's stop shown then must
     not stay on screen for ever (a loaded run of test_live_processes.py showed it for 41 s after c)."""
-    from tracer.tui.messages import HitSelected
-
     sigmoid = next(h for h in fixture_session.hits if h.breakpoint == "wrapper_CPU_sigmoid")
     first, second = numbered_hits(sigmoid, 1, 2)
     fake_source.resume = lambda: fake_source.calls.append(("resume",))  # gdb's news: pushed below, late
@@ -203,14 +217,7 @@ def test_c_after_a_step_shows_the_next_hit_even_read_before_the_news_that_the_ta
     async def scenario():
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
-            app.message_signal.subscribe(app, lambda m: handled.append(m.hit.seq) if isinstance(m, HitSelected)
-                                         else None, immediate=True)
-            await ready(pilot)
-            await pilot.press("m")
-            await wait_until(pilot, lambda: app.state.mode == "stop")
-            fake_source.push("hit", first)
-            fake_source.push("stopped", {"reason": "breakpoint-hit"})
-            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 1)
+            await stopped_at(pilot, fake_source, first, handled)
             await pilot.press("f")
             await wait_until(pilot, lambda: "where finish stopped" in app.call_path.border_title
                              and app.state.gdb == "ready")
@@ -243,7 +250,6 @@ def test_a_steps_own_news_taken_in_after_its_stop_does_not_end_that_stop(fake_so
     its inbox in at most a few times a second: the answer may come first. Its running must not then say
     that the stop the answer shows is over, nor let a hit recorded before it replace it (seen at load 9)."""
     import tracer.tui.app as app_module
-    from tracer.tui.messages import HitSelected
     from tracer.tui.sources import SourceEvent
 
     monkeypatch.setattr(app_module, "MAX_BATCHES_PER_SECOND", 0.2)  # the inbox taken in every 5 s: answer first
@@ -262,15 +268,7 @@ def test_a_steps_own_news_taken_in_after_its_stop_does_not_end_that_stop(fake_so
     async def scenario():
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
-            app.message_signal.subscribe(app, lambda m: handled.append(m.hit.seq) if isinstance(m, HitSelected)
-                                         else None, immediate=True)
-            await ready(pilot)
-            await pilot.press("m")
-            await wait_until(pilot, lambda: app.state.mode == "stop")
-            fake_source.push("hit", first)
-            fake_source.push("stopped", {"reason": "breakpoint-hit"})
-            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit.seq == 1,
-                             timeout=20)
+            await stopped_at(pilot, fake_source, first, handled)
             # WHEN f is pressed and its answer comes while its news waits in the inbox
             await pilot.press("f")
             path = app.call_path
