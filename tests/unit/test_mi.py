@@ -92,3 +92,18 @@ def test_mi_quote(raw, quoted):
 def test_mi_quote_refuses_newlines():
     with pytest.raises(GdbCommandError):
         mi_quote("a\nshell rm -rf /")
+
+
+def test_a_pipe_closed_under_the_reader_ends_its_lines_instead_of_raising():
+    import os
+
+    from tracer.gdb.mi import stream_lines
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"^done\n")
+    os.close(write_end)
+    stream = os.fdopen(read_end, "rb")
+    lines = stream_lines(stream)
+    assert next(lines) == b"^done\n"
+    stream.close()  # as closing gdb does while the reader thread iterates
+    assert list(lines) == []

@@ -14,11 +14,21 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from pygdbmi import gdbmiparser
 
 from tracer.errors import GdbDied, PttraceError
+
+
+def stream_lines(stream: Iterable[bytes]) -> Iterator[bytes]:
+    """A pipe's lines until its end, or until another thread closes it under the reader (closing gdb does):
+    that read raises ValueError (or OSError), and is the same end, so the reader still tells that gdb is gone
+    and frees whoever waits for an answer (a loaded suite run showed the ValueError escape the reader thread)."""
+    try:
+        yield from stream
+    except (ValueError, OSError):
+        return
 
 
 @dataclass
@@ -90,7 +100,7 @@ class MiConnection:
     # --- reading -------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
+        for raw in stream_lines(self.proc.stdout):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not line or line == "(gdb) " or line == "(gdb)":
                 continue
@@ -112,7 +122,7 @@ class MiConnection:
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
+        for raw in stream_lines(self.proc.stderr):
             self.stderr_tail.append(raw.decode("utf-8", errors="replace").rstrip())
             if len(self.stderr_tail) > 50:
                 del self.stderr_tail[:25]
