@@ -506,6 +506,9 @@ def test_gdb_dying_during_start_up_ends_the_session_with_why(tmp_path, no_leftov
     assert s.info.status == "failed" and s.info.ended
     told = "the recording did not start: gdb exited during start-up (killed by signal 9)."
     assert told in s.info.warnings
+    # AND the breakpoint asked for is listed, as not set and why (the session still says what was asked)
+    assert [(b.spec, b.error, b.locations) for b in s.breakpoints] == [
+        ("THPVariable_tensor", "the recording did not start", [])]
     # AND every view names it failed, in the yellow of the other ends that are not `completed`, with the reason
     views_of_a_failed_session(path, told, capsys, monkeypatch)
     # AND nothing of the run is left: no gdb, no target (a probe of the interpreter pttrace left to finish
@@ -537,6 +540,7 @@ def views_of_a_failed_session(path: Path, told: str, capsys, monkeypatch) -> Non
     rows = dict((cell.strip() for cell in line.strip().strip("|").split("|", 1))
                 for line in notes.read_text().splitlines() if line.startswith("| **"))
     assert rows["**status**"] == "failed" and told in rows["**warnings**"].split("<br>"), rows
+    assert "not set: the recording did not start" in notes.read_text()  # the breakpoint asked for
     capsys.readouterr()
     assert main(["export", str(path), "--format", "json"]) == 0
     exported = json.loads(capsys.readouterr().out)["session"]

@@ -201,7 +201,9 @@ class Recorder:
             reason = failure.message
         else:
             reason = f"pttrace failed during start-up: {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
-        startup.give_up(self.mi, self.terminal, self._files, reason)
+        cfg = self.config
+        asked = [*cfg.breakpoints, *(str(b.get("label")) for b in cfg.address_breakpoints if b.get("label"))]
+        startup.give_up(self.mi, self.terminal, self._files, reason, asked)
         self._files = None
         return failure
 

@@ -9,7 +9,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from tracer.errors import PttraceError
 from tracer.gdb.mi import MiConnection, mi_quote
@@ -30,7 +30,7 @@ from tracer.recorder.tailer import SessionTailer
 from tracer.session import storage
 from tracer.recorder.stack_libraries import StackLibraries
 from tracer.settings import cache_dir
-from tracer.session.model import SessionInfo
+from tracer.session.model import Breakpoint, SessionInfo
 
 log = logging.getLogger("pttrace.recorder")
 
@@ -222,10 +222,13 @@ def abort(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files
 
 
 def give_up(mi: MiConnection | None, terminal: launch.TargetTerminal | None, files: SessionFiles | None,
-            reason: str) -> None:
+            reason: str, specs: Sequence[str] = ()) -> None:
     """Start-up failed with the session file open (gdb died, a fault): no gdb left behind, and the file
     kept, with the reason as a warning (every view shows it) and an end record ("failed") that gives it.
-    Without that end the file read as a recording cut off while it ran, with nothing to say why."""
+    Without that end the file read as a recording cut off while it ran, with nothing to say why. Each
+    breakpoint asked for (``specs``) is listed as not set, so the session still says what was asked: a
+    breakpoint gdb had already resolved keeps its locations (the reader keeps them over a later record
+    without any)."""
     if mi:
         mi.close()  # gdb detaches from an attached target, kills a launched one, as it exits
     if terminal:
@@ -235,6 +238,8 @@ def give_up(mi: MiConnection | None, terminal: launch.TargetTerminal | None, fil
     files.tailer.stop()
     try:
         files.writer.warning(f"the recording did not start: {reason}")
+        for spec in specs:
+            files.writer.breakpoint(Breakpoint(spec, error="the recording did not start"))
         files.writer.end("failed", None, reason=reason)
     except PttraceError as exc:  # a full disk: the file stays as far as it was written
         log.warning("cannot end the session %s: %s", files.path, exc.message)
