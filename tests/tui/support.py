@@ -35,10 +35,17 @@ async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05,
     loop = asyncio.get_running_loop()
     timeout = allowance(timeout)
     end = loop.time() + timeout
+    settle = loop.time() + step
     while True:
         try:
+            # The predicate is read every POLL (the app's handlers run on this loop while the test sleeps); the
+            # screen settles (pilot.pause: pending messages handled, layout refreshed) every ``step`` and before
+            # a true predicate is taken, so the caller sees it true on a settled screen. A pause of ``step``
+            # between reads left ~step/2 of idle wall time after each condition came true (~0.1 s a wait).
             if predicate():
-                return
+                await pilot.pause()
+                if predicate():
+                    return
             raised = ""
         except (AttributeError, IndexError, KeyError) as exc:
             raised = f"; it raised {exc!r}"
@@ -46,7 +53,14 @@ async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05,
             state = f"; {why()}" if why is not None else ""
             raise AssertionError(f"timed out after {timeout:.1f} s waiting for {predicate.__doc__ or predicate}"
                                  f"{raised}{state}")
-        await pilot.pause(step)
+        if loop.time() >= settle:
+            await pilot.pause()
+            settle = loop.time() + step
+        else:
+            await asyncio.sleep(min(POLL, step))
+
+
+POLL = 0.02  # s: how often wait_until reads its predicate between the screen's settles
 
 
 class FakeSource(EventSource):
