@@ -230,8 +230,13 @@ def test_op_functions_are_the_librarys_own_symbols_and_none_of_its_sigmoid_funct
     libraries = {f["library"] for f in functions}
     assert len(libraries) == 1 and next(iter(libraries)).endswith("libtorch_cpu.so"), libraries
     nm = nm_defined(next(iter(libraries)))
+    # Only the lines either check reads (our addresses, and every name holding "sigmoid", which each of
+    # _SIGMOID_NAMES's patterns does): all 242,000 addresses through the regex took 6 s of CPU.
+    ours_hex = {f"{f['address']:016x}" for f in functions}
     at: dict[int, set[str]] = {}
     for line in nm.splitlines():
+        if line[:16] not in ours_hex and "sigmoid" not in line:
+            continue
         parts = line.split(" ", 2)
         if len(parts) == 3 and parts[1] in "Tt" and "[clone " not in parts[2]:  # .cold, .isra: parts of one
             at.setdefault(int(parts[0], 16), set()).add(parts[2])
