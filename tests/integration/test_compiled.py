@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -154,16 +153,14 @@ def test_aot_eager_runs_aten_under_the_compiled_graphs(aot_eager_run):
     assert all(line_of("torch._dynamo.graph_break()") <= f.line <= tanh_line for f in resumed)
 
 
-def test_graph_numbers_are_dynamos_own(aot_eager_run, tmp_path):
-    """dynamo puts each graph in the compiled frame's globals as ``__compiled_fn_N_<uuid>``: the same
-    program run without pttrace has the numbers pttrace read from the frames' code in memory."""
-    _, _, session, _ = aot_eager_run
-    code = ("import runpy, sys; sys.argv = [sys.argv[1], 'aot_eager']; g = runpy.run_path(sys.argv[0]); "
-            "print('GRAPHS', *sorted(k.split('_')[4] for k in g if k.startswith('__compiled_fn_')))")
-    out = run_child([sys.executable, "-c", code, str(TARGET)], capture_output=True, text=True, timeout=600,
-                    cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = next(x for x in out.stdout.splitlines() if x.startswith("GRAPHS "))
+def test_graph_numbers_are_dynamos_own(aot_eager_run):
+    """dynamo puts each graph in the compiled frame's globals as ``__compiled_fn_N_<uuid>``: the recorded
+    program prints those names as it ends, and they are the numbers pttrace read from the frames' code in
+    memory. (The same process, not a second run of the program without pttrace: that run was ~8 s of CPU
+    compiling the same graphs again, and dynamo's numbering in the recorded process is the one to match.)"""
+    _, proc, session, _ = aot_eager_run
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("GRAPHS "))
     dynamos = {f"graph {n}" for n in line.split()[1:]}
+    assert len(dynamos) >= 3, line  # g's graph, h's before its break, the resume function's
     recorded = {f.compiled for h in session.hits for f in h.frames if f.kind == "python" and f.compiled}
-    assert recorded == dynamos, (recorded, out.stdout)
+    assert recorded == dynamos, (recorded, line)

@@ -24,3 +24,5 @@ y = cg(x)
 y = cg(x)
 z = ch(x)
 print(float(y.sum()), float(z.sum()))
+# dynamo's own numbering: each graph is in the compiled frame's globals as __compiled_fn_N_<uuid>
+print("GRAPHS", *sorted(k.split("_")[4] for k in globals() if k.startswith("__compiled_fn_")))
