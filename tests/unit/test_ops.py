@@ -486,7 +486,8 @@ def test_op_functions_are_the_dispatch_tables_kernels_at_nms_addresses(libraries
     # points, every wrapper_<Key>_sigmoid, the autograd and tracer kernels, for sigmoid and its backward
     generated = re.compile(r"^(at::_ops::sigmoid(_backward)?::(call|redispatch)|.*::wrapper_[A-Za-z0-9]+__?sigmoid(_backward)?|"
                            r"torch::(autograd::VariableType|TraceType)::\(anonymous namespace\)::sigmoid(_backward)?)\(")
-    in_nm = {addr for addr, names in nm_text_symbols.items()
-             if any(generated.match(n) and not n.endswith("[clone .cold]") for n in names)}
+    in_nm = {addr for addr, names in nm_text_symbols.items()  # (each alternative names sigmoid: the substring
+             # test first spares the regex most of 242,000 addresses: 0.5 s of CPU)
+             if any("sigmoid" in n and generated.match(n) and not n.endswith("[clone .cold]") for n in names)}
     assert len(in_nm) >= 14 and in_nm <= {f.address for f in res.functions}, \
         sorted(nm_text_symbols[a][0] for a in in_nm - {f.address for f in res.functions})
