@@ -104,11 +104,25 @@ def test_key_sets_are_decoded_with_the_targets_numbering(sigmoid_run):
     assert first(session, "at::wrapper_CPU_sigmoid").innermost.keys is None
 
 
+def _cache_without_torch_facts(tmp_path) -> dict:
+    """An XDG_CACHE_HOME whose pttrace cache has no torch facts (the key numbering: ops/) and shares the
+    others with this test run's (CFI copies, symbol indexes: rebuilding them, as a wholly empty cache
+    did, was half of this test's CPU and proved nothing about the key numbering)."""
+    from tracer import settings
+
+    real, ours = settings.cache_dir(), tmp_path / "cache" / "pttrace"
+    ours.mkdir(parents=True)
+    for name in ("cfi", "index", "gdb-index", "stack-libraries", "native-functions", "values", "scripted"):
+        (real / name).mkdir(parents=True, exist_ok=True)
+        (ours / name).symlink_to(real / name, target_is_directory=True)
+    return {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+
 def test_key_sets_are_decoded_without_op_too(tmp_path_factory, tmp_path):
-    # GIVEN a first run (empty caches: asking the target's torch for its key numbering takes a while,
-    # so pttrace asks it while gdb runs) with a plain --break on a hop that takes a DispatchKeySet
+    # GIVEN a first run (no cached torch facts: asking the target's torch for its key numbering takes a
+    # while, so pttrace asks it while gdb runs) with a plain --break on a hop that takes a DispatchKeySet
     _, session, path = record(tmp_path_factory, "--break", "at::_ops::sigmoid::redispatch",
-                              env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+                              env=_cache_without_torch_facts(tmp_path))
     # THEN the numbering is in the session, once, before its end, and the key set is decoded with it
     kinds = [json.loads(line)["type"] for line in path.read_text().splitlines()]
     assert kinds.count("dispatch_keys") == 1 and kinds.index("dispatch_keys") < kinds.index("end")
