@@ -8,8 +8,8 @@ and none starts after it.
 """
 from __future__ import annotations
 
+import _thread
 import atexit
-import threading
 
 TYPE_CHECKING = False  # not typing's (a warm `where` does not import typing); mypy still reads the block
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # subprocess itself is imported where a probe starts: a warm `pttrace where` starts none, and its imports are
 # kept to what it uses (tests/integration/test_where.py), ~5 ms of its 65.
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # _thread, not threading: ~1 ms of a warm `pttrace where`
 _running: set[subprocess.Popen] = set()
 _closed = False
 _registered = False
