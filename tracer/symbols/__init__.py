@@ -37,15 +37,17 @@ TYPE_CHECKING = False  # not typing's: importing typing costs `where` ~5-10 ms; 
 from tracer import probes
 from tracer.errors import SymbolError, UsageError
 
-from .elf_index import LibraryIndex, RawSymbol
-from .elffile import ElfFile
-
 if TYPE_CHECKING:
     from .dwarf import DwarfReader, InlineStep, SourceLine
+    from .elf_index import LibraryIndex, RawSymbol
 
 # The DWARF reader (tracer.symbols.dwarf, ~10 ms of imports) loads when a library has DWARF to read: a
-# ``pttrace where`` on a release wheel, or a breakpoint set by address, never needs it.
-_LAZY = {"SourceLine": ".dwarf", "InlineStep": ".dwarf", "DwarfReader": ".dwarf", "find_debug_file": ".debugfile"}
+# ``pttrace where`` on a release wheel, or a breakpoint set by address, never needs it. The symbol index
+# (elf_index and what it imports: ~10-15 ms, 6 dataclasses) loads at the first query: the agent inside gdb
+# imports this package for ``ehframe`` alone, before the target starts. (No submodule may be named as one of
+# this package's functions: importing it later would replace the function; close_names.py was suggest.py.)
+_LAZY = {"SourceLine": ".dwarf", "InlineStep": ".dwarf", "DwarfReader": ".dwarf", "find_debug_file": ".debugfile",
+         "LibraryIndex": ".elf_index", "RawSymbol": ".elf_index", "ElfFile": ".elffile"}
 
 
 def __getattr__(name: str):
@@ -92,6 +94,8 @@ class SymbolMatch:
 
 
 def _index(library: str) -> LibraryIndex:
+    from .elf_index import LibraryIndex
+
     return LibraryIndex.open(library)
 
 
@@ -155,6 +159,7 @@ def has_debug_info(library: str) -> bool:
     """Whether gdb finds DWARF for this library: in it, by its build-id or its ``.gnu_debuglink``.
     Raises SymbolError when the library cannot be read."""
     from .debugfile import find_debug_file
+    from .elffile import ElfFile
 
     return find_debug_file(ElfFile(library)) is not None
 

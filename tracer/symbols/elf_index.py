@@ -27,7 +27,7 @@ from . import cache, names
 from .demangle import SPECIAL_PREFIXES, demangle
 from .elffile import ElfFile
 from .plt import PltStubs
-from .suggest import suggest_names
+from .close_names import suggest_names
 from .symtab import BINDINGS, FUNCTION_TYPES, OBJECT_TYPES, SymbolTable, separate_symtab, table_of
 
 MEMO_LIMIT = 500  # queries remembered per library
@@ -341,7 +341,7 @@ class LibraryIndex:
 
     # -- suggestions -------------------------------------------------------------------------------
     def suggest(self, query: str, limit: int = 5) -> list[tuple[float, str]]:
-        """(score, qualified name) of functions whose names are close to ``query`` (see ``suggest.py``)."""
+        """(score, qualified name) of functions whose names are close to ``query`` (see ``close_names.py``)."""
         memo = self._load_memo()
         key = f"\0suggest\0{limit}\0{query}"
         if key in memo:

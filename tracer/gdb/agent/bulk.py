@@ -11,7 +11,7 @@ through gdb, which still spares the computation.
 from __future__ import annotations
 
 import operator
-import platform
+import os  # os.uname, not platform (its import compiles 9 regexes)
 from typing import Any
 
 from tracer.gdb.agent.errors import READ_ERRORS
@@ -56,7 +56,7 @@ class _Vm:
     def __init__(self) -> None:
         self.call: Any = None
         self.ctypes: Any = None
-        self.on = platform.system() == "Linux"
+        self.on = os.uname().sysname == "Linux"
 
     def load(self) -> bool:
         if self.call is None and self.on:
