@@ -43,3 +43,36 @@ def test_a_library_dlopen_cannot_find_goes_to_find_library():
     assert got["out"] == "torch::cpu::initModule(_object*)"
     assert any("ldconfig" in " ".join(cmd) for cmd in got["spawned"]), got["spawned"]
     assert got["restored"]
+
+
+RACE = r"""
+import json, threading, time
+from tracer.symbols import demangle as d
+real = d._loadable
+def slow(name):  # cxxfilt's import, in sys.modules already, is held inside its find_library calls
+    time.sleep(0.3)
+    return real(name)
+d._loadable = slow
+out, errors = [], []
+def name():
+    try:
+        out.append(d.demangle("_ZN5torch3cpu10initModuleEP7_object"))
+    except Exception as exc:
+        errors.append(repr(exc))
+first = threading.Thread(target=name)
+first.start()
+time.sleep(0.1)  # the first thread's import has begun
+d.demangle.cache_clear()
+name()
+first.join()
+print(json.dumps({"out": out, "errors": errors}))
+"""
+
+
+def test_a_second_thread_waits_for_the_import_another_began():
+    """Two threads demangling at once (the TUI's workers): the second gets cxxfilt once its import has run,
+    not the half-imported module the first left in sys.modules (an AttributeError on its demangle)."""
+    proc = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["errors"] == [] and got["out"] == ["torch::cpu::initModule(_object*)"] * 2, got

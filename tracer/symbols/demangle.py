@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import _thread
-import sys
 from functools import lru_cache
 
 # Demangler outputs that name something derived from a function, not the function itself.
@@ -17,6 +16,7 @@ SPECIAL_PREFIXES = ("guard variable for ", "vtable for ", "VTT for ", "typeinfo 
 # pass"), and a fork of a big process besides. A name dlopen does not find goes to the real find_library.
 _SONAMES = {"c": "libc.so.6", "stdc++": "libstdc++.so.6", "c++": "libc++.so.1"}
 _import_lock = _thread.allocate_lock()  # _thread, not threading: `pttrace where` imports this module
+_loaded: list = []  # cxxfilt, once its import has run to its end
 
 
 def _loadable(name: str):
@@ -37,10 +37,13 @@ def load_cxxfilt():
     """cxxfilt, imported with its default demangler (libc's free, libstdc++'s ``__cxa_demangle``) found
     without ``ldconfig``: cxxfilt picks its libraries at import, through ``ctypes.util.find_library``, which
     answers here from ``_SONAMES`` while the import runs."""
-    module = sys.modules.get("cxxfilt")
-    if module is not None:
-        return module
+    if _loaded:
+        return _loaded[0]
     with _import_lock:
+        # Not sys.modules: another thread's import puts cxxfilt there before it has run (an AttributeError
+        # on its demangle here, seen killing a TUI worker in a loaded run); _loaded is set once it has.
+        if _loaded:
+            return _loaded[0]
         import ctypes.util
 
         real = ctypes.util.find_library
@@ -53,6 +56,7 @@ def load_cxxfilt():
             import cxxfilt
         finally:
             ctypes.util.find_library = real
+        _loaded.append(cxxfilt)
     return cxxfilt
 
 
