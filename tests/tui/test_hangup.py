@@ -47,7 +47,7 @@ def _nothing_left(held, before) -> None:
     """Every process of the run (``held``) ends within a load-scaled deadline, and no gdb is left."""
     deadline = time.monotonic() + allowance(20)
     while [p for p in held if alive(p)] and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.02)
     assert not [p for p in held if alive(p)], "a process of the run was left"
     assert gdb_pids() <= before
 
@@ -75,7 +75,7 @@ def test_closing_the_terminal_ends_pttrace(tmp_path: Path, mode: str):
         end = time.monotonic() + allowance(60)
         while not rc_file.exists():
             assert time.monotonic() < end, f"pttrace did not end after its terminal closed: {held}"
-            time.sleep(0.2)
+            time.sleep(0.02)
         assert rc_file.read_text() == "129"
         # AND its session is closed (an end record that says why), and nothing of it is left
         lines = next(sessions.glob("*.jsonl")).read_text().splitlines()
@@ -112,7 +112,7 @@ def test_sigterm_at_a_stop_ends_pttrace_with_143_and_gives_the_terminal_back(tmp
         end = time.monotonic() + allowance(60)
         while not rc_file.exists():
             assert time.monotonic() < end, f"pttrace did not end after SIGTERM: {held}"
-            time.sleep(0.2)
+            time.sleep(0.02)
         assert rc_file.read_text() == "143"
         term.wait_for(EXIT_MARK, timeout=30)
         end_record = json.loads(next(sessions.glob("*.jsonl")).read_text().splitlines()[-1])
@@ -136,7 +136,7 @@ def test_a_view_whose_terminal_hangs_up_without_sighup_ends(tmp_path: Path):
         end = time.monotonic() + allowance(30)
         while not rc_file.exists():
             assert time.monotonic() < end, "pttrace view did not end after its terminal closed"
-            time.sleep(0.2)
+            time.sleep(0.02)
         assert rc_file.read_text() == "129" and not alive(pid)
     finally:
         term.close()

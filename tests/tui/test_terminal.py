@@ -34,6 +34,15 @@ pytestmark = [
 EXIT_MARK = "pttrace-test-exit-status="
 
 
+def _next_poll(step: float) -> float:
+    """Sleep before the screen's next capture, and return the sleep after that: 20 ms at first, growing to 0.2 s.
+    A key's answer is on screen within a few captures; a wait for gdb, seconds long, is read five times a
+    second (each capture is a tmux client: a fixed 0.2 s found a key's answer up to 0.2 s late)."""
+    step = min(max(step * 1.5, 0.02), 0.2)
+    time.sleep(step)
+    return step
+
+
 class Terminal:
     """A 160x48 tmux pane running one command under a shell that prints its exit status after it.
 
@@ -66,32 +75,36 @@ class Terminal:
         return self.tmux("capture-pane", "-p", "-t", "0", "-S", str(-history))
 
     def keys(self, *keys: str) -> None:
+        """One key at a time, as a quick typist types (each its own write to the terminal). Escape is followed by
+        a longer gap: with the next key in the same read, the app takes both as one alt+ key."""
         for key in keys:
             self.tmux("send-keys", "-t", "0", key)
-            time.sleep(0.15)  # one key at a time, as a person types
+            time.sleep(0.15 if key == "Escape" else 0.05)
 
     def wait_for(self, *texts: str, timeout: float = 15.0) -> str:
         timeout = allowance(timeout)
         end = time.monotonic() + timeout
+        step = 0.0
         while True:
             screen = self.screen()
             if all(t in screen for t in texts):
                 return screen
             if time.monotonic() > end:
                 raise AssertionError(f"{texts} not on screen after {timeout:.0f} s:\n{screen}")
-            time.sleep(0.2)
+            step = _next_poll(step)
 
     def wait_gone(self, text: str, timeout: float = 15.0) -> str:
         """The screen once ``text`` has left it (a dialog closed: the repaint can lag the key on a busy machine)."""
         timeout = allowance(timeout)
         end = time.monotonic() + timeout
+        step = 0.0
         while True:
             screen = self.screen()
             if text not in screen:
                 return screen
             if time.monotonic() > end:
                 raise AssertionError(f"{text!r} still on screen after {timeout:.0f} s:\n{screen}")
-            time.sleep(0.2)
+            step = _next_poll(step)
 
     def exit_status(self, timeout: float = 30.0) -> int:
         screen = self.wait_for(EXIT_MARK, timeout=timeout)
