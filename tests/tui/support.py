@@ -70,7 +70,7 @@ class FakeSource(EventSource):
     frame was cut, as after ``finish``).
 
     Tests with it check the UI's own logic only. What it stands in for is checked on a real gdb too:
-    stop mode, s/n/f (test_live_gdb.py, against plain gdb in test_steps_vs_gdb.py), interrupt, continue
+    stop mode, s/n/f (against plain gdb in test_steps_vs_gdb.py), interrupt, continue
     and the refusal of a step while running (test_live_gdb.py's attach test), completion, a refused
     name, adding, removing and turning off a breakpoint (test_terminal_faults.py).
     """

@@ -1,5 +1,7 @@
-"""The TUI driving a real gdb: hello-world.py in stop mode down to the CPU sigmoid kernel (finish,
-step, quit), and an attach to a running Python (interrupt, continue, quit detaches)."""
+"""The TUI driving a real gdb: an attach to a running Python (interrupt, continue, quit detaches), and a
+launched target's output. (hello-world.py in stop mode down to the CPU sigmoid kernel, then finish, step,
+next and quit: tests/tui/test_steps_vs_gdb.py, in the run it compares with plain gdb's; ``held_gdb`` and
+``gdb_frame`` are this file's for it.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HELLO, ROOT, alive
+from tests.conftest import ROOT
 from tests.support import allowance, fifo_line, stop_process
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
@@ -24,15 +26,6 @@ from tracer.tui.widgets.output import OutputLog
 
 
 HEARTBEAT = ROOT / "tests" / "targets" / "heartbeat.py"
-
-
-async def stop_after(pilot, app, key: str, action: str) -> None:
-    """Press a stepping key and wait for the call path of the stop it ends in."""
-    path = app.call_path
-    before = path.hit
-    await pilot.press(key)
-    await wait_until(pilot, lambda: path.hit is not before and f"where {action} stopped" in path.border_title
-                     and app.state.gdb == "ready", timeout=60, step=0.1)
 
 
 def gdb_frame(source) -> tuple[str, int] | tuple[None, None]:
@@ -52,86 +45,6 @@ def held_gdb(tmp_path):
                        f'exec {shlex.quote(shutil.which("gdb") or "gdb")} "$@"\n')
     wrapper.chmod(0o755)
     return dataclasses.replace(Settings.from_environment(), gdb=str(wrapper)), gate
-
-
-@pytest.mark.gdb
-def test_stop_at_the_kernel_then_finish_then_step_then_quit(tmp_path):
-    settings, gate = held_gdb(tmp_path)
-    config = TraceConfig(breakpoints=["wrapper_CPU_sigmoid"], python=sys.executable, script=str(HELLO),
-                         session_dir=tmp_path, live=True, forward_output=False, settings=settings)
-    source = LiveSource(config)
-
-    async def scenario():
-        app = make_app(source)
-        async with app.run_test(size=(160, 48)) as pilot:
-            # GIVEN a launched hello-world.py switched to stop mode while gdb was still starting
-            assert app.state.gdb == "starting" and app.state.mode == "record"
-            await pilot.press("m")
-            await wait_until(pilot, lambda: app.state.mode == "stop", timeout=5)
-            gate.touch()
-            # THEN it stops at the first hit of the CPU sigmoid kernel
-            await wait_until(pilot, lambda: app.state.target == "stopped" and app.call_path.hit is not None,
-                             timeout=90, step=0.2)
-            path = app.call_path
-            assert path.hit.seq == 1 and path.frames[-1].short == "at::wrapper_CPU_sigmoid"
-            assert app.state.pid and f"pid {app.state.pid}" in str(app.query_one("#status").render())
-            depth = len(path.frames)
-            names = [f.short for f in path.frames]
-            assert "torch::autograd::THPVariable_sigmoid" in names and "at::_ops::sigmoid::call" in names
-
-            # WHEN f is pressed THEN gdb finishes the kernel and the path shows its caller innermost
-            await pilot.press("f")
-            await wait_until(pilot, lambda: "where finish stopped" in path.border_title, timeout=30)
-            assert len(path.frames) == depth - 1
-            assert path.frames[-1].short == "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call"
-            assert app.state.gdb == "ready" and app.state.target == "stopped"
-
-            # WHEN s is pressed THEN gdb steps on (out of the adapter, which has no line table)
-            await pilot.press("s")
-            await wait_until(pilot, lambda: "where step stopped" in path.border_title, timeout=30)
-            assert "at::_ops::sigmoid::redispatch" in [f.short for f in path.frames]
-            assert len(path.frames) < depth - 1
-
-            # WHEN f is pressed until a C frame with line tables (CPython's) is innermost, then n
-            # three times THEN after every stop the innermost row shows the line gdb's `frame` shows
-            for _ in range(10):
-                if path.frames[-1].line and path.frames[-1].kind == "native":
-                    break
-                await stop_after(pilot, app, "f", "finish")
-            assert path.frames[-1].line, "no frame with line tables on the way out of the kernel"
-            lines = []
-            for _ in range(3):
-                await stop_after(pilot, app, "n", "next")
-                where = gdb_frame(source)
-                inner = path.frames[-1]
-                assert where == ((os.path.basename(inner.file) if inner.file else None), inner.line), (where, inner)
-                row = path.row_count - 1
-                shown = str(path.get_cell_at((row, path.get_column_index("where"))))
-                if where[1] is not None:
-                    assert shown.endswith(f"{where[0]}:{where[1]}"), (shown, where)
-                assert path.cursor_row == row  # frame #0 is the selected one, as in gdb
-                lines.append((inner.function, inner.line))
-            assert len(set(lines)) > 1, f"next did not move: {lines}"
-
-            # WHEN q then y are pressed THEN the target is killed and the app ends
-            await pilot.press("q")
-            assert isinstance(app.screen, ConfirmQuit)
-            await pilot.press("y")
-            await wait_until(pilot, lambda: not app.is_running, timeout=30)
-        return app
-
-    try:
-        app = run_pilot(scenario(), timeout=400)
-    finally:
-        gate.touch()  # a failure before the gate opened leaves no shell waiting for it
-    assert source.finished and source.error is None
-    assert source.status == "interrupted"
-    assert len(app.state.hits) == 1
-    session = source.load_session()
-    assert [h.breakpoint for h in session.hits] == ["wrapper_CPU_sigmoid"]
-    # Our own gdb and target are gone (other gdbs may run on the machine: ask about ours only).
-    assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
-    assert not alive(app.state.pid), "the TUI left the launched target behind"
 
 
 @pytest.mark.gdb
