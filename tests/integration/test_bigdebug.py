@@ -143,11 +143,20 @@ INLINED_BREAKS = (("_M_invoke", "kernel_1_0(int)::{lambda(big1::Record1 const&)#
 
 
 @pytest.fixture(scope="module")
-def big_recording(biglib, tmp_path_factory):
+def run_cache(tmp_path_factory) -> Path:
+    """pttrace's cache for the module's recordings: the first one fills it (its index of torch's libraries,
+    their unwind-table copies, gdb's index cache), the others start from it instead of building it again
+    (~10-20 s of CPU each, under load 30-60 s of wall). What a test claims of a first run does not hang on
+    it: the libraries a command's last runs needed are remembered per command (stack_libraries.py)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def big_recording(biglib, tmp_path_factory, run_cache):
     """One run: kernel_1_0 once (the lambda 3 times, the insertion sort once under it), then the hot
     function three times, the library standing in for a big one."""
     session_dir = tmp_path_factory.mktemp("sessions")
-    cache = tmp_path_factory.mktemp("cache")
+    cache = run_cache
     inlined = [mangled(biglib, *parts) for parts in INLINED_BREAKS]
     proc = run_pttrace("run", "--batch", "-b", "big1::kernel_1_0", "-b", "big1::tick_1", *(f"-b{m}" for m in inlined),
                        "--cfi-lib", biglib.name, "--session-dir", str(session_dir), "--",
@@ -476,7 +485,7 @@ def test_the_tui_opens_the_source_of_every_frame_of_the_big_library_inlined_ones
 
 
 @pytest.mark.gdb
-def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(biglib, tmp_path, monkeypatch):
+def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(biglib, tmp_path, monkeypatch, run_cache):
     """The same while recording (`pttrace run` with its TUI): the hits arrive with their frames named and
     the inlined ones in place, and the source pane opens them."""
     from tests.tui.support import run_pilot, wait_until
@@ -484,7 +493,7 @@ def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(bigl
     from tracer.tui.app import make_app
     from tracer.tui.sources import LiveSource
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(run_cache))
     monkeypatch.setenv("PTTRACE_CFI_LIBS", biglib.name)
     spec = mangled(biglib, *INLINED_BREAKS[1])  # the insertion sort: 3 functions inlined at its caller's pc
     config = TraceConfig(breakpoints=(spec,), python=sys.executable, script=str(ROOT / "bench" / "call_bigdebug.py"),
@@ -534,11 +543,12 @@ def test_processes_inflating_the_same_section_at_once_take_turns(biglib, tmp_pat
     assert not list(index.glob("*.debug_info.inflating")) and len(list(index.glob("*.debug_info.inflated"))) == 1
 
 
-def test_a_rerun_reads_the_libraries_its_last_stacks_needed_as_they_load(biglib, tmp_path):
+def test_a_rerun_reads_the_libraries_its_last_stacks_needed_as_they_load(biglib, tmp_path, run_cache):
     """A hit whose stack passes through small libraries gdb was not given (libffi, _ctypes: the ctypes call
     into the library) is walked again once each is read; a re-run of the same command reads them as they
-    load (stack_libraries.py) and records the same frames without those walks."""
-    cache = tmp_path / "cache"
+    load (stack_libraries.py) and records the same frames without those walks. (The cache is the module's:
+    this command has not run with it, so its first run here is a first run.)"""
+    cache = run_cache
     runs = []
     for n in range(2):
         sessions, log = tmp_path / f"sessions{n}", tmp_path / f"log{n}.txt"
