@@ -200,15 +200,14 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
 
 
 @pytest.mark.gdb
-@pytest.mark.parametrize("how", ["key m", "--stop"])
-def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path, how):
-    flags = ["--stop"] if how == "--stop" else []
-    term = terminal([str(PTTRACE), "run", *flags, "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
+def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path):
+    """Stop mode chosen with m. (``run --stop`` in stop mode from the start, stopped at the first hit in a real
+    terminal: test_terminal_faults.py's stop-mode run.)"""
+    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
                      str(HELLO)])
     term.wait_for("breakpoints (1)", "gdb ", timeout=15)
-    # WHEN m is pressed at once (or the run was started with --stop) THEN it stops at the kernel's first hit
-    if how == "key m":
-        term.keys("m")
+    # WHEN m is pressed at once THEN it stops at the kernel's first hit
+    term.keys("m")
     # (the call path fills in after the title: wait for both, a busy machine paints them apart)
     term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", "kernel      at::wrapper_CPU_sigmoid",
                   "s step", timeout=120)

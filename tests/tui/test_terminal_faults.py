@@ -24,7 +24,8 @@ def test_stop_mode_faults_in_a_real_terminal(terminal, tmp_path):  # noqa: F811
     term = terminal([str(PTTRACE), "run", "--stop", "--session-dir", str(tmp_path), "--break",
                      "wrapper_CPU_sigmoid", str(HELLO)])
     # gdb's number of the breakpoint: 2 when the catchpoint for vforks (children followed) came first.
-    screen = term.wait_for("hit #1 · wrapper_CPU_sigmoid", "stopped: breakpoint ", timeout=120)
+    # (run --stop: in stop mode from the start, it stops at the first hit)
+    screen = term.wait_for("hit #1 · wrapper_CPU_sigmoid", "stopped: breakpoint ", "mode stop", timeout=120)
     assert re.search(r"Breakpoint \d+, ", screen), screen  # the stop, as gdb tells it, in the output pane
 
     # Fault 2: d twice shows every column again, on this hit and the next views.
