@@ -2,26 +2,35 @@
 # Runs the whole test suite against a real gdb, a real torch and a real debug build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
 # The compiled fixtures (cached by their inputs in tests/.cache, where the tests' own fixtures find them
-# built): the -g -O0 debug extension, its build without DWARF and the small generated big-DWARF library.
-# They are built while mypy runs: mypy keeps one core busy for ~30 s, the builds take ~60 s of CPU (a
+# built): the -g -O0 debug extension, its build without DWARF and the small generated big-DWARF library (a
 # fresh clone otherwise built two of them inside the tests, ~40 s of the suite's CPU).
 logs="$(mktemp -d)"
 builds=()
 trap 'kill "${builds[@]}" 2>/dev/null || true' EXIT  # a failure below leaves no build running
+# Two need only the standard library and start at once, beside the venv's set-up (pip keeps one core busy):
+# the big-DWARF library (~11 s of CPU at load 8; once setup.sh installed the compiler, on a machine without
+# one) and the oracle of the speedscope export's test, speedscope's own schema from its npm package.
+PY="${PTTRACE_PYTHON:-python3}"
+bigdebug() {
+    PTTRACE_CACHE="${PTTRACE_CACHE:-$PWD/tests/.cache}" "$PY" bench/gen_big_debug.py --units 3 --types 60 --small \
+        >"$logs/bigdebug" 2>&1 & builds+=($!)
+}
+compiler=0
+command -v g++ >/dev/null 2>&1 && command -v readelf >/dev/null 2>&1 && compiler=1
+[ "$compiler" -eq 1 ] && bigdebug
+"$PY" scripts/fetch_speedscope_schema.py >"$logs/speedscope_schema" 2>&1 & builds+=($!)
+bash scripts/setup.sh
+[ "$compiler" -eq 1 ] || bigdebug
+# The two builds of the debug extension need torch: they run while mypy does (~10 s of CPU).
 .venv/bin/python scripts/build_debug_ext.py >"$logs/debug_ext" 2>&1 & builds+=($!)
 .venv/bin/python scripts/build_debug_ext.py --no-debug >"$logs/debug_ext_nodwarf" 2>&1 & builds+=($!)
-PTTRACE_CACHE="${PTTRACE_CACHE:-$PWD/tests/.cache}" .venv/bin/python bench/gen_big_debug.py --units 3 --types 60 --small \
-    >"$logs/bigdebug" 2>&1 & builds+=($!)
-# The oracle of the speedscope export's test: speedscope's own schema, from its npm package.
-.venv/bin/python scripts/fetch_speedscope_schema.py >/dev/null
 # The type checker first (pyproject.toml's [tool.mypy]): a type error fails the run as a test would.
 mypy_status=0
 .venv/bin/python -m mypy || mypy_status=$?
 for pid in "${builds[@]}"; do
     if ! wait "$pid"; then
-        echo "test.sh: a compiled test fixture failed to build:" >&2
+        echo "test.sh: a test fixture failed to build or to download:" >&2
         tail -n 40 "$logs"/* >&2
         exit 1
     fi
