@@ -52,6 +52,10 @@ class Settings:
     """The agent reuses a hit's native stack while every return address is in its slot
     (off: ``$PTTRACE_NO_STACK_REUSE=1``, every hit walks the whole stack)."""
 
+    repeat: bool = True
+    """The agent records an exact repeat of the hit before without redoing its work (tracer/gdb/agent/repeat.py;
+    off: ``$PTTRACE_NO_REPEAT=1``, every hit takes the usual path: the reference of the tests)."""
+
     arguments: bool = True
     """The agent reads each hit's arguments at the function's entry (off: ``$PTTRACE_NO_ARGS=1``, hits record
     their frames only; for benchmarks: a hit with values against one without)."""
@@ -84,6 +88,7 @@ class Settings:
             break_by_name=_flag(env, "PTTRACE_BREAK_BY_NAME"),
             debug_dirs=_paths(env, "PTTRACE_DEBUG_DIRS"),
             stack_reuse=env.get("PTTRACE_NO_STACK_REUSE") != "1",
+            repeat=env.get("PTTRACE_NO_REPEAT") != "1",
             stack_reuse_stats=env.get("PTTRACE_STACK_REUSE_STATS") or None,
             arguments=not _flag(env, "PTTRACE_NO_ARGS"),
             source_dir=env.get("PTTRACE_SOURCE_DIR") or None,

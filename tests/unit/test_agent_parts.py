@@ -103,3 +103,21 @@ def test_state_stops_at_max_hits_or_in_stop_mode():
     assert state.wants_stop()
     state.max_hits, state.mode = 0, "stop"
     assert state.wants_stop()
+
+
+def test_regions_are_read_as_few_ranges_that_give_each_regions_bytes():
+    # GIVEN regions on three pages (two adjacent, one far), overlapping and out of order
+    from tracer.gdb.agent.spans import spans_of
+
+    memory = bytes(range(256)) * 64  # 16 KB: pages 0-3
+    regions = [(5000, 8), (100, 16), (108, 16), (4090, 20), (3 * 4096 + 7, 4), (200, 1)]
+    # WHEN they are turned into ranges
+    spans, pick = spans_of(regions)
+    got = b"".join(memory[a:a + n] for a, n in spans)
+    # THEN pages 0 and 1 are one range and page 3 another (page 2 has no region: never read)
+    assert spans == [(100, 5008 - 100), (3 * 4096 + 7, 4)]
+    # AND each region's bytes come back in the order given
+    assert list(pick(got)) == [memory[a:a + n] for a, n in regions]
+    # AND one region alone is a tuple of one
+    spans, pick = spans_of([(42, 3)])
+    assert spans == [(42, 3)] and pick(memory[42:45]) == (memory[42:45],)

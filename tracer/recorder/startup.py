@@ -134,6 +134,7 @@ def prepare_gdb(mi: MiConnection, cfg: TraceConfig, python: str, session_path: P
             "address_breakpoints": address_breakpoints,
             "follow": {k: cfg.follow[k] for k in ("roots", "known", "trigger", "entries")} if cfg.follow else None,
             "stack_reuse": settings.stack_reuse,
+            "repeat": settings.repeat,
             "arguments": settings.arguments,
             "stack_reuse_stats": settings.stack_reuse_stats,
             "log": str(settings.log_file.resolve()) if settings.log_file else None,

@@ -233,6 +233,9 @@ class Interner:
         # of the hit before, so an identity check spares looking up each frame's JSON.
         self._last_stack: tuple[list, bool, int] | None = None
         self._last_split: tuple[Any, list, list] = (None, [], [])  # values given, split_varying's result
+        # The end of the last hit's line after its time ('"site":N,"vary":M}'), when it has no signal nor
+        # launcher: the agent writes an exact repeat of that hit with it (tracer/gdb/agent/repeat.py).
+        self.last_tail: str | None = None
 
     def rollback(self) -> None:
         """The last hit was not written (disk full): what it defined is not in the file either."""
@@ -241,6 +244,7 @@ class Interner:
         self._new = []
         self._last_args = self._last_vary = (None, None)  # they may name what was not written
         self._last_stack = None
+        self.last_tail = None
 
     def _stack(self, frames: list, truncated: bool, out: list[str]) -> int:
         """The id of this call path, its frame and stack records added to ``out`` if new."""
@@ -334,9 +338,11 @@ class Interner:
             if aid is not None:
                 site["args"] = aid
             out.append(_dumps(site))
-        rec = '{"type":"hit","seq":%d,"time":%r,"site":%d' % (seq, time, site_id)
+        tail = '"site":%d' % site_id
         if vid is not None:
-            rec += ',"vary":%d' % vid
+            tail += ',"vary":%d' % vid
+        self.last_tail = None if signal or launched_by is not None else tail + "}"
+        rec = '{"type":"hit","seq":%d,"time":%r,' % (seq, time) + tail
         if signal:
             rec += ',"signal":' + _dumps(signal)
         if launched_by is not None:

@@ -9,9 +9,10 @@ import gdb  # type: ignore[import-not-found]
 from tracer.session import records
 from tracer.dispatch.classify import classify, is_cold_clone, is_plt, kernel_below_adapter
 from tracer.gdb.agent import bulk, native, regs, stash
+from tracer.gdb.agent.repeat import REPEATS
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.follow import FOLLOW, in_scope
-from tracer.gdb.agent.hits import missing_symbols, record_frames, record_hit
+from tracer.gdb.agent.hits import last_thread, missing_symbols, record_frames, record_hit, torchscript_quiet
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.processes import PROCESSES
@@ -64,6 +65,10 @@ class TraceBreakpoint(gdb.Breakpoint):
     def stop(self) -> bool:
         try:
             with bulk.STOP:  # the memory this stop checks, read together (bulk.StopBatch)
+                repeated = REPEATS.record(self)  # an exact repeat of the hit before (repeat.py)
+                if repeated is not None:
+                    return repeated
+                REPEATS.forget()
                 return self._stop()
         except OSError as exc:
             STATE.write_error = f"{exc.strerror or exc}"
@@ -104,7 +109,7 @@ class TraceBreakpoint(gdb.Breakpoint):
         if STATE.layers and innermost["layer"] not in STATE.layers and self.pt_layer not in STATE.layers \
                 and not ("kernel" in STATE.layers and _called_by_adapter(newest, innermost)):
             return False  # --layer: only hits whose innermost frame is in these layers
-        keyset, why = entry_keyset(newest, name, innermost.get("library"), read_memory)
+        keyset, why = entry_keyset(newest, name, innermost.get("library"), _fresh_read)
         values = entry_values(newest, name, innermost.get("library"))
         STATE.pending_unstash = False
         if self.pt_unstash and stash.STASH.by_thread:
@@ -118,8 +123,23 @@ class TraceBreakpoint(gdb.Breakpoint):
             return True  # pttrace loads the missing symbols, then asks for pttrace-rerecord
         if pid not in PROCESSES.described:
             PROCESSES.describe(pid, FRAMES.dataloader_worker)
+        elif self.pt_plain():
+            REPEATS.keep(self, newest, last_thread())
         STATE.stop_requested = STATE.wants_stop()
         return STATE.stop_requested
+
+    def pt_plain(self) -> bool:
+        """Whether nothing but the stop's registers, checked memory and the agent's settings decides what a
+        hit of this breakpoint records (no --follow, --eval, stashed hop, pending TorchScript layout or
+        TorchScript frames, nor stop mode): then its repeats are recorded as such (repeat.py)."""
+        return not (self.pt_follow or self.pt_unstash or FOLLOW.active or STATE.evals or STATE.mode != "record") \
+            and torchscript_quiet()
+
+
+def _fresh_read(address: int, length: int):
+    """read_memory for what is read afresh at a stop (the key set on the stack): no repeat is made of it."""
+    bulk.STOP.clean = False
+    return read_memory(address, length)
 
 
 def _inferior() -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.spans import spans_of
 
 MAX_REGIONS = 256  # a computation that read more than this is not kept (process_vm_readv takes 1024 iovecs)
 MAX_BYTES = 1 << 16
@@ -32,6 +33,7 @@ class Recorder:
         self.failed = False
 
     def __call__(self, address: int, length: int) -> bytes:
+        STOP.clean = False  # read afresh: this stop's result depends on more than the regions it checked
         try:
             data = bytes(self.reader(address, length))
         except Exception:
@@ -94,11 +96,12 @@ class Regions:
         stop = STOP
         if stop.active:
             known = stop.result(self, inferior)
-            if known is not None:
-                return known
-            result = self._check(inferior)
-            stop.checked.append(self)
-            return result
+            if known is None:
+                known = self._check(inferior)
+                stop.checked.append(self)
+            if not known:
+                stop.clean = False
+            return known
         return self._check(inferior)
 
     def _check(self, inferior) -> bool:
@@ -152,10 +155,13 @@ class StopBatch:
         self.previous: list[Regions] = []  # checked at the stop before
         self.known: dict[int, bool] = {}  # id(Regions) -> unchanged, for those read together at this stop
         self.tried = False  # the read together was made (or could not be) at this stop
+        # Every check of this stop found its regions unchanged and nothing was read afresh (Recorder): what
+        # the stop recorded is a function of the checked regions' bytes (repeat.py).
+        self.clean = True
         self._batch: Any = None  # (the Regions, their expected bytes, local buffer, iovecs, total)
 
     def __enter__(self) -> "StopBatch":
-        self.active, self.checked, self.known, self.tried = True, [], {}, False
+        self.active, self.checked, self.known, self.tried, self.clean = True, [], {}, False, True
         return self
 
     def __exit__(self, *_exc) -> None:
@@ -176,45 +182,68 @@ class StopBatch:
         data = self._read(previous, inferior.pid)
         if data is None:
             return None
-        batch = self._batch
-        if data == batch[1]:
-            self.known = {id(r): True for r in previous}
-        else:
-            off = 0
-            for r in previous:
-                n = len(r.data)
-                self.known[id(r)] = data[off:off + n] == r.data
-                off += n
+        self._know(previous, data)
         got = self.known.get(id(regions))
         if got is not None:
             self.checked.append(regions)
         return got
 
+    def same_as_before(self, regions: list, pid: int) -> bool:
+        """Whether ``regions``, the very ones the stop before checked, all hold the same bytes (one read);
+        if so they count as this stop's checks, so the next stop reads them together again."""
+        previous = self.previous
+        if len(previous) != len(regions) or not all(map(operator.is_, previous, regions)) \
+                or not (_VM.on and _VM.load()):
+            return False
+        data = self._read(previous, pid)
+        if data is None:
+            return False
+        self.tried = True  # what was read answers this stop's later checks (a hit that is not a repeat)
+        if not self._know(previous, data):
+            return False
+        self.checked = list(previous)
+        return True
+
+    def _know(self, previous: list, data: bytes) -> bool:
+        """Note which of ``previous`` are unchanged by ``data``, their bytes read together; whether all are."""
+        if data == self._batch[1]:
+            self.known = {id(r): True for r in previous}
+            return True
+        off = 0
+        for r in previous:
+            n = len(r.data)
+            self.known[id(r)] = data[off:off + n] == r.data
+            off += n
+        return False
+
     def _read(self, previous: list, pid: int) -> bytes | None:
+        """The bytes of ``previous``'s regions, in order, read with one ``process_vm_readv``."""
         batch = self._batch
         if batch is None or len(batch[0]) != len(previous) or not all(map(operator.is_, batch[0], previous)):
             regions = [x for r in previous for x in r.regions]
-            if len(regions) > 1024:  # process_vm_readv's limit of iovecs
+            spans, pick = spans_of(regions)
+            if len(spans) > 1024:  # process_vm_readv's limit of iovecs
                 return None
             ct = _VM.ctypes
             expected = b"".join(r.data for r in previous)
-            buf = ct.create_string_buffer(max(len(expected), 1))
+            size = sum(n for _a, n in spans)
+            buf = ct.create_string_buffer(max(size, 1))
             base = ct.addressof(buf)
             local: list[int] = []
             remote: list[int] = []
             off = 0
-            for address, length in regions:
+            for address, length in spans:
                 local += (base + off, length)
                 remote += (address, length)
                 off += length
-            n = len(regions)
+            n = len(spans)
             batch = self._batch = (tuple(previous), expected, buf, (ct.c_size_t * (2 * n))(*local),
-                                   (ct.c_size_t * (2 * n))(*remote), n)
-        _regs, expected, buf, local_iov, remote_iov, n = batch
+                                   (ct.c_size_t * (2 * n))(*remote), n, size, pick)
+        _regs, expected, buf, local_iov, remote_iov, n, size, pick = batch
         got = _VM.call(pid, local_iov, n, remote_iov, n, 0)
-        if got != len(expected):
+        if got != size:
             return None  # a region that cannot be read: each is checked on its own
-        return buf.raw[:got]
+        return b"".join(pick(buf.raw))
 
 
 STOP = StopBatch()

@@ -34,7 +34,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import breakpoints, launcher, native, rescue, tensor_command
+from tracer.gdb.agent import breakpoints, launcher, native, repeat, rescue, tensor_command
 from tracer.gdb.agent.cfi_unwind import CFI
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
@@ -44,6 +44,7 @@ from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.osnames import OS_NAMES
 from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
+from tracer.gdb.agent.repeat import EPOCH, REPEATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import CACHES, STATE
@@ -90,6 +91,7 @@ def _setup(arg: str) -> None:
     STATS.enabled = bool(cfg.get("stack_reuse", True))
     STATE.arguments = bool(cfg.get("arguments", True))
     STATS.path = cfg.get("stack_reuse_stats") or None
+    REPEATS.enabled = bool(cfg.get("repeat", True))
     BREAKPOINTS.unplaced = list(cfg.get("address_breakpoints") or [])
     FOLLOW.configure(cfg.get("follow"))
     install_values(cfg.get("values") or {})
@@ -281,6 +283,7 @@ class _Command(gdb.Command):
         self._fn = fn
 
     def invoke(self, arg, from_tty):
+        EPOCH.bump()  # any command may change what the next hit records: no repeat of the hit before
         self._fn(arg)
 
 
@@ -397,6 +400,7 @@ def install() -> None:
     _Command("pttrace-library-stops", LIBRARY_STOPS.set_rules)
     tensor_command.install()  # `tensor EXPR` at the TUI's gdb prompt
     gdb.events.breakpoint_modified.connect(breakpoints.on_modified)
+    repeat.connect()
     gdb.events.new_objfile.connect(_on_new_objfile)
     for event in ("new_objfile", "free_objfile", "clear_objfiles"):
         if getattr(gdb.events, event, None) is not None:

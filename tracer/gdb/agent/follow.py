@@ -28,6 +28,7 @@ from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
+from tracer.gdb.agent.repeat import EPOCH
 
 _ENTRY = re.compile(r"^at::_ops::(\w+)::(call|redispatch)\(")
 
@@ -157,6 +158,7 @@ class FollowTrigger(gdb.Breakpoint):
         super().__init__(spec, type=gdb.BP_BREAKPOINT, internal=False)
 
     def stop(self) -> bool:
+        EPOCH.bump()  # what it keeps may change the next trace hit: none is a repeat (repeat.py)
         try:
             return self._stop()
         except OSError as exc:

@@ -21,6 +21,21 @@ from tracer.gdb.agent.torchscript import READER, loop_frames, mark_torchscript
 from tracer.session.records import CachedFrame
 
 
+_LAST_THREAD: list = [{}]  # the thread of the last hit recorded (repeat.py keeps it with the hit)
+
+
+def last_thread() -> dict:
+    return _LAST_THREAD[0]
+
+
+def torchscript_quiet() -> bool:
+    """Whether no TorchScript reading can change a hit: no layout to look for, or the last call path,
+    looked at with one, passes through no interpreter loop."""
+    if READER.layout is None:
+        return not READER.file
+    return _Seen.loops == []
+
+
 def thread_info() -> dict:
     try:
         th = gdb.selected_thread()
@@ -243,7 +258,7 @@ def record_hit(spec: str | None, signal: str | None = None, allow_defer: bool = 
         extra = debug_values(newest, frames, wanted_debug)
         if extra:
             carried = carried + extra  # never += : the list may be the one kept for the next hit
-    thread = thread_info()
+    thread = _LAST_THREAD[0] = thread_info()
     if thread.get("id") is None and not frames:  # never a hit shown as if it had an empty call path
         OUT.warn(f"hit #{STATE.hits} of {spec or 'a breakpoint'} was read while gdb had no thread selected: its "
                  "thread and call path are not known (the hit is counted, nothing of it is shown); run with "

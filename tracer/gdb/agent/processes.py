@@ -23,6 +23,7 @@ from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.state import CACHES, STATE, Caches
+from tracer.gdb.agent.repeat import EPOCH
 
 _ROLE_RETRIES = 50  # hits of a process at which its role is looked for before giving up
 
@@ -138,6 +139,7 @@ class ExecWatch(gdb.Breakpoint):
         self._function = function
 
     def stop(self) -> bool:
+        EPOCH.bump()  # what it keeps may change the next trace hit: none is a repeat (repeat.py)
         try:
             frame = gdb.newest_frame()
             path = _c_string(int(frame.read_register("rdi"))) if self._function == "execve" else None

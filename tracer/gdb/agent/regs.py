@@ -87,19 +87,22 @@ class StopFrame:
     comes back as an int (what callers make of gdb's ``Value``: signed for the general registers, as gdb
     types them, unsigned for pc, sp, rbp and the segment bases)."""
 
-    __slots__ = ("_regs", "_real")
+    __slots__ = ("_regs", "_real", "_used")
 
     def __init__(self, regs: tuple) -> None:
         self._regs = regs
         self._real = None
+        self._used: set[int] = set()  # the indexes of the registers read (repeat.py keys a repeat on them)
 
     def pc(self) -> int:
+        self._used.add(16)
         return self._regs[16]
 
     def read_register(self, name: str):
         i = _INDEX.get(name)
         if i is None:
             return self.real().read_register(name)
+        self._used.add(i)
         v = self._regs[i]
         return v - (1 << 64) if name in _SIGNED and v >= 1 << 63 else v
 
@@ -113,8 +116,20 @@ class StopFrame:
             at = _AT[names] = tuple(_INDEX[n] for n in names) if all(n in _INDEX for n in names) else ()
         if not at and names:
             return None
+        self._used.update(at)
         regs = self._regs
         return tuple([regs[i] for i in at])
+
+    def used(self) -> tuple:
+        """The indexes of the registers read so far, in order."""
+        return tuple(sorted(self._used))
+
+    def all_words(self) -> tuple:
+        return self._regs
+
+    def made_nothing(self) -> bool:
+        """Whether gdb's frame was never made (everything asked of this frame was a register read)."""
+        return self._real is None
 
     def is_valid(self) -> bool:
         return True if self._real is None else self._real.is_valid()
@@ -140,6 +155,17 @@ class StopFrame:
 def real(frame):
     """gdb's frame for a StopFrame; any other frame (or None) as it is."""
     return frame.real() if isinstance(frame, StopFrame) else frame
+
+
+def words_of(lwp: int) -> tuple | None:
+    """The 27 general registers of thread ``lwp`` (stopped, traced by this gdb), or None when they cannot be
+    read directly (then a repeat is not recognised: repeat.py)."""
+    if not (_PT.on and _PT.call is not None):
+        return None
+    buf = _PT.buffer
+    if _PT.call(_PTRACE_GETREGS, lwp, None, buf) != 0:
+        return None
+    return _UNPACK(buf)
 
 
 def stop_frame():

@@ -77,9 +77,13 @@ class ReuseStats:
         self.reused = 0  # hits recorded from a cached walk
         self.walked = 0  # hits walked with gdb (the first of a stack, or a failed check)
         self.rejected = 0  # cached walks found stale at a hit
+        self.repeated = 0  # of the reused, hits recorded as an exact repeat of the hit before (repeat.py)
 
     def as_dict(self) -> dict:
-        return {"reused": self.reused, "walked": self.walked, "rejected": self.rejected}
+        out = {"reused": self.reused, "walked": self.walked, "rejected": self.rejected}
+        if self.enabled:  # repeats are a part of the reuse: nothing to count without it
+            out["repeated"] = self.repeated
+        return out
 
     def write(self) -> None:
         if self.path:

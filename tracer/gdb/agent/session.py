@@ -18,6 +18,7 @@ class SessionOut:
         self.path = ""
         self._warned: set[str] = set()
         self._interner = records.Interner()
+        self._tail: str | None = None  # the last hit's line after its time, when it was written (repeat.py)
 
     def open(self, path: str) -> None:
         self.path = path
@@ -30,6 +31,7 @@ class SessionOut:
     def write_hit(self, seq: int, breakpoint: str | None, thread: dict, time: float, frames: list,
                   truncated: bool = False, signal: str | None = None, launched_by: dict | None = None,
                   values: list | None = None) -> None:
+        self._tail = None
         if self.fd < 0:
             return
         data = self._interner.encode_hit(seq, breakpoint, thread, time, frames, truncated, signal, launched_by,
@@ -39,6 +41,16 @@ class SessionOut:
         except OSError:
             self._interner.rollback()
             raise
+        self._tail = self._interner.last_tail
+
+    def last_hit_tail(self) -> str | None:
+        """The end of the hit just written ('"site":N...}'), None if it was not written or has more."""
+        return self._tail
+
+    def write_raw(self, data: bytes) -> None:
+        """A hit line made by repeat.py: one ``write()``, as every record."""
+        if self.fd >= 0:
+            os.write(self.fd, data)
 
     def warn(self, message: str) -> None:
         """A warning every view shows, written once however often it recurs."""

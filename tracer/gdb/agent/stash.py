@@ -18,6 +18,7 @@ from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
 from tracer.gdb.agent.session import OUT
+from tracer.gdb.agent.repeat import EPOCH
 
 _MAX = 64  # entries kept per thread: a template whose kernel is never ours does not grow it
 
@@ -73,6 +74,7 @@ class StashBreakpoint(gdb.Breakpoint):
         self.pt_function, self.pt_library = function, library
 
     def stop(self) -> bool:
+        EPOCH.bump()  # what it keeps may change the next trace hit: none is a repeat (repeat.py)
         try:
             frame = gdb.newest_frame()
             keyset, why = entry_keyset(frame, self.pt_function, self.pt_library, read_memory)
