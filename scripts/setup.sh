@@ -28,12 +28,14 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 # Reinstall when pyproject.toml changed since the last install (new or pinned test tools), not only
-# when an import fails: an old venv must not hide a missing dependency that CI would install.
+# when a package is missing: an old venv must not hide a missing dependency that CI would install. The
+# packages are looked for, not imported: importing torch took 2.5 s of CPU (load 10) at every demo.sh.
 stamp=.venv/.pttrace-installed
 # The install mode is part of the stamp: a venv installed the old way is installed again once.
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) editable-compat"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
-   || ! .venv/bin/python -c "import torch, tracer, numpy" 2>/dev/null; then
+   || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ('torch', 'tracer', 'numpy'))))" \
+        2>/dev/null; then
     echo "setup: installing torch==2.13.0 and pttrace into .venv" >&2
     # numpy beside torch: without it every `import torch` warns "Failed to initialize NumPy".
     # --no-compile: pip compiles every module it installs one at a time, ~2/3 of its CPU (38 of 56 s at
