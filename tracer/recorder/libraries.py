@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from tracer.gdb.mi import MiConnection
 from tracer.recorder import resolve
@@ -22,6 +22,9 @@ from tracer.recorder.agent_link import AgentError, AgentLink
 from tracer.recorder.stack_libraries import StackLibraries
 from tracer.settings import Settings
 from tracer.text.escape import gdb_regex_literal
+
+if TYPE_CHECKING:
+    from tracer.gdb.agent.libstops import NameScans
 
 log = logging.getLogger("pttrace.recorder")
 # Libraries gdb reads at once even when others wait for a stack (see LibraryPolicy.lazy): nearly every
@@ -56,6 +59,8 @@ class LibraryPolicy:
         self._new: list[str] = []
         self._copies: dict[str, str | None] = {}  # library -> its CFI-only copy (None: cannot be had)
         self._copies_lock = threading.Lock()
+        self._needles: dict[str, list[list[bytes]] | None] = {}  # spec -> its strings for libstops.may_name
+        self._scans: NameScans | None = None  # what earlier runs read of each library, read when first needed
         # Called when what must be decided at a library's load changes (library_stops.py keeps gdb's
         # rules in step); set once gdb's catchpoint for library loads exists.
         self.rules_changed: Callable[[], None] | None = None
@@ -123,7 +128,7 @@ class LibraryPolicy:
             return True
         if not skippable:
             return not self.lazy or self._read_now(path)
-        if base not in self.heavy and any(resolve.may_define(spec, path) for spec in self.gdb_specs):
+        if base not in self.heavy and any(self._may_define(spec, path) for spec in self.gdb_specs):
             # A library of the user's own (or one --cfi-lib names) that defines a breakpoint gdb
             # resolves by name. Only our index can tell before gdb reads it. On the CFI path our index
             # sets those breakpoints by address instead, and gdb never reads the library's DWARF
@@ -142,13 +147,32 @@ class LibraryPolicy:
         base = os.path.basename(path)
         if base.startswith(READ_AT_ONCE) or os.path.realpath(path) in self._break_libraries():
             return True  # a breakpoint's key set may be read with the library's DWARF (agent/keyset.py)
-        if any(resolve.may_define(spec, path) for spec in self.gdb_specs):
+        if any(self._may_define(spec, path) for spec in self.gdb_specs):
             return True
         if self.remembered is not None and self.remembered.knows(path):
             log.debug("a stack of this command's last run passed through %s", path)
             return True
         self.waiting.add(path)
         return False
+
+    def _may_define(self, spec: str, path: str) -> bool:
+        """resolve.may_define after the test gdb's library stops make first (libstops.may_name, its answers
+        kept across runs in library-scans.json): a library without the strings our index needs to find
+        ``spec`` does not define it. Asking our index opened each of a re-run's ~60 libraries (~0.1 s of
+        pttrace's CPU under cProfile at load 12); now it is one ``stat`` for most of them."""
+        if spec not in self._needles:
+            found = resolve.name_needles(spec)
+            self._needles[spec] = [[n.encode("utf-8", "surrogateescape") for n in found]] if found else None
+        groups = self._needles[spec]
+        if groups is not None:
+            from tracer.gdb.agent.libstops import NameScans, may_name
+            from tracer.recorder.later_libraries import scans_file
+
+            if self._scans is None:
+                self._scans = NameScans(scans_file())
+            if not may_name(path, groups, self.settings.debug_dirs, self._scans):
+                return False
+        return resolve.may_define(spec, path)
 
     def break_libraries(self) -> set[str]:
         """The real paths of the libraries of the breakpoints set by address (stubs' aside)."""
