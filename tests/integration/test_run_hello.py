@@ -1,9 +1,9 @@
 """``pttrace run`` on the real torch wheel: the recorded call paths read as PyTorch's layers do."""
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from tests.support import run_child
+import pytest
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
 
@@ -176,11 +176,15 @@ def test_markdown_export_of_a_real_recording(hello_recording, tmp_path):
     assert "y = model(x)" in text
     assert "```mermaid" in text
     # The torch frames link to GitHub at the wheel's exact commit (torch's own word for it), at the line of
-    # the call in the installed file (the rest of the links: test_exports_real.py)
-    import sys
+    # the call in the installed file (the rest of the links: test_exports_real.py). torch.version is torch's
+    # version.py run as Python: run here as it is at `import torch` (pttrace reads the file with patterns),
+    # without importing all of torch for it (2.5 s of CPU at load 8)
+    import importlib.util
+    import runpy
 
-    commit = run_child([sys.executable, "-c", "import torch; print(torch.version.git_version)"],
-                       capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1]
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin
+    commit = runpy.run_path(str(Path(spec.origin).with_name("version.py")))["git_version"]
     assert session.info.torch_git_version == commit
     forward = next(f for h in session.hits if h.breakpoint == "wrapper_CPU_sigmoid" for f in h.frames
                    if f.kind == "python" and f.file.endswith("torch/nn/modules/activation.py"))
