@@ -83,6 +83,18 @@ def dtypes():
     return seen
 
 
+def symbolic():
+    """A fake tensor with symbolic sizes (dynamo's kind): its TensorImpl keeps them in SymbolicShapeMeta."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    return FakeTensorMode(shape_env=ShapeEnv()).from_tensor(
+        torch.ones(3, 4), symbolic_context=StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
+
+
 def facts(name, t):
     def attempt(f):
         try:
@@ -116,6 +128,9 @@ def main():
     made = tensors()
     for name, t in made.items():
         print(json.dumps(facts(name, t), allow_nan=True), flush=True)
+    if "symbolic" in sys.argv[1:]:
+        made["symbolic"] = fake = symbolic()
+        print(json.dumps({"symbolic": str(fake.shape), "impl": fake._cdata}), flush=True)
     print("ready", flush=True)
     if "stop" in sys.argv[1:]:
         os.kill(os.getpid(), signal.SIGSTOP)
