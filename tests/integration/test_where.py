@@ -22,6 +22,9 @@ from tracer.symbols.elf_index import LibraryIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 PTTRACE_BIN = Path(sys.executable).with_name("pttrace")
+# This test run's own cache (this module's tests get one of their own, isolated_cache): for the commands
+# whose claims are not about the cache (an export from an empty one builds torch's header index: 6 s of CPU).
+SHARED_XDG = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
 @pytest.fixture(scope="module")
@@ -425,7 +428,7 @@ def test_export_of_the_debug_ext_session_links_torch_headers_and_quotes_the_kern
 
     session = debug_ext_recording
     out = tmp_path / "notes.md"
-    proc = run_pttrace("export", str(session.path), "-o", str(out))
+    proc = run_pttrace("export", str(session.path), "-o", str(out), env={"XDG_CACHE_HOME": SHARED_XDG})
     assert proc.returncode == 0, proc.stderr
     md = out.read_text()
     commit = session.info.torch_git_version
