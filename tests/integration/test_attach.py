@@ -23,11 +23,11 @@ TARGET = ROOT / "tests" / "targets" / "heartbeat.py"
 class Target:
     """A heartbeat target started through a fifo handshake; its stdout lines are collected."""
 
-    def __init__(self, tmp_path: Path, *extra: str):
+    def __init__(self, tmp_path: Path, *extra: str, script: Path = TARGET):
         self.fifo = tmp_path / "ready.fifo"
         self.stop_file = tmp_path / "stop"
         os.mkfifo(self.fifo)
-        self.proc = subprocess.Popen([sys.executable, str(TARGET), str(self.fifo), str(self.stop_file), *extra],
+        self.proc = subprocess.Popen([sys.executable, str(script), str(self.fifo), str(self.stop_file), *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:  # the target says "ready" once it has imported torch
             assert fifo_line(self.fifo, self.proc).startswith("ready")
@@ -157,7 +157,7 @@ def test_attach_bad_targets_one_sentence_exit_2(tmp_path, case):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to switch to another user")
 def test_attach_to_another_users_process_is_permission_denied(tmp_path):
-    target = Target(tmp_path)
+    target = Target(tmp_path, script=TARGET.with_name("plain_heartbeat.py"))  # a Python of root's, torch or not
     sessions = tmp_path / "s"
     sessions.mkdir()
     sessions.chmod(0o777)
