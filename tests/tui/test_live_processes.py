@@ -96,7 +96,10 @@ def fork_run(tmp_path_factory):
                                                        f"0x{app.call_path.frames[-1].address:x}"))
                 before = app.state.last_stop
                 await pilot.press("c")
-            await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2)
+            await wait_until(pilot, lambda: app.state.finished, timeout=120, step=0.2,
+                             why=lambda: (seen, source._stops, app.state.target, app.state.gdb, app.state.last_stop,
+                                          [(h.seq, h.thread.pid) for h in app.state.hits], app.state.warnings,
+                                          [p.to_dict() for p in app.state.processes.values()]))
 
             def all_shown():
                 """every hit shown under a heading for each process, and every process's end known"""
