@@ -11,6 +11,9 @@ import queue
 import threading
 from pathlib import Path
 
+from textual import events
+from textual.keys import _character_to_key
+
 from tests.support import allowance  # noqa: F401  (the TUI tests' limits)
 from tracer.session.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
 from tracer.tui.sources import EventSource, NotStopped, SourceEvent
@@ -61,6 +64,18 @@ async def wait_until(pilot, predicate, timeout: float = 5.0, step: float = 0.05,
 
 
 POLL = 0.02  # s: how often wait_until reads its predicate between the screen's settles
+
+
+async def type_line(pilot, text: str) -> None:
+    """Type ``text`` as a terminal hands a quick typist's keys to the app: each character a key event, queued in
+    order, then one wait for the app to take them in. (pilot.press waits for the app to go idle after each key,
+    >= 40 ms a key: ~2 s for one of the seeds' lines, ~10 s of the prompt test's wall time.)"""
+    app = pilot.app
+    for ch in text:
+        event = events.Key(_character_to_key(ch), ch)  # " " is the key "space", "(" "left_parenthesis"
+        event.set_sender(app)
+        app.post_message(event)
+    await pilot.pause()
 
 
 class FakeSource(EventSource):

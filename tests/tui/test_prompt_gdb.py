@@ -8,27 +8,13 @@ import re
 import sys
 
 import pytest
-from textual import events
-from textual.keys import _character_to_key
 
-from tests.tui.support import run_pilot, wait_until
+from tests.tui.support import run_pilot, type_line, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
 from tracer.tui.sources import LiveSource
 from tracer.tui.widgets.output import OutputLog
 from tracer.tui.widgets.prompt_bar import PromptBar
-
-
-async def type_line(pilot, text: str) -> None:
-    """Type ``text`` as a terminal hands a quick typist's keys to the app: each character a key event, queued in
-    order, then one wait for the app to take them in. (pilot.press waits for the app to go idle after each key,
-    >= 40 ms a key: ~2 s for one of the seeds' lines, ~10 s of the prompt test's wall time.)"""
-    app = pilot.app
-    for ch in text:
-        event = events.Key(_character_to_key(ch), ch)  # " " is the key "space", "(" "left_parenthesis"
-        event.set_sender(app)
-        app.post_message(event)
-    await pilot.pause()
 
 
 async def ask(pilot, app, line: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.support import FIXTURE, run_pilot, wait_until
+from tests.tui.support import FIXTURE, run_pilot, type_line, wait_until
 from tracer.tui.app import make_app
 from tracer.tui.sources import SessionSource
 from tracer.tui.widgets.breakpoints import COUNT_WIDTH, count_text
@@ -18,8 +18,8 @@ async def opened(pilot) -> None:
 
 
 async def type_text(pilot, text: str) -> None:
-    for ch in text:
-        await pilot.press("space" if ch == " " else ch)
+    """Each character a key event, in order, as a quick typist's come (support's ``type_line``)."""
+    await type_line(pilot, text)
 
 
 def test_a_search_that_hides_the_selected_hit_keeps_its_text_and_filter():
