@@ -205,17 +205,45 @@ print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
 '''
 
 
-def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_path):
-    script, ready, go, stop = tmp_path / "parent.py", tmp_path / "ready", tmp_path / "go", tmp_path / "stop"
-    script.write_text(ATTACHED_FAMILY)
-    target = subprocess.Popen([sys.executable, str(script), str(ready), str(go), str(stop)], stdout=subprocess.PIPE,
+# The same family stopping in libz's zlibCompileFlags (through ctypes), a name gdb resolves itself: gdb takes
+# its breakpoints out of a fork child and puts back only those it can place in the child's program space,
+# which a name cannot be before pttrace reads the child's symbols (before: the child's hits were lost).
+ATTACHED_LIBZ_FAMILY = '''\
+import ctypes, os, sys, time
+call = ctypes.CDLL("libz.so.1").zlibCompileFlags
+ready, go, stop = sys.argv[1:4]
+open(ready + ".tmp", "w").write(str(os.getpid()))
+os.rename(ready + ".tmp", ready)
+while not os.path.exists(go):
+    call()
+    time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    while not os.path.exists(stop):
+        call()
+        time.sleep(0.05)
+    os._exit(7)
+print("CHILD", pid, flush=True)
+while not os.path.exists(stop):
+    time.sleep(0.05)
+_, status = os.waitpid(pid, 0)
+print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
+'''
+
+
+@pytest.mark.parametrize("script_text,stop", [(ATTACHED_FAMILY, "THPVariable_tensor"),
+                                              (ATTACHED_LIBZ_FAMILY, "zlibCompileFlags")], ids=["torch", "libz"])
+def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_path, script_text, stop):
+    script, ready, go, stop_file = tmp_path / "parent.py", tmp_path / "ready", tmp_path / "go", tmp_path / "stop"
+    script.write_text(script_text)
+    target = subprocess.Popen([sys.executable, str(script), str(ready), str(go), str(stop_file)], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL)
     before = gdb_pids()
     sessions = tmp_path / "sessions"
     tracer = None
     try:
         wait_for(ready.exists, 120, "the parent's ready file")
-        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", "THPVariable_tensor",
+        tracer = subprocess.Popen([*PTTRACE, "attach", str(target.pid), "--batch", "--break", stop,
                                    "--session-dir", str(sessions)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
         # The parent's own hits say gdb is attached: then it forks its worker.
@@ -244,11 +272,11 @@ def test_attach_follows_a_child_started_after_it_and_leaves_both_running(tmp_pat
         assert [h for h in session.hits if h.thread.pid == target.pid]
         # pttrace never kills what it attached to: both run on, and end as they mean to.
         assert alive(target.pid) and alive(child_pid)
-        stop.touch()
+        stop_file.touch()
         assert lines.next(60).split() == [b"CHILD-EXIT", b"7"]
         assert target.wait(allowance(60)) == 0
     finally:
-        stop.touch()
+        stop_file.touch()
         for proc in (tracer, target):
             stop_process(proc)
 
@@ -511,3 +539,31 @@ def test_a_fork_childs_first_hit_is_its_own_whatever_inferior_gdb_has_selected(t
     main = session.processes[0]
     assert [h.thread.pid for h in session.hits] == [main.pid, forked], [h.thread for h in session.hits]
     assert session.process(forked) is not None and session.process(forked).exit_code == 3
+
+
+FORK_LIBZ = """\
+import ctypes, os
+call = ctypes.CDLL("libz.so.1").zlibCompileFlags
+call()
+pid = os.fork()
+if pid == 0:
+    call()
+    call()
+    os._exit(3)
+os.waitpid(pid, 0)
+print("FORKED", pid, flush=True)
+"""
+
+
+def test_a_fork_child_stops_at_a_breakpoint_gdb_resolves_by_name(tmp_path):
+    # libz's zlibCompileFlags, called through ctypes, is gdb's to resolve (not in torch's libraries): the
+    # child's two calls are recorded as the parent's one is (before: gdb never stopped the child there).
+    (tmp_path / "fork_libz.py").write_text(FORK_LIBZ)
+    proc, session = record(tmp_path, "--break", "zlibCompileFlags", "fork_libz.py", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    forked = printed(proc, "FORKED")[0]
+    main = session.processes[0]
+    assert [h.thread.pid for h in session.hits] == [main.pid, forked, forked], [h.thread for h in session.hits]
+    assert all(h.breakpoint == "zlibCompileFlags" for h in session.hits)
+    assert session.process(forked) is not None and session.process(forked).exit_code == 3
+    assert session.info.status == "completed" and not session.info.warnings, session.info.warnings

@@ -107,6 +107,11 @@ class AgentLink:
         if res.error:
             raise AgentError(f"the agent refused breakpoints by address: {res.error.strip()}")
 
+    def child_entries(self) -> None:
+        """Gdb read symbols: the breakpoints it resolves by name get entries for fork children at their new
+        locations (agent/breakpoints.py, add_child_entries)."""
+        self._ask("pttrace-child-entries")
+
     def delete_breakpoint(self, spec: str) -> None:
         self._ask(f"pttrace-delete {spec}")
 

@@ -242,6 +242,7 @@ class LibraryPolicy:
         return True
 
     def load_symbols(self, paths) -> None:
+        read = False
         for path in paths:
             if path in self.loaded:
                 continue
@@ -250,6 +251,11 @@ class LibraryPolicy:
             self.waiting.discard(path)
             log.debug("gdb reads the symbols of %s", path)
             self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
+            read = True
+        if read and self.gdb_specs:
+            # A breakpoint gdb resolves by name may have a location in them now, which a fork child gets
+            # only through an entry set by address (agent/breakpoints.py, add_child_entries).
+            self.agent.child_entries()
 
     def load_symbols_here(self, path: str) -> None:
         """gdb reads the library's symbols in the selected process's program space (a child's)."""

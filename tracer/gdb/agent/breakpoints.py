@@ -33,6 +33,7 @@ class Registry:
         self.stubs: dict[str, list[dict]] = {}  # label -> [location] of the @plt stubs listed, not broken on
         self.off: set[str] = set()  # labels of address breakpoints turned off (placed ones come off too)
         self.placed: set[tuple] = set()  # (label, address, inferior) of every address breakpoint set
+        self.entries: dict[tuple[str, int], ChildEntry] = {}  # (spec, address) -> a named one's child entry
 
 
 BREAKPOINTS = Registry()
@@ -134,6 +135,54 @@ class TraceBreakpoint(gdb.Breakpoint):
         TorchScript frames, nor stop mode): then its repeats are recorded as such (repeat.py)."""
         return not (self.pt_follow or self.pt_unstash or FOLLOW.active or STATE.evals or STATE.mode != "record") \
             and torchscript_quiet()
+
+
+class ChildEntry(gdb.Breakpoint):
+    """Where a fork child first stops at a breakpoint gdb resolves by name (``add_child_entries``): an
+    internal breakpoint set by address at one of the named breakpoint's locations. In a process whose
+    symbols are set up, gdb stops at the named breakpoint itself and this one lets the thread go on."""
+
+    def __init__(self, address: int, owner: TraceBreakpoint):
+        super().__init__(f"*{address:#x}", type=gdb.BP_BREAKPOINT, internal=True)
+        self.pt_owner = owner
+
+    def stop(self) -> bool:
+        if gdb.selected_inferior().num in PROCESSES.ready:
+            return False
+        owner = self.pt_owner
+        if not owner.is_valid() or not owner.enabled:
+            return False
+        return owner.stop()  # a child's first hit: deferred until pttrace has set the child's symbols up
+
+
+def add_child_entries() -> None:
+    """Give each location of the breakpoints gdb resolves by name a ``ChildEntry``, when children are followed.
+
+    gdb takes its breakpoint instructions out of a fork child and puts back those with a location in the
+    child's program space. One set by address gets a location there at the fork (gdb resolves ``*ADDR`` in
+    every program space); one resolved by name needs its library's symbols in the child, which gdb does not
+    read with ``auto-solib-add off`` before pttrace loads them at the child's first hit (set_up_child). So
+    a child whose breakpoints were all resolved by name (libz's zlibCompileFlags called through ctypes)
+    never stopped there, run or attached: its hits were lost. The entries are set by address: a child
+    stops at them, and its first hit goes the way the first hit at a breakpoint of pttrace's index does."""
+    if not PROCESSES.follow:
+        return
+    for spec, bp in list(BREAKPOINTS.named.items()):
+        if not bp.is_valid() or spec.startswith("*"):
+            continue  # ``*ADDR`` is in every child already
+        try:
+            addresses = {int(loc.address) for loc in bp.locations if loc.address is not None and loc.enabled
+                         and not is_plt(loc.function)}
+        except READ_ERRORS as exc:
+            LOG.info("the locations of %s: %s", spec, exc)
+            continue
+        for address in sorted(addresses):
+            if (spec, address) in BREAKPOINTS.entries:
+                continue
+            try:
+                BREAKPOINTS.entries[(spec, address)] = ChildEntry(address, bp)
+            except gdb.error as exc:
+                LOG.info("no child entry for %s at %#x: %s", spec, address, exc)
 
 
 def _fresh_read(address: int, length: int):
@@ -288,12 +337,17 @@ def add_breakpoint(spec: str) -> None:
     bp = TraceBreakpoint(spec)
     BREAKPOINTS.named[spec] = bp
     _fix_plt(bp)
+    add_child_entries()
 
 
 def delete_breakpoint(spec: str) -> None:
     bp = BREAKPOINTS.named.pop(spec, None)
     if bp is not None and bp.is_valid():
         bp.delete()
+    for key in [k for k in BREAKPOINTS.entries if k[0] == spec]:
+        entry = BREAKPOINTS.entries.pop(key)
+        if entry.is_valid():
+            entry.delete()
     for bp in BREAKPOINTS.by_address.pop(spec, []):  # a --break resolved by address, or an --op
         if bp.is_valid():
             bp.delete()

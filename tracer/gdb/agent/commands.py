@@ -7,6 +7,7 @@
   pttrace-enable SPEC           turn a breakpoint on again
   pttrace-disable SPEC          turn a breakpoint off (kept, not stopped at)
   pttrace-mode record|stop      record and continue, or stop at the next hit
+  pttrace-child-entries         the named breakpoints' new locations get their entries for fork children
   pttrace-dump                  append the breakpoints (with resolved locations) to the session
   pttrace-record-stop REASON    record the current stack as a stop (a crash signal, say)
   pttrace-status                print {hits, mode, need_libs, stop, write_error, stack_reuse} as JSON
@@ -386,6 +387,7 @@ def install() -> None:
     _Command("pttrace-disable", lambda arg: breakpoints.enable_breakpoint(arg.strip(), False))
     _Command("pttrace-mode", _mode)
     _Command("pttrace-dump", lambda arg: breakpoints.dump_breakpoints())
+    _Command("pttrace-child-entries", lambda arg: breakpoints.add_child_entries())
     _Command("pttrace-record-stop", lambda arg: record_hit(None, signal=arg.strip() or None))
     _Command("pttrace-status", _status)
     _Command("pttrace-snapshot", _snapshot)
