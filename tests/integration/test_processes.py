@@ -183,18 +183,19 @@ def test_no_target_process_is_left_running(family):
         assert not alive(p.pid), p
 
 
-ATTACHED_FAMILY = '''\
-import os, sys, time, torch
+ATTACHED_TEMPLATE = '''\
+import os, sys, time
+{setup}
 ready, go, stop = sys.argv[1:4]
 open(ready + ".tmp", "w").write(str(os.getpid()))
 os.rename(ready + ".tmp", ready)
 while not os.path.exists(go):
-    torch.tensor([0])
+    {parent_call}
     time.sleep(0.05)
 pid = os.fork()
 if pid == 0:
     while not os.path.exists(stop):
-        torch.tensor([1])
+        {child_call}
         time.sleep(0.05)
     os._exit(7)
 print("CHILD", pid, flush=True)
@@ -203,32 +204,12 @@ while not os.path.exists(stop):
 _, status = os.waitpid(pid, 0)
 print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
 '''
-
-
+ATTACHED_FAMILY = ATTACHED_TEMPLATE.format(setup="import torch", parent_call="torch.tensor([0])", child_call="torch.tensor([1])")
 # The same family stopping in libz's zlibCompileFlags (through ctypes), a name gdb resolves itself: gdb takes
 # its breakpoints out of a fork child and puts back only those it can place in the child's program space,
 # which a name cannot be before pttrace reads the child's symbols (before: the child's hits were lost).
-ATTACHED_LIBZ_FAMILY = '''\
-import ctypes, os, sys, time
-call = ctypes.CDLL("libz.so.1").zlibCompileFlags
-ready, go, stop = sys.argv[1:4]
-open(ready + ".tmp", "w").write(str(os.getpid()))
-os.rename(ready + ".tmp", ready)
-while not os.path.exists(go):
-    call()
-    time.sleep(0.05)
-pid = os.fork()
-if pid == 0:
-    while not os.path.exists(stop):
-        call()
-        time.sleep(0.05)
-    os._exit(7)
-print("CHILD", pid, flush=True)
-while not os.path.exists(stop):
-    time.sleep(0.05)
-_, status = os.waitpid(pid, 0)
-print("CHILD-EXIT", os.waitstatus_to_exitcode(status), flush=True)
-'''
+ATTACHED_LIBZ_FAMILY = ATTACHED_TEMPLATE.format(setup='import ctypes\ncall = ctypes.CDLL("libz.so.1").zlibCompileFlags',
+                                     parent_call="call()", child_call="call()")
 
 
 @pytest.mark.parametrize("script_text,stop", [(ATTACHED_FAMILY, "THPVariable_tensor"),
