@@ -7,9 +7,28 @@ from its flags with ``install()``, so a flag always wins over the variable of th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping  # not typing's: `pttrace where` would import typing for it
+
+TYPE_CHECKING = False  # not typing's (see above); mypy still reads the block
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# pathlib is imported where a Path is made, not here: with it come urllib.parse and ipaddress (~5 ms of a warm
+# `pttrace where`, which needs no Path: it asks ``source_dir()``, ``debug_dirs()`` and ``cache_root()``).
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
+
+
+def _sessions() -> Path:
+    return _path("sessions")
+
+
+_DEBUG_DIRS, _SOURCE_DIR = "PTTRACE_DEBUG_DIRS", "PTTRACE_SOURCE_DIR"
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -25,7 +44,7 @@ class Settings:
     gdb: str = "gdb"
     """The gdb to run (``--gdb``, ``$PTTRACE_GDB``): a name looked up on PATH or a path; 12.1 or newer."""
 
-    session_dir: Path = Path("sessions")
+    session_dir: Path = field(default_factory=_sessions)
     """Where sessions are written and looked up (``--session-dir``, ``$PTTRACE_SESSION_DIR``)."""
 
     all_symbols: bool = False
@@ -81,17 +100,17 @@ class Settings:
         env = os.environ if env is None else env
         built = cls(
             gdb=env.get("PTTRACE_GDB") or "gdb",
-            session_dir=Path(env.get("PTTRACE_SESSION_DIR") or "sessions"),
+            session_dir=_path(env.get("PTTRACE_SESSION_DIR") or "sessions"),
             all_symbols=_flag(env, "PTTRACE_ALL_SYMBOLS"),
             cfi=not _flag(env, "PTTRACE_NO_CFI"),
             cfi_libs=_paths(env, "PTTRACE_CFI_LIBS"),
             break_by_name=_flag(env, "PTTRACE_BREAK_BY_NAME"),
-            debug_dirs=_paths(env, "PTTRACE_DEBUG_DIRS"),
+            debug_dirs=_paths(env, _DEBUG_DIRS),
             stack_reuse=env.get("PTTRACE_NO_STACK_REUSE") != "1",
             repeat=env.get("PTTRACE_NO_REPEAT") != "1",
             stack_reuse_stats=env.get("PTTRACE_STACK_REUSE_STATS") or None,
             arguments=not _flag(env, "PTTRACE_NO_ARGS"),
-            source_dir=env.get("PTTRACE_SOURCE_DIR") or None,
+            source_dir=env.get(_SOURCE_DIR) or None,
         )
         given = {k: v for k, v in flags.items() if v is not None}
         return replace(built, **given) if given else built
@@ -116,10 +135,25 @@ def current() -> Settings:
     return _installed if _installed is not None else Settings.from_environment()
 
 
-def cache_dir() -> Path:
+def source_dir() -> str | None:
+    """``current().source_dir``, without building the settings (and their Paths) when none are installed."""
+    return _installed.source_dir if _installed is not None else os.environ.get(_SOURCE_DIR) or None
+
+
+def debug_dirs() -> tuple[str, ...]:
+    """``current().debug_dirs``, likewise."""
+    return _installed.debug_dirs if _installed is not None else _paths(os.environ, _DEBUG_DIRS)
+
+
+def cache_root() -> str:
     """pttrace's cache: ``$XDG_CACHE_HOME/pttrace``, default ``~/.cache/pttrace``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pttrace"
+    return os.path.join(base, "pttrace")
+
+
+def cache_dir() -> Path:
+    """``cache_root()`` as a Path."""
+    return _path(cache_root())
 
 
 def write_cache_file(path: Path, text: str, prefix: str) -> None:
@@ -133,5 +167,25 @@ def write_cache_file(path: Path, text: str, prefix: str) -> None:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def write_cache_bytes(path: str, data: bytes, prefix: str) -> None:
+    """``write_cache_file`` for bytes at a path given as a string (no pathlib: a warm `where` writes none, a
+    cold one may)."""
+    import tempfile
+
+    try:
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
     except OSError:
         pass

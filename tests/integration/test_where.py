@@ -124,7 +124,7 @@ def test_the_installed_command_runs(torch_libs, cache_dir):
 
 
 def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
-    """The answer comes from the cached index: no rich, no DWARF reader, no sources, no typing (5-10 ms
+    """The answer comes from the cache (the answer kept whole): no rich, no DWARF reader, no sources, no typing (5-10 ms
     of a warm `where` whose target is 0.1 s), no shutil (argparse's width), no hashlib (OpenSSL), no
     difflib (suggestions), and no setuptools import hook (scripts/setup.sh installs the checkout as a
     path), read from the process's own import log."""
@@ -134,12 +134,56 @@ def test_a_warm_where_imports_only_what_it_uses(torch_libs, cache_dir):
     proc = run_child(argv, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "tracer.symbols.elf_index" in imported  # the log is read right
+    assert "tracer.symbols.answers" in imported  # the log is read right
+    # The answer was kept by the first run: no library's index is opened (elf_index and its dataclasses),
+    # and no Path is made (pathlib with urllib.parse and ipaddress).
     unused = {"typing", "rich", "textual", "elftools", "json", "subprocess", "tracer.sources",
-              "tracer.symbols.dwarf", "tracer.session.model", "shutil", "hashlib", "difflib"}
+              "tracer.symbols.dwarf", "tracer.session.model", "shutil", "hashlib", "difflib",
+              "tracer.symbols.elf_index", "pathlib"}
     assert not imported & unused, sorted(imported & unused)
     hooks = [m for m in imported if m.startswith("__editable__")]
     assert not hooks, f"{hooks}: the venv predates scripts/setup.sh's editable_mode=compat; run scripts/setup.sh"
+
+def test_a_kept_answer_is_the_answer_and_opens_no_index(torch_libs, capsys):
+    """The second `where` of a name is printed from the answer kept by the first (symbols/answers.py),
+    the same text and JSON, without opening any library's index."""
+    outputs = []
+    for _ in range(2):
+        LibraryIndex._open.clear()
+        assert main(["where", "THPVariable_tensor"]) == 0
+        assert main(["where", "THPVariable_tensor", "--json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and "torch::autograd::THPVariable_tensor" in outputs[0]
+    assert not LibraryIndex._open  # the kept answer was printed
+
+
+def test_a_kept_answer_follows_its_library_and_its_debug_file(debug_ext, tmp_path, monkeypatch, capsys):
+    """A kept answer is reused only while its files are unchanged: the library rewritten, or its separate
+    debug file appearing where one is looked for (by build-id, under $PTTRACE_DEBUG_DIRS), gives the new
+    answer at once."""
+    lib, debug_dir = tmp_path / "libdemo.so", tmp_path / "debug"
+    monkeypatch.setenv("PTTRACE_DEBUG_DIRS", str(debug_dir))
+    subprocess.run(["objcopy", "--strip-debug", str(debug_ext), str(lib)], check=True)
+    query = ["where", "pttrace_demo::scale_add_cpu", "--lib", str(lib)]
+    for _ in range(2):  # the second from the kept answer
+        assert main(query) == 0
+        assert RELEASE_NOTE in capsys.readouterr().out
+    build_id = symbols.ElfFile(str(lib)).build_id
+    target = debug_dir / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+    target.parent.mkdir(parents=True)
+    subprocess.run(["objcopy", "--only-keep-debug", str(debug_ext), str(target)], check=True)
+    symbols._readers.clear()  # a new process, as each `pttrace where` is
+    assert main(query) == 0
+    out = capsys.readouterr().out
+    assert RELEASE_NOTE not in out and re.search(r"code at   \S+:\d+", out)
+    assert f"(DWARF from {os.path.realpath(target)})" in out
+    subprocess.run(["strip", "--strip-all", "-o", str(lib), str(debug_ext)], check=True)  # rewritten in place
+    monkeypatch.delenv("PTTRACE_DEBUG_DIRS")
+    LibraryIndex._open.clear()
+    symbols._readers.clear()
+    assert main(query) == 0
+    assert "(stripped: exported symbols only)" in capsys.readouterr().out
+
 
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.fixture

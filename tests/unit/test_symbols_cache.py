@@ -82,3 +82,29 @@ def test_unwritable_cache_is_not_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where a directory should be
     cache.write(KEY, "names", 1)
     assert cache.read(KEY, "names") is None
+
+
+def test_kept_where_answers_follow_the_index_format():
+    """A kept `where` answer (symbols/answers.py) is only as good as the matching rules it came from."""
+    from tracer.symbols import answers
+
+    assert answers.INDEX_FORMAT == cache.FORMAT
+
+
+def test_a_torn_or_foreign_kept_answer_reads_as_none(tmp_path, monkeypatch):
+    from tracer.symbols import answers
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(b"x")
+    monkeypatch.setattr(answers, "watched_files", lambda libraries: list(libraries))
+    answers.remember("f", [str(lib)], ("kept",))
+    assert answers.recall("f", [str(lib)]) == ("kept",)
+    assert answers.recall("g", [str(lib)]) is None  # another name (same slot or not)
+    kept = next((tmp_path / "pttrace" / "where").iterdir())
+    raw = kept.read_bytes()
+    kept.write_bytes(raw[:-3])
+    assert answers.recall("f", [str(lib)]) is None
+    kept.write_bytes(raw)
+    lib.write_bytes(b"yy")  # the library changed
+    assert answers.recall("f", [str(lib)]) is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 
 from tracer.errors import SymbolError, UsageError
 
@@ -68,6 +69,14 @@ def run(args: argparse.Namespace) -> int:
 
         finder = finder_for(args)
         defined, notes = finder.where(name), finder.notes
+    else:
+        # The same name over the same unchanged files: the answer kept whole (symbols/answers.py), without
+        # opening any library's index.
+        from tracer.symbols import answers
+
+        kept = answers.recall(name, libraries)
+        if kept is not None:
+            return _show_matches(name, libraries, _Answer.from_kept(kept), args.json, args.mangled)
     return _where_name(name, libraries, args.json, explicit=bool(args.lib), defined=defined, notes=notes,
                        mangled=args.mangled)
 
@@ -75,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 def _source_dir_given(args: argparse.Namespace) -> bool:
     from tracer import settings
 
-    return bool(args.source_dir or settings.current().source_dir)
+    return bool(args.source_dir or settings.source_dir())
 
 
 # -- by name ----------------------------------------------------------------------------------
@@ -122,13 +131,46 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
             _print_no_match(name, libraries, suggestions)
             _print_definitions(defined, notes)
         return 1
+    facts = {}
+    for lib in with_lines:
+        index = LibraryIndex.open(lib)
+        facts[lib] = (index.path, index.symtab_from, index.stripped)
+    answer = _Answer(matches, with_lines, facts)
+    if not defined and not notes:  # an answer from --source-dir's sources is not kept: its tree may change
+        from tracer.symbols import answers
+
+        answers.remember(name, libraries, answer.to_kept())
+    return _show_matches(name, libraries, answer, as_json, mangled, defined, notes)
+
+
+@dataclass
+class _Answer:
+    """What ``where NAME`` prints of the libraries: the matches, each matching library's DWARF file, and its
+    (path, file of its ``.symtab``, stripped) facts. Kept whole by symbols/answers.py, as plain tuples."""
+
+    matches: list
+    with_lines: dict
+    facts: dict
+
+    def to_kept(self) -> tuple:
+        return (tuple(m.to_tuple() for m in self.matches), self.with_lines, self.facts)
+
+    @classmethod
+    def from_kept(cls, kept) -> "_Answer":
+        from tracer.symbols import SymbolMatch
+
+        matches, with_lines, facts = kept
+        return cls([SymbolMatch(*m) for m in matches], with_lines, facts)
+
+
+def _show_matches(name, libraries, answer: _Answer, as_json: bool, mangled: bool, defined=(), notes=()) -> int:
     if as_json:
         _print_json({"query": name, "libraries": [os.path.abspath(x) for x in libraries],
-                     "matches": [m.to_dict() for m in matches],
-                     "line_info": with_lines, "suggestions": [], "definitions": _definitions_json(defined),
+                     "matches": [m.to_dict() for m in answer.matches],
+                     "line_info": answer.with_lines, "suggestions": [], "definitions": _definitions_json(defined),
                      "warnings": list(notes)})
         return 0
-    _print_matches(name, libraries, matches, with_lines, mangled)
+    _print_matches(name, libraries, answer.matches, answer.with_lines, answer.facts, mangled)
     _print_definitions(defined, notes)
     return 0
 
@@ -175,10 +217,8 @@ def _named(text, mangled_name: str | None, demangled: str | None, style: str, ma
         text.append(suffix)
 
 
-def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) -> None:
+def _print_matches(name, libraries, matches, with_lines, facts, mangled: bool = False) -> None:
     from tracer.text.styled import Line
-
-    from tracer.symbols.elf_index import LibraryIndex
 
     console = _console()
     by_lib: dict[str, list] = {}
@@ -199,15 +239,16 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
         console.print()
         title = Line(os.path.basename(lib), style="bold cyan")
         title.append(f"  {lib}", style="dim")
-        index = LibraryIndex.open(lib)
-        if index.symtab_elsewhere and with_lines.get(lib) == index.symtab_from:
-            title.append(f"  (symbols and DWARF from {index.symtab_from})", style="dim")
+        path, symtab_from, lib_stripped = facts[lib]
+        symtab_elsewhere = symtab_from is not None and symtab_from != path
+        if symtab_elsewhere and with_lines.get(lib) == symtab_from:
+            title.append(f"  (symbols and DWARF from {symtab_from})", style="dim")
         else:
-            if index.symtab_elsewhere:
-                title.append(f"  (symbols from {index.symtab_from})", style="dim")
+            if symtab_elsewhere:
+                title.append(f"  (symbols from {symtab_from})", style="dim")
             if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
                 title.append(f"  (DWARF from {with_lines[lib]})", style="dim")
-        if index.stripped:
+        if lib_stripped:
             title.append("  (stripped: exported symbols only)", style="dim")
         console.print(title)
         for m in ms:
@@ -227,7 +268,7 @@ def _print_matches(name, libraries, matches, with_lines, mangled: bool = False) 
                 if m.decl_file:
                     console.print(_place("      declared  ", m.decl_file, m.decl_line, _DECLARED))
             elif not m.plt and not with_lines.get(lib):
-                if index.stripped:
+                if lib_stripped:
                     stripped = True
                 else:
                     release = True

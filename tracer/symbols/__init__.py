@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from functools import lru_cache
 
 TYPE_CHECKING = False  # not typing's: importing typing costs `where` ~5-10 ms; mypy still reads the block
@@ -91,6 +91,10 @@ class SymbolMatch:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_tuple(self) -> tuple:
+        """The fields in order, as ``SymbolMatch(*t)`` takes them back (kept answers: answers.py)."""
+        return astuple(self)
 
 
 def _index(library: str) -> LibraryIndex:

@@ -14,7 +14,7 @@ from .elffile import ElfFile
 
 def debug_dirs() -> list[str]:
     """Where separate debug files live: ``$PTTRACE_DEBUG_DIRS`` (':'-separated) then /usr/lib/debug."""
-    return [*settings.current().debug_dirs, elfparts.USR_LIB_DEBUG]
+    return [*settings.debug_dirs(), elfparts.USR_LIB_DEBUG]
 
 
 def _file_crc(path: str) -> int:
