@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 import re
 from array import array
 from dataclasses import dataclass
@@ -71,6 +72,18 @@ class LibraryIndex:
 
     @classmethod
     def open(cls, path: str) -> "LibraryIndex":
+        # An index already open for the file as it is now, found by a stat: a `where` asks for each library's
+        # index 3-4 times, and opening the ELF again to learn it is the same file read its section table
+        # each time (~1 ms a library).
+        real = os.path.realpath(path)
+        try:
+            st = os.stat(real)
+        except OSError:
+            st = None  # ElfFile says why, in one sentence
+        if st is not None:
+            index = cls._open.get((real, st.st_size, st.st_mtime_ns))
+            if index is not None:
+                return index
         elf = ElfFile(path)
         ident = (elf.path, elf.size, elf.mtime_ns)
         index = cls._open.get(ident)
