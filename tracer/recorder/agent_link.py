@@ -40,6 +40,8 @@ class AgentStatus:
     """A child's first hit waits until gdb has its libraries' symbols (gdb's inferior number)."""
     exec_request: dict | None = None
     """A followed process stopped at ``execve``: {inferior, pid, program}."""
+    entries: dict = field(default_factory=dict)
+    """gdb's number of each internal breakpoint where a fork child first stops -> its named breakpoint's."""
 
 
 class AgentLoading:
@@ -90,7 +92,8 @@ class AgentLink:
                                need_launcher=bool(data.get("need_launcher")),
                                need_ops=tuple(d for d in data.get("need_ops") or () if isinstance(d, dict)),
                                write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {},
-                               need_process=data.get("need_process"), exec_request=data.get("exec"))
+                               need_process=data.get("need_process"), exec_request=data.get("exec"),
+                               entries={str(k): str(v) for k, v in (data.get("entries") or {}).items()})
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
 

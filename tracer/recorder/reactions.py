@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import time
+from dataclasses import replace
 from typing import Callable
 
 from tracer.gdb.mi import MiConnection
@@ -355,6 +356,8 @@ class Reactions:
             self._outcome.end_reason = "session file unwritable"
             self._ending.finish_target()
             return True
+        if stop.breakpoint in status.entries:  # a fork child's first stop, at its named breakpoint's entry
+            stop = replace(stop, breakpoint=status.entries[stop.breakpoint])
         self.stopped(stop)
         if self._max_hits and status.hits >= self._max_hits:
             self._outcome.end_reason = "max-hits"

@@ -185,6 +185,13 @@ def add_child_entries() -> None:
                 LOG.info("no child entry for %s at %#x: %s", spec, address, exc)
 
 
+def entry_numbers() -> dict[str, int]:
+    """gdb's number of each ``ChildEntry`` (negative: internal) -> its named breakpoint's: a child stopped at
+    an entry is shown stopped at the named breakpoint, never at gdb's internal number."""
+    return {str(entry.number): entry.pt_owner.number for entry in BREAKPOINTS.entries.values()
+            if entry.is_valid() and entry.pt_owner.is_valid()}
+
+
 def _fresh_read(address: int, length: int):
     """read_memory for what is read afresh at a stop (the key set on the stack): no repeat is made of it."""
     bulk.STOP.clean = False

@@ -211,6 +211,7 @@ def _status(arg: str) -> None:
                           "need_process": PROCESSES.need if STATE.pending_bp is not None else None,
                           "exec": STATE.exec_request,
                           "stop": STATE.stop_requested, "write_error": STATE.write_error,
+                          "entries": breakpoints.entry_numbers(),
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
 
