@@ -30,17 +30,28 @@ fi
 # Reinstall when pyproject.toml changed since the last install (new or pinned test tools), not only
 # when a package is missing: an old venv must not hide a missing dependency that CI would install. The
 # packages are looked for, not imported: importing torch took 2.5 s of CPU (load 10) at every demo.sh.
-stamp=.venv/.pttrace-installed
-# The install mode is part of the stamp: a venv installed the old way is installed again once.
+# The install mode is part of the stamps: a venv installed the old way is installed again once.
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) editable-compat"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
-   || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ('torch', 'tracer', 'numpy'))))" \
-        2>/dev/null; then
-    echo "setup: installing torch==2.13.0 and pttrace into .venv" >&2
-    # numpy beside torch: without it every `import torch` warns "Failed to initialize NumPy".
+found() {
+    .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, sys.argv[1:])))" "$@" \
+        2>/dev/null
+}
+# torch first, on its own stamp: with --torch, set-up ends there, so that scripts/test.sh builds the fixtures that
+# need torch's headers while the rest is installed and compiled (test.sh then runs set-up again).
+torch_stamp=.venv/.pttrace-torch
+if [ "$(cat "$torch_stamp" 2>/dev/null)" != "$want" ] || ! found torch numpy; then
+    echo "setup: installing torch==2.13.0 into .venv" >&2
+    # numpy beside torch: without it every `import torch` warns "Failed to initialize NumPy". ninja (one of
+    # the test tools) now too: torch's extension builder needs it.
     # --no-compile: pip compiles every module it installs one at a time, ~2/3 of its CPU (38 of 56 s at
     # load 8); compileall below does the same work on every core.
-    .venv/bin/pip install -q --disable-pip-version-check --no-compile "torch==2.13.0" numpy
+    .venv/bin/pip install -q --disable-pip-version-check --no-compile "torch==2.13.0" numpy ninja
+    echo "$want" > "$torch_stamp"
+fi
+[ "${1:-}" = "--torch" ] && exit 0
+stamp=.venv/.pttrace-installed
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! found torch tracer numpy; then
+    echo "setup: installing pttrace and its test tools into .venv" >&2
     # editable_mode=compat: the checkout goes on sys.path through a plain .pth line. setuptools' default
     # editable install adds an import hook whose module imports pathlib and importlib.util at every
     # interpreter start in this venv: `python -c pass` took 38 ms of CPU with it, 14 ms without (load 7).
@@ -49,9 +60,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
     .venv/bin/pip install -q --disable-pip-version-check --no-compile --no-build-isolation -e ".[test]" \
         --config-settings editable_mode=compat
     # The installed modules' bytecode, as pip would have written it (with PYTHONDONTWRITEBYTECODE set, a
-    # module without it is compiled again at every import: torch's at every target's start). torch's one
-    # module of Python 3.12's syntax, a test of torch's own, is left out as pip leaves it.
-    .venv/bin/python -m compileall -q -j 0 -x 'torch/testing/_internal/py312_intrinsics\.py$' \
+    # module without it is compiled again at every import: torch's at every target's start). Left out, as
+    # never imported: the packages' own tests, torch's internal test helpers (its one module of Python
+    # 3.12's syntax among them, which pip leaves out too), pip itself, and mypy's sources (it runs compiled);
+    # 36 MB of the 122 MB of sources, ~30% of this step's 36 s of CPU.
+    .venv/bin/python -m compileall -q -j 0 \
+        -x '/tests/|/torch/testing/_internal/|/site-packages/(pip|mypy|mypyc)/' \
         "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
     echo "$want" > "$stamp"
 fi
