@@ -190,6 +190,7 @@ def run_batch(config, quiet: bool = False) -> int:
 
     # gdb starts, and takes the agent in, while the recorder's parts import; no prompt, so no python-gdb helper
     started = StartedGdb.start(config, prompt=False)
+    config.start_background()  # the torch facts asked while gdb starts and the recorder's parts import
     from tracer.recorder import Recorder
     from tracer.recorder.shutdown import exit_code
 

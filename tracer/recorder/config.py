@@ -92,6 +92,13 @@ class TraceConfig:
 
     settings: Settings = field(default_factory=Settings.from_environment)
 
+    def start_background(self) -> None:
+        """Start the work of the ``*_later`` Futures (commands/ops.py ``_in_background``), once gdb is spawned."""
+        for later in (self.values_layout_later, self.dispatch_keys_later, self.dispatch_tables_later):
+            start = getattr(later, "start", None)
+            if start is not None:
+                start()
+
     def program(self) -> list[str]:
         """What follows the interpreter on the launched target's command line."""
         if self.module is not None:

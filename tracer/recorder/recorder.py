@@ -142,6 +142,7 @@ class Recorder:
         # gdb loads and imports the agent (~0.1 s and ~0.1-0.2 s of its CPU) while the interpreter tells its
         # versions and where torch is (two more interpreters, ~0.1 s each): all at once.
         started = self._started or launch.StartedGdb.start(cfg)
+        cfg.start_background()
         self.python, gversion, helper, self.mi = started.python, started.gdb_version, started.helper, started.mi
         try:
             facts = self._describe_python()
