@@ -143,36 +143,51 @@ INLINED_BREAKS = (("_M_invoke", "kernel_1_0(int)::{lambda(big1::Record1 const&)#
 
 
 @pytest.fixture(scope="module")
-def run_cache(tmp_path_factory) -> Path:
-    """pttrace's cache for the module's recordings: the first one fills it (its index of torch's libraries,
-    their unwind-table copies, gdb's index cache), the others start from it instead of building it again
-    (~10-20 s of CPU each, under load 30-60 s of wall). What a test claims of a first run does not hang on
-    it: the libraries a command's last runs needed are remembered per command (stack_libraries.py)."""
-    return tmp_path_factory.mktemp("cache")
+def run_cache() -> Path:
+    """pttrace's cache for the module's recordings: the suite's own (the environment's), where its other
+    recordings built the index of torch's libraries and their unwind-table copies (~10-20 s of CPU, 30-40 s
+    of wall at load 10, that this module's first recording spent again in a cache of its own). What a test
+    claims of a first run is per command (stack_libraries.py keeps the libraries by the command line): the
+    module runs its own copy of the target script (``target``), a command no run before it used."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 @pytest.fixture(scope="module")
-def big_recording(biglib, tmp_path_factory, run_cache):
-    """One run: kernel_1_0 once (the lambda 3 times, the insertion sort once under it), then the hot
-    function three times, the library standing in for a big one."""
-    session_dir = tmp_path_factory.mktemp("sessions")
-    cache = run_cache
-    inlined = [mangled(biglib, *parts) for parts in INLINED_BREAKS]
+def target(tmp_path_factory) -> Path:
+    """bench/call_bigdebug.py copied to a directory of this module's own: its commands are new to the cache."""
+    copy = tmp_path_factory.mktemp("target") / "call_bigdebug.py"
+    shutil.copy(ROOT / "bench" / "call_bigdebug.py", copy)
+    return copy
+
+
+def record_big(biglib: Path, target: Path, inlined: list[str], sessions: Path, log: Path, cache: Path):
+    """`pttrace run` of kernel_1_0 once (the lambda 3 times, the insertion sort once under it), then the hot
+    function three times, the library standing in for a big one: (the process, its one session file)."""
     proc = run_pttrace("run", "--batch", "-b", "big1::kernel_1_0", "-b", "big1::tick_1", *(f"-b{m}" for m in inlined),
-                       "--cfi-lib", biglib.name, "--session-dir", str(session_dir), "--",
-                       str(ROOT / "bench" / "call_bigdebug.py"), str(biglib), "1", "3", "--kernel-too",
-                       env={"XDG_CACHE_HOME": str(cache)})
+                       "--cfi-lib", biglib.name, "--log", str(log), "--session-dir", str(sessions), "--",
+                       str(target), str(biglib), "1", "3", "--kernel-too", env={"XDG_CACHE_HOME": str(cache)})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    files = sorted(session_dir.glob("*.jsonl"))
+    files = sorted(sessions.glob("*.jsonl"))
     assert len(files) == 1, proc.stdout
-    session = storage.load(files[0])
+    return proc, files[0]
+
+
+@pytest.fixture(scope="module")
+def big_recording(biglib, tmp_path_factory, run_cache, target):
+    """The first run of that command (``record_big``): its hits, status, records, the inlined breakpoints,
+    its session file and its log."""
+    session_dir = tmp_path_factory.mktemp("sessions")
+    inlined = [mangled(biglib, *parts) for parts in INLINED_BREAKS]
+    log = session_dir.parent / (session_dir.name + ".log")
+    proc, path = record_big(biglib, target, inlined, session_dir, log, run_cache)
+    session = storage.load(path)
     hits = [hit.to_dict() for hit in session.hits]
-    raw = [json.loads(line) for line in files[0].read_text().splitlines()]
-    return proc, hits, session.info.status, raw, inlined, files[0]
+    raw = [json.loads(line) for line in path.read_text().splitlines()]
+    return proc, hits, session.info.status, raw, inlined, path, log
 
 
 def test_the_breakpoint_is_set_from_the_index_and_gdb_reads_no_dwarf(biglib, big_recording):
-    proc, hits, status, raw, inlined, _path = big_recording
+    proc, hits, status, raw, inlined, _path, _log = big_recording
     assert status == "completed"
     assert [h["breakpoint"] for h in hits] == ["big1::kernel_1_0", inlined[1], *[inlined[0]] * 3,
                                                *["big1::tick_1"] * 3]
@@ -212,7 +227,7 @@ def test_frames_of_the_big_library_are_addr2lines_answer_inlined_frames_included
     """Every frame pttrace names in the big library, one per function addr2line -f -C -i lists for its pc
     (gdb, given the library as unwind tables only, has one frame there): the inlined functions' frames
     follow the frame they are inlined in, each with its name and file:line."""
-    _proc, hits, _end, _raw, inlined, _path = big_recording
+    _proc, hits, _end, _raw, inlined, _path, _log = big_recording
     checked, deepest = set(), {}
     for hit in hits:
         frames = hit["frames"]
@@ -280,7 +295,7 @@ def test_recorded_paths_are_gdbs_backtrace_on_the_full_dwarf(biglib, big_recordi
     """gdb reading the library's DWARF, stopped where pttrace stopped: the same frames in the library,
     one for one (inlined or not, the same function), at the same file:line, but for the innermost line
     (gdb's choice among the rows at one address differs from addr2line's, which pttrace follows)."""
-    _proc, hits, _end, _raw, inlined, _path = big_recording
+    _proc, hits, _end, _raw, inlined, _path, _log = big_recording
     syms = {ln.split()[2]: int(ln.split()[0], 16)
             for ln in subprocess.run(["nm", "--defined-only", str(biglib)], capture_output=True, text=True,
                                      check=True).stdout.splitlines() if len(ln.split()) == 3}
@@ -459,7 +474,7 @@ def test_the_tui_opens_the_source_of_every_frame_of_the_big_library_inlined_ones
     from tracer.tui.app import make_app
     from tracer.tui.sources import SessionSource
 
-    _proc, _hits, _end, _raw, inlined, session_path = big_recording
+    _proc, _hits, _end, _raw, inlined, session_path, _log = big_recording
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing decoded yet
     LibraryIndex._open.clear()
     symbols._readers.clear()
@@ -485,7 +500,8 @@ def test_the_tui_opens_the_source_of_every_frame_of_the_big_library_inlined_ones
 
 
 @pytest.mark.gdb
-def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(biglib, tmp_path, monkeypatch, run_cache):
+def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(biglib, tmp_path, monkeypatch, run_cache,
+                                                                            target):
     """The same while recording (`pttrace run` with its TUI): the hits arrive with their frames named and
     the inlined ones in place, and the source pane opens them."""
     from tests.tui.support import run_pilot, wait_until
@@ -496,7 +512,7 @@ def test_the_live_tui_opens_the_source_of_inlined_frames_of_the_big_library(bigl
     monkeypatch.setenv("XDG_CACHE_HOME", str(run_cache))
     monkeypatch.setenv("PTTRACE_CFI_LIBS", biglib.name)
     spec = mangled(biglib, *INLINED_BREAKS[1])  # the insertion sort: 3 functions inlined at its caller's pc
-    config = TraceConfig(breakpoints=(spec,), python=sys.executable, script=str(ROOT / "bench" / "call_bigdebug.py"),
+    config = TraceConfig(breakpoints=(spec,), python=sys.executable, script=str(target),
                          script_args=(str(biglib), "1"), session_dir=tmp_path, live=True, forward_output=False)
 
     async def scenario():
@@ -543,28 +559,25 @@ def test_processes_inflating_the_same_section_at_once_take_turns(biglib, tmp_pat
     assert not list(index.glob("*.debug_info.inflating")) and len(list(index.glob("*.debug_info.inflated"))) == 1
 
 
-def test_a_rerun_reads_the_libraries_its_last_stacks_needed_as_they_load(biglib, tmp_path, run_cache):
+def test_a_rerun_reads_the_libraries_its_last_stacks_needed_as_they_load(biglib, tmp_path, run_cache, target,
+                                                                          big_recording):
     """A hit whose stack passes through small libraries gdb was not given (libffi, _ctypes: the ctypes call
     into the library) is walked again once each is read; a re-run of the same command reads them as they
-    load (stack_libraries.py) and records the same frames without those walks. (The cache is the module's:
-    this command has not run with it, so its first run here is a first run.)"""
-    cache = run_cache
-    runs = []
-    for n in range(2):
-        sessions, log = tmp_path / f"sessions{n}", tmp_path / f"log{n}.txt"
-        proc = run_pttrace("run", "--batch", "-q", "-b", "big1::kernel_1_0", "--cfi-lib", biglib.name, "--log",
-                           str(log), "--session-dir", str(sessions), "--", str(ROOT / "bench" / "call_bigdebug.py"),
-                           str(biglib), "1", env={"XDG_CACHE_HOME": str(cache)})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        files = sorted(sessions.glob("*.jsonl"))
-        assert len(files) == 1, proc.stdout
-        hits = storage.load(files[0]).hits
-        assert [h.breakpoint for h in hits] == ["big1::kernel_1_0"]
-        runs.append(([(f.kind, f.function, f.library, f.file, f.line) for f in hits[0].frames], log.read_text()))
-    (first, first_log), (again, again_log) = runs
+    load (stack_libraries.py) and records the same frames without those walks. The first run is the module's
+    recording (its command new to the cache: ``target``); this test runs it again."""
+    _proc, first_hits, _end, _raw, inlined, _path, first_log_path = big_recording
+    proc, path = record_big(biglib, target, inlined, tmp_path / "sessions", tmp_path / "log.txt", run_cache)
+    hits = [hit.to_dict() for hit in storage.load(path).hits]
+    first_log, again_log = first_log_path.read_text(), (tmp_path / "log.txt").read_text()
     asked = set(re.findall(r"gdb reads the symbols of (\S+) \(a stack passes through it\)", first_log))
     assert any("libffi" in p for p in asked) and any("_ctypes" in p for p in asked), first_log[-3000:]
     assert not re.search(r"a stack passes through it\)", again_log), again_log[-3000:]
     assert set(re.findall(r"a stack of this command's last run passed through (\S+)", again_log)) == asked
-    assert again == first
-    assert any(lib and "_ctypes" in lib for _k, _f, lib, _file, _line in again)
+
+    def frames(hit: dict) -> list[tuple]:
+        return [(f.get("kind"), f.get("function"), f.get("library"), f.get("file"), f.get("line"))
+                for f in hit["frames"]]
+
+    assert [h["breakpoint"] for h in hits] == [h["breakpoint"] for h in first_hits]
+    assert [frames(h) for h in hits] == [frames(h) for h in first_hits]
+    assert any(lib and "_ctypes" in lib for _k, _f, lib, _file, _line in frames(hits[0]))

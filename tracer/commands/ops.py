@@ -43,7 +43,7 @@ def add_op_selection_options(p: argparse.ArgumentParser) -> None:
 
 def add_trace_options(p: argparse.ArgumentParser) -> None:
     """``--op``, ``--layer`` and their modifiers, for ``run`` and ``attach``."""
-    from tracer.session.model import LAYERS
+    from tracer.session.records import LAYERS
 
     p.add_argument("--op", dest="ops", action="append", default=[], metavar="NAME[.OVERLOAD]",
                    help="break on every function of this ATen operator (entry points, autograd, kernel "
@@ -68,7 +68,7 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
 def trace_options(args: argparse.Namespace, python: str, pid: int | None, quiet: bool = False) -> dict:
     """The ``TraceConfig`` fields these options give: ``layers``, ``address_breakpoints`` (``--op``),
     ``dispatch_keys`` or ``dispatch_keys_later``."""
-    from tracer.session.model import LAYERS
+    from tracer.session.records import LAYERS
 
     layers = list(getattr(args, "layers", None) or [])
     bad = [x for x in layers if x not in LAYERS]

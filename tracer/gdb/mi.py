@@ -16,16 +16,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from pygdbmi import gdbmiparser
-
 from tracer.errors import GdbDied, PttraceError
 
-# pygdbmi's parser passes every key, value, dict and list it parses through ``fmt_green`` (its debug log's
-# colours) before calling ``logger.debug``, whether or not that log is on: a third of each line's parse
-# (352 us against 245 us a line for a library load, a stop and a breakpoint table). Its log shows the raw
-# values instead when someone turns it on.
-if not gdbmiparser.logger.isEnabledFor(10):  # logging.DEBUG, without importing logging for it
-    gdbmiparser.fmt_green = lambda x: x
+
+def _parser():
+    """pygdbmi's parser, imported by the reader thread once gdb is started: its import (~15 ms quiet, 35 ms at
+    load 10: the escapes' tables) is not on the way to gdb's start."""
+    from pygdbmi import gdbmiparser
+
+    # pygdbmi's parser passes every key, value, dict and list it parses through ``fmt_green`` (its debug log's
+    # colours) before calling ``logger.debug``, whether or not that log is on: a third of each line's parse
+    # (352 us against 245 us a line for a library load, a stop and a breakpoint table). Its log shows the raw
+    # values instead when someone turns it on.
+    if not gdbmiparser.logger.isEnabledFor(10):  # logging.DEBUG, without importing logging for it
+        gdbmiparser.fmt_green = lambda x: x
+    return gdbmiparser
 
 
 def stream_lines(stream: Iterable[bytes]) -> Iterator[bytes]:
@@ -107,6 +112,7 @@ class MiConnection:
     # --- reading -------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
+        gdbmiparser = _parser()
         for raw in stream_lines(self.proc.stdout):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not line or line == "(gdb) " or line == "(gdb)":

@@ -13,11 +13,9 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Sequence
 
-from tracer.session.records import FILL_NAME_FIELDS, SCHEMA, merge_varying
+from tracer.session.records import FILL_NAME_FIELDS, LAYERS, SCHEMA, merge_varying  # noqa: F401 (LAYERS: re-exported)
 from tracer.session.torchscript import TsLevel, TsRecordError, levels_from
 
-LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispatcher", "autograd", "kernel", "parallel", "generated",
-          "runtime")
 
 
 _FIELD_NAMES: dict[type, frozenset[str]] = {}

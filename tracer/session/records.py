@@ -61,6 +61,11 @@ from typing import IO, Any, Callable, Iterator
 
 from tracer.text.escape import clean, json_line_may_hide_controls
 
+# The layers a frame is classified into (tracer.dispatch.classify), innermost concern last; here, in a module
+# of the standard library only, so that `pttrace run` checks --layer before gdb starts without importing the
+# session model (~25-80 ms, which the way to gdb's start waited for).
+LAYERS = ("python", "interpreter", "binding", "torchscript", "compiler", "dispatcher", "autograd", "kernel", "parallel",
+          "generated", "runtime")
 SCHEMA = 2  # 2: frames, stacks and sites interned; 1: every hit with its frames
 
 HEADER = "header"
