@@ -160,3 +160,46 @@ def test_breakpoints_changed_during_the_run_reach_every_childs_recorder(tmp_path
     assert made[1].cfg.breakpoints == ("THPVariable_ones", "wrapper_CPU_sigmoid") and made[1].cfg.mode == "stop"
     assert made[1].control.calls == [("off", "wrapper_CPU_sigmoid")]
     assert not warned
+
+
+class _Engine:
+    """gdb's threads and each thread's call path, as the live source's engine gives them."""
+
+    def __init__(self, rows, paths):
+        self.rows, self.paths, self.selected = rows, paths, None
+
+    def threads(self):
+        return self.rows
+
+    def select_thread(self, thread_id):
+        self.selected = thread_id
+        return self.paths.get(thread_id)
+
+
+def _stop(thread_id: int, lwp: int, python: bool):
+    from tracer.session.model import Frame, Hit, Thread
+
+    frames = [Frame(function="pthread_cond_wait", kind="native")]
+    if python:
+        frames.append(Frame(function="<module>", kind="python"))
+    return Hit(seq=0, breakpoint=None, thread=Thread(id=thread_id, name="python", lwp=lwp, pid=100), time=0.0,
+               frames=frames)
+
+
+def test_an_interrupt_in_a_thread_without_python_shows_the_main_thread_or_says_it_cannot():
+    from tracer.recorder.prompt import ThreadRow
+    from tracer.tui.steering import python_thread
+
+    rows = [ThreadRow("1", 100, "python", "stopped", ""), ThreadRow("2", 101, "python", "stopped", "")]
+    worker, main = _stop(2, 101, python=False), _stop(1, 100, python=True)
+    # gdb stopped a thread with Python frames: shown as it is, nothing said
+    engine = _Engine(rows, {"1": main})
+    assert python_thread(engine, main) == (main, None) and engine.selected is None
+    # gdb stopped a pool thread: the main thread is selected and shown, and the note names gdb's thread
+    hit, note = python_thread(engine, worker)
+    assert hit is main and engine.selected == "1", note
+    assert note.startswith("the interrupt stopped thread 2 (python, LWP 101), which runs no Python code; shown:")
+    # the main thread runs no Python either: gdb's own thread stays selected and shown, and that is said
+    engine = _Engine(rows, {"1": _stop(1, 100, python=False), "2": worker})
+    hit, note = python_thread(engine, worker)
+    assert hit is worker and engine.selected == "2" and "neither it nor the main thread" in note, note

@@ -202,8 +202,8 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
             elif ev.kind == "state" and ev.data == "running":
                 self._pinned, ran_on = False, True
                 self.call_path.stop_over("the target runs on")
-            elif ev.kind == "gdb":
-                self.notify(str(ev.data), title="gdb", timeout=8)
+            elif ev.kind in ("gdb", "note"):
+                self.notify(str(ev.data), title=ev.kind if ev.kind == "gdb" else "pttrace", timeout=8)
                 log = self.query_one(OutputLog)
                 log.write_output(output)
                 output = []

@@ -105,6 +105,14 @@ class ControlActions(AppBase):
             hit = message.hit
             self.show_stop(hit, action, f"pid {hit.thread.pid} is still stopped · thread {hit.thread.id}")
             self.notify(f"pid {hit.thread.pid} is still stopped: s, n, f, c and : act on it now", timeout=6)
+        elif message.hit is not None and action == "interrupt" and str(message.hit.thread.id) != str(
+                (self.state.last_stop or {}).get("thread-id")):
+            # gdb stopped a thread with no Python code; the main thread, which has some, is shown and selected
+            # (sources.LiveSource.interrupt, steering.python_thread)
+            hit, stopped = message.hit, (self.state.last_stop or {}).get("thread-id")
+            self.state.selected_thread = str(hit.thread.id)
+            self.show_stop(hit, action, f"where interrupt stopped · main thread {hit.thread.id} (gdb stopped "
+                                        f"thread {stopped}: no Python code there) · not a recorded hit")
         elif message.hit is not None:
             self.show_stop(message.hit, action)
         elif action in CONTROL_ACTIONS or action == "interrupt":

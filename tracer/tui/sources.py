@@ -21,6 +21,7 @@ Event kinds (``data`` in brackets):
   graphs [dict]              TorchScript: graph id -> its graph (session.torchscript.TsGraph)
   warning [str]              something the user should know, the run goes on
   gdb [str]                  what gdb said of a step, next or finish (as its console prints it)
+  note [str]                 what pttrace says of a stop (the thread an interrupt shows, and why)
   failed [PttraceError]      the source could not start; nothing else follows
   finished [str]             the final status of the session; nothing else follows
 """
@@ -39,7 +40,7 @@ from tracer.errors import PttraceError
 from tracer.text.escape import visible
 from tracer.session.hit_table import HitTable
 from tracer.session.model import Breakpoint, Hit, Location, Session
-from tracer.tui.steering import Steering
+from tracer.tui.steering import Steering, python_thread
 
 CONTROL_ACTIONS = ("step", "next", "finish")
 SHOWN_WAIT = 2.0  # seconds a saved session's reader waits for its first screen to be drawn
@@ -690,7 +691,12 @@ class LiveSource(EventSource):
                 engine = self._running()
             before = self._stops
             engine.interrupt()
-        return self._wait_for_stop(before, timeout=10.0, engine=engine)
+        hit = self._wait_for_stop(before, timeout=10.0, engine=engine)
+        with self._lock:
+            hit, note = python_thread(engine, hit)
+        if note:
+            self._emit(SourceEvent("note", note))
+        return hit
 
     def _running(self):
         """The steered gdb's target is not running: the main one's, else a child's that runs (the target

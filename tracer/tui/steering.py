@@ -43,3 +43,26 @@ class Steering:
         child = list(self._stopped)[-1]
         self.child = child
         return child, self._stopped[child]
+
+
+def python_thread(engine, hit):
+    """The stop an interrupt shows: gdb's stopped thread when it runs Python code, else the process's main
+    thread when that one does (made gdb's selected thread: s, n, f and the prompt act on it), with a note
+    saying which thread gdb stopped and how to pick another; None for the note when nothing was switched.
+
+    An interrupt stops every thread, and gdb reports the one the kernel handed its SIGINT to: the main
+    thread unless it blocks SIGINT, then any other (a torch intra-op worker, whose stack has no Python
+    frame). Shown as it was, such a stop looked like pttrace had lost the Python stack."""
+    if hit is None or hit.thread.pid is None or any(f.kind == "python" for f in hit.frames):
+        return hit, None
+    stopped = f"thread {hit.thread.id}" + (f" ({hit.thread.name}, LWP {hit.thread.lwp})" if hit.thread.lwp else "")
+    pick = "t lists every thread, enter picks one"
+    main = next((row for row in engine.threads() if row.lwp == hit.thread.pid), None)
+    if main is None or main.id == str(hit.thread.id):
+        return hit, f"the interrupt stopped {stopped}, which runs no Python code: {pick}"
+    shown = engine.select_thread(main.id)
+    if shown is not None and any(f.kind == "python" for f in shown.frames):
+        return shown, (f"the interrupt stopped {stopped}, which runs no Python code; shown: the process's main "
+                       f"thread {main.id}, which does ({pick})")
+    engine.select_thread(str(hit.thread.id))  # the main thread runs none either: back to gdb's own
+    return hit, f"the interrupt stopped {stopped}; neither it nor the main thread runs Python code: {pick}"
