@@ -1,5 +1,5 @@
 """Runs another Python program as its child (subprocess: a pid of its own, an exec): exec_second.py, which
-calls torch.sigmoid and exits 3. Never calls torch itself; prints "CHILD <exit code>" once the child ended."""
+calls into libz and exits 3. Never calls libz itself; prints "CHILD <exit code>" once the child ended."""
 import subprocess
 import sys
 from pathlib import Path
