@@ -1,5 +1,6 @@
-"""The thread list (``t``) on a real gdb: eight named threads calling torch.tensor, stopped at a hit in one
-of them; another thread picked is shown, named in the status line, and the prompt runs in it."""
+"""The thread list (``t``) on a real gdb: eight named threads calling libz (threads.py --no-torch: the claims
+are the threads'), stopped at a hit in one of them; another thread picked is shown, named in the status
+line, and the prompt runs in it."""
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ THREADS = ROOT / "tests" / "targets" / "threads.py"
 
 @pytest.mark.gdb
 def test_pick_another_thread_then_ask_gdb_there(tmp_path):
-    source = stop_mode_source(tmp_path, "THPVariable_tensor", script=str(THREADS))
+    source = stop_mode_source(tmp_path, "zlibCompileFlags", script=str(THREADS), script_args=("--no-torch",))
 
     async def scenario():
         app = make_app(source)
@@ -123,10 +124,11 @@ def test_a_call_into_an_attached_process_is_said_once(tmp_path):
     fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
     os.mkfifo(fifo)
     target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "HEARTBEAT_NO_TORCH": "1"})  # libz: the claim is the call's
     try:
         assert fifo_line(fifo, target).startswith("ready")
-        config = TraceConfig(breakpoints=("THPVariable_tensor",), python=sys.executable, pid=target.pid,
+        config = TraceConfig(breakpoints=("zlibCompileFlags",), python=sys.executable, pid=target.pid,
                              session_dir=tmp_path, live=True, forward_output=False)
         source = LiveSource(config)
 
