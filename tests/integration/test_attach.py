@@ -101,11 +101,13 @@ def test_attach_records_detaches_and_target_runs_on(tmp_path):
 
 
 def test_target_exit_while_attached_is_completed(tmp_path):
-    target = Target(tmp_path)
+    # (a target without torch, its hits in libz: the claim is about its end; gdb attached to one with torch
+    # read torch's libraries first)
+    target = Target(tmp_path, script=TARGET.with_name("plain_heartbeat.py"))
     result = {}
 
     def attach():
-        result["proc"] = run_pttrace("attach", str(target.proc.pid), "--batch", "-b", "THPVariable_tensor",
+        result["proc"] = run_pttrace("attach", str(target.proc.pid), "--batch", "-b", "zlibCompileFlags",
                                      "--session-dir", str(tmp_path / "s"))
 
     th = threading.Thread(target=attach)
