@@ -458,6 +458,14 @@ def own_shares(runs: dict) -> list[str]:
     return out + [""]
 
 
+def _load_value(text: str) -> float:
+    """A load average as a number, for min/max (as text, "10.51" sorted before "9.68")."""
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
 def verdict(ratio: float | None, limit: float) -> str:
     if ratio is None:
         return "n/a"
@@ -517,7 +525,8 @@ def main() -> int:
 
             ref, ref_kb, cached = med("gdb"), med("gdb", "tool_kb"), med("gdb-cached")
             lines += [f"First hit of `--break {FUNCTION}` (the whole run, to the target's end; load average "
-                      f"after each run {min(got['loads'])}-{max(got['loads'])}):", "",
+                      f"after each run {min(got['loads'], key=_load_value)}-{max(got['loads'], key=_load_value)}):",
+                      "",
                       "| variant | wall | vs plain gdb | vs gdb, index cache warm | peak RSS (debugger) "
                       "| vs plain gdb |",
                       "|---|---:|---:|---:|---:|---:|"]
