@@ -205,19 +205,22 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
 @pytest.mark.gdb
 def test_stop_mode_finish_and_quit_in_a_real_terminal(terminal, tmp_path):
     """Stop mode chosen with m. (``run --stop`` in stop mode from the start, stopped at the first hit in a real
-    terminal: test_terminal_faults.py's stop-mode run.)"""
-    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "wrapper_CPU_sigmoid",
-                     str(HELLO)])
+    terminal: test_terminal_faults.py's stop-mode run; finish from torch's kernel to its adapter, against plain
+    gdb: test_steps_vs_gdb.py.) The target calls libz once its gate file exists, not torch: the claims are the
+    terminal's keys and the quit's."""
+    gate = tmp_path / "gate"
+    term = terminal([str(PTTRACE), "run", "--session-dir", str(tmp_path), "--break", "zlibVersion",
+                     str(ROOT / "tests" / "targets" / "libz_gate.py"), str(gate)])
     term.wait_for("breakpoints (1)", "gdb ", timeout=15)
-    # WHEN m is pressed at once THEN it stops at the kernel's first hit
+    # WHEN m is pressed at once THEN it stops at the first hit (let happen once stop mode is on)
     term.keys("m")
+    term.wait_for("mode stop", timeout=30)
+    gate.touch()
     # (the call path fills in after the title: wait for both, a busy machine paints them apart)
-    term.wait_for("target stopped", "mode stop", "hit #1 · wrapper_CPU_sigmoid", "kernel      at::wrapper_CPU_sigmoid",
-                  "s step", timeout=120)
-    # WHEN f is pressed THEN the kernel returns and the path ends in the adapter that called it
+    term.wait_for("target stopped", "mode stop", "hit #1 · zlibVersion", "s step", timeout=120)
+    # WHEN f is pressed THEN zlibVersion returns and the path ends in libffi's ffi_call, which called it
     term.keys("f")
-    screen = term.wait_for("where finish stopped", "wrap_kernel_functor_unboxed_<…wrapper_CPU_sigmoid…>::call",
-                           timeout=60)
+    screen = term.wait_for("where finish stopped", "ffi_call", timeout=60)
     pid = int(screen.split("│  pid ", 1)[1].split()[0])
     # WHEN q is pressed THEN pttrace asks first; n keeps the run, q then y kills the target
     term.keys("q")
