@@ -1,6 +1,6 @@
 """The hot breakpoint's cost per hit against the number of threads in the traced process.
 
-    .venv/bin/python bench/bench_threads.py [-n ROUNDS] [--no-write]
+    .venv/bin/python bench/bench_threads.py [-n ROUNDS] [--no-write] [--same-cpu]
 
 bench/threads_target.py loops ``torch.add`` under ``--break at::_ops::add_Tensor::call`` in a process
 with 1, 64 or 256 threads (idle Python threads; an intra-op pool of 64 made by
@@ -12,6 +12,13 @@ debugger in that round (which matters only when the pool is busy). gdb in all-st
 thread when it reports a stop to its user (``bt``); whether a breakpoint that does not stop pays for
 the threads too is what this measures. Every pttrace run must record every hit, each on the main
 thread with its Python line.
+
+``--same-cpu`` runs every run (the debugger and, by inheritance, the target) on CPU 0 (``taskset``): whether
+gdb and the thread that hits share a CPU doubles or halves gdb's CPU per hit, whatever the threads, and the
+scheduler decides it anew in each run (bench/RESULTS.md, "Threads: where the growth with 256 threads goes");
+pinned, every run has the same placement (gdb's CPU per hit is then the cheaper, shared-CPU one). Pinned
+rounds still spread (the 256-thread growth 1.18-1.69x in the first pinned rounds): gdb's ~20 walks a hit over
+its thread list cost what the caches make them cost.
 """
 from __future__ import annotations
 
@@ -38,6 +45,7 @@ CONFIGS = [("idle", 1), ("idle", 64), ("idle", 256), ("pool", 64), ("busy", 64)]
 # pttrace as it runs by default (argument values read) and with PTTRACE_NO_ARGS=1: the hot breakpoint's
 # target (issue 29: a hit within 1.5x a bare stop()) was set before argument values existed.
 TOOLS = ("pttrace", "pttrace-noargs", "bare", "bt")
+PIN: str | None = None  # --same-cpu: the CPU every run is pinned to (taskset -c)
 SECTION = "Threads: the hot breakpoint with 1 to 256 threads"
 
 
@@ -88,7 +96,8 @@ def run_round(tmp: Path, scripts: dict, results: dict, rnd: int, configs: list) 
             rundir = tmp / f"{mode}-{threads}-{kind}-{rnd}"
             rundir.mkdir()
             env = dict(os.environ, PTTRACE_NO_ARGS="1") if kind == "pttrace-noargs" else None
-            res = run_measured(_argv(kind, mode, threads, rundir, scripts), rundir / "out.txt", env=env)
+            argv = _argv(kind, mode, threads, rundir, scripts)
+            res = run_measured(["taskset", "-c", PIN, *argv] if PIN else argv, rundir / "out.txt", env=env)
             loop = _loop(rundir)
             errs = [] if loop else [f"no loop time (rc {res.rc})"]
             if loop and kind.startswith("pttrace"):
@@ -128,7 +137,8 @@ def render(results: dict, rounds: int, load: tuple[float, float], configs: list)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, pttrace at {head}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}, {rounds} rounds, load average "
-             f"{load[0]:.1f} at the start and {load[1]:.1f} at the end", "",
+             f"{load[0]:.1f} at the start and {load[1]:.1f} at the end"
+             + (f", every run on CPU {PIN} (--same-cpu)" if PIN else ""), "",
              "Medians over the rounds [min-max]; growth: the median against the same tool's with 1 thread.", ""]
     for measure, title in MEASURES:
         lines += [f"{title}:", "",
@@ -170,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--configs", default=",".join(f"{m}-{t}" for m, t in CONFIGS),
                         help="which to run, e.g. idle-1,idle-256,pool-64 (default: all five)")
+    parser.add_argument("--same-cpu", action="store_true",
+                        help="run the debugger and its target on CPU 0 only (see the docstring)")
     args = parser.parse_args(argv)
+    global PIN
+    PIN = "0" if args.same_cpu else None
     configs = [c for c in CONFIGS if f"{c[0]}-{c[1]}" in args.configs.split(",")]
     if not configs:
         parser.error(f"--configs: none of {args.configs!r} is one of the configurations")
