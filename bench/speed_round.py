@@ -7,6 +7,7 @@ The table: row, measured (median [min-max] over the rounds), target, met or not.
                                                      # (11.5 minutes at load 9-18)
     .venv/bin/python bench/speed_round.py -n 5
     .venv/bin/python bench/speed_round.py --configs idle-1,idle-256,pool-64   # fewer threads configurations (~10 min)
+    .venv/bin/python bench/speed_round.py --same-cpu   # every threads run on CPU 0 (bench_threads.py --same-cpu)
 
 Nothing of the benchmarks is copied here: each round runs one round of each of them, imported, in turn
 (so a slow drift of the machine reaches every row), with their own alternation and their own checks:
@@ -168,7 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(f"{m}-{t}" for m, t in bench_threads.CONFIGS),
                         help="bench_threads' configurations to run (default all five; idle-1 is needed for every "
                              "threads row)")
+    parser.add_argument("--same-cpu", action="store_true",
+                        help="bench_threads' --same-cpu: every threads run (gdb and the target) on CPU 0, so that "
+                             "each has the same placement (see bench_threads.py)")
     args = parser.parse_args(argv)
+    if args.same_cpu:
+        bench_threads.PIN = "0"
     configs = [c for c in bench_threads.CONFIGS if f"{c[0]}-{c[1]}" in args.configs.split(",")]
     if ("idle", 1) not in configs:
         parser.error("--configs: idle-1 is the reference of every threads row")
@@ -220,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()
     print()
-    print(f"Issue 29, every row in one run: {rounds} round(s), {bench_threads.N} hits a threads run, "
+    print(f"Issue 29, every row in one run: {rounds} round(s), {bench_threads.N} hits a threads run"
+          + (f" (every threads run on CPU {bench_threads.PIN})" if bench_threads.PIN else "") + ", "
           f"{time.time() - t0:.0f} s in all; load average {load0[0]:.1f} at the start and {load1[0]:.1f} at the end.")
     print()
     print("\n".join(table(first, threads, where)))
