@@ -28,20 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / ".venv" / "bin" / "python"
 TARGET = '''\
 import ctypes, json, os, sys
+sys.path.insert(0, sys.argv[3])  # bench/: proc_cpu
+from proc_cpu import cpu_seconds
 call = ctypes.CDLL("libz.so.1").zlibCompileFlags
 n, out = int(sys.argv[1]), sys.argv[2]
-
-
-def cpu_seconds(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-                total += int(fh.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / 1e9
-
 
 call()  # the first hit's one-off work (gdb reading unwind tables) outside the loop
 gdb = os.getppid()
@@ -79,7 +69,7 @@ def run_one(variant: str, tmp: Path, rnd: int, calls: int) -> float | None:
     """gdb's CPU per hit of the loop, in ms."""
     d = tmp / f"{variant}-{rnd}"
     d.mkdir()
-    target = [str(tmp / "target.py"), str(calls), str(d / "loop.json")]
+    target = [str(tmp / "target.py"), str(calls), str(d / "loop.json"), str(ROOT / "bench")]
     if variant.startswith("gdb"):
         (d / "bp.gdb").write_text(GDB % {"entry": variant == "gdb+entry"})
         argv = ["gdb", "-nx", "-batch", "-x", str(d / "bp.gdb"), "--args", str(PY), *target]

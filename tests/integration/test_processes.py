@@ -526,25 +526,13 @@ def test_a_fork_childs_first_hit_is_its_own_whatever_inferior_gdb_has_selected(t
     assert session.process(forked) is not None and session.process(forked).exit_code == 3
 
 
-FORK_LIBZ = """\
-import ctypes, os
-call = ctypes.CDLL("libz.so.1").zlibCompileFlags
-call()
-pid = os.fork()
-if pid == 0:
-    call()
-    call()
-    os._exit(3)
-os.waitpid(pid, 0)
-print("FORKED", pid, flush=True)
-"""
 
 
 def test_a_fork_child_stops_at_a_breakpoint_gdb_resolves_by_name(tmp_path):
     # libz's zlibCompileFlags, called through ctypes, is gdb's to resolve (not in torch's libraries): the
     # child's two calls are recorded as the parent's one is (before: gdb never stopped the child there).
-    (tmp_path / "fork_libz.py").write_text(FORK_LIBZ)
-    proc, session = record(tmp_path, "--break", "zlibCompileFlags", "fork_libz.py", timeout=120)
+    proc, session = record(tmp_path, "--break", "zlibCompileFlags", str(ROOT / "tests" / "targets" / "fork_libz.py"),
+                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     forked = printed(proc, "FORKED")[0]
     main = session.processes[0]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import alive
+from tests.conftest import ROOT, alive
 from tests.tui.support import run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -17,25 +17,13 @@ from tracer.tui.state import describe_stop
 
 pytestmark = pytest.mark.gdb
 
-# The parent calls zlibCompileFlags, forks a child that calls it twice, then calls it once more.
-FORK_LIBZ = """\
-import ctypes, os
-call = ctypes.CDLL("libz.so.1").zlibCompileFlags
-call()
-pid = os.fork()
-if pid == 0:
-    call()
-    call()
-    os._exit(3)
-os.waitpid(pid, 0)
-print("FORKED", pid, flush=True)
-call()
-"""
+# The parent calls zlibCompileFlags, forks a child that calls it twice, then (--again) calls it once more.
+FORK_LIBZ = ROOT / "tests" / "targets" / "fork_libz.py"
 
 
 def test_a_childs_first_stop_at_a_named_breakpoints_entry_is_that_breakpoints_hit(tmp_path):
-    (tmp_path / "fork_libz.py").write_text(FORK_LIBZ)
-    config = TraceConfig(breakpoints=["zlibCompileFlags"], python=sys.executable, script=str(tmp_path / "fork_libz.py"),
+    config = TraceConfig(breakpoints=["zlibCompileFlags"], python=sys.executable, script=str(FORK_LIBZ),
+                         script_args=("--again",),
                          session_dir=tmp_path / "sessions", live=True, forward_output=False)
     source = LiveSource(config)
     seen: list[dict] = []

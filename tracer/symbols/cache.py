@@ -8,13 +8,12 @@ Writes go to a temporary file renamed into place, so readers see a whole file or
 from __future__ import annotations
 
 import marshal
-import os
 import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracer.settings import cache_dir
+from tracer.settings import cache_dir, write_cache_bytes
 
 FORMAT = 4  # bump when any payload changes in layout or in meaning (e.g. the matching rules)
 _MAGIC = b"PTTRACE\x00"
@@ -79,18 +78,4 @@ def write(key: FileKey, kind: str, value, extra: str = "") -> None:
     path = entry_path(key, kind, extra)
     payload = marshal.dumps((key.stamp(), value))
     header = _HEADER.pack(_MAGIC, FORMAT, zlib.crc32(payload), kind.encode()[:16], len(payload))
-    import tempfile  # here: a warm cache is only read
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(header)
-                fh.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    write_cache_bytes(str(path), header + payload, path.name)  # a cache that cannot be written: only slower
