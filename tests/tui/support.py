@@ -6,15 +6,19 @@ needed); ``run_pilot`` gives each a deadline so a stuck app fails the test inste
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import os
 import queue
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 from textual import events
 from textual.keys import _character_to_key
 
-from tests.support import allowance  # noqa: F401  (the TUI tests' limits)
+from tests.support import allowance, fifo_line, stop_process  # allowance: also the TUI tests' limits
 from tracer.session.model import Breakpoint, Hit, Location, Session, SessionInfo, Thread
 from tracer.tui.sources import EventSource, NotStopped, SourceEvent
 
@@ -227,3 +231,24 @@ def relocated(session: Session) -> Session:
         for frame in hit.frames:
             frame.file = move(frame.file)
     return session
+
+
+@contextlib.contextmanager
+def attach_target(tmp_path: Path, script: Path, env: dict | None = None):
+    """A Python running ``script FIFO STOP_FILE`` (heartbeat.py's protocol), yielded once it wrote "ready" to the
+    fifo; at the end its stop file is made, it gets the time to end on its own, then it is stopped: a failed
+    test leaves no process behind."""
+    fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
+    os.mkfifo(fifo)
+    target = subprocess.Popen([sys.executable, str(script), str(fifo), str(stop_file)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
+    try:
+        assert fifo_line(fifo, target).startswith("ready")
+        yield target
+    finally:
+        stop_file.touch()
+        try:
+            target.wait(allowance(30))
+        except subprocess.TimeoutExpired:  # still held by the source of a failed test: not this test's error
+            pass
+        stop_process(target)

@@ -4,14 +4,11 @@ thread, with its Python frames, selects it for s, n, f and the prompt, and says 
 Real gdb, a real attached torch process with its intra-op pool busy."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
 import pytest
 
-from tests.support import allowance, fifo_line, stop_process
-from tests.tui.support import run_pilot, wait_until
+from tests.tui.support import attach_target, run_pilot, wait_until
 from tests.tui.test_prompt_gdb import ask
 from tracer.recorder import TraceConfig
 from tracer.tui.app import make_app
@@ -43,13 +40,8 @@ while not os.path.exists(stop_file):
 
 def test_an_interrupt_that_stops_a_thread_without_python_shows_the_main_thread(tmp_path):
     (tmp_path / "busy.py").write_text(BUSY_POOL)
-    fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
-    os.mkfifo(fifo)
-    target = subprocess.Popen([sys.executable, str(tmp_path / "busy.py"), str(fifo), str(stop_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: dict = {}
-    try:
-        assert fifo_line(fifo, target).startswith("ready")
+    with attach_target(tmp_path, tmp_path / "busy.py") as target:
         config = TraceConfig(breakpoints=["THPVariable_tensor"], python=sys.executable, pid=target.pid,
                              session_dir=tmp_path, live=True, forward_output=False)
         source = LiveSource(config)
@@ -90,10 +82,3 @@ def test_an_interrupt_that_stops_a_thread_without_python_shows_the_main_thread(t
         assert f"gdb thread {shown.id} (picked)" in seen["status"], seen["status"]
         assert seen["gdb_thread"].rstrip().endswith(f"= {shown.id}"), seen["gdb_thread"]
         assert source.status == "detached" and target.poll() is None, "detaching must leave the target running"
-    finally:
-        stop_file.touch()
-        try:
-            target.wait(allowance(30))
-        except subprocess.TimeoutExpired:
-            pass
-        stop_process(target)

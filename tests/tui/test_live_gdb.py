@@ -9,14 +9,12 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.support import allowance, fifo_line, stop_process
-from tests.tui.support import run_pilot, wait_until
+from tests.tui.support import attach_target, run_pilot, wait_until
 from tracer.recorder import TraceConfig
 from tracer.settings import Settings
 from tracer.tui.app import make_app
@@ -50,13 +48,7 @@ def held_gdb(tmp_path):
 @pytest.mark.gdb
 def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
     # GIVEN a running Python calling libz (no torch: the claims are the attach's), "ready" through a fifo
-    fifo, stop_file = tmp_path / "ready.fifo", tmp_path / "stop"
-    os.mkfifo(fifo)
-    target = subprocess.Popen([sys.executable, str(HEARTBEAT), str(fifo), str(stop_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "HEARTBEAT_NO_TORCH": "1"})
-    try:
-        assert fifo_line(fifo, target).startswith("ready")
+    with attach_target(tmp_path, HEARTBEAT, env={"HEARTBEAT_NO_TORCH": "1"}) as target:
         config = TraceConfig(breakpoints=["zlibCompileFlags"], python=sys.executable, pid=target.pid,
                              session_dir=tmp_path, live=True, forward_output=False)
         source = LiveSource(config)
@@ -98,13 +90,6 @@ def test_attach_interrupt_continue_then_quit_detaches(tmp_path):
         assert source.status == "detached"
         assert target.poll() is None, "detaching must leave the target running"
         assert source.engine.mi.proc.poll() is not None, "the TUI left its gdb behind"
-    finally:
-        stop_file.touch()
-        try:
-            target.wait(allowance(30))
-        except subprocess.TimeoutExpired:  # still held by the source of a failed test: not this test's error
-            pass
-        stop_process(target)
 
 
 def _output_pane_of_a_run(tmp_path, script, last: str):
