@@ -134,7 +134,7 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
     facts = {}
     for lib in with_lines:
         index = LibraryIndex.open(lib)
-        facts[lib] = (index.path, index.symtab_from, index.stripped)
+        facts[lib] = (index.symtab_from if index.symtab_elsewhere else None, index.stripped)
     answer = _Answer(matches, with_lines, facts)
     if not defined and not notes:  # an answer from --source-dir's sources is not kept: its tree may change
         from tracer.symbols import answers
@@ -146,7 +146,7 @@ def _where_name(name: str, libraries: list[str], as_json: bool, explicit: bool, 
 @dataclass
 class _Answer:
     """What ``where NAME`` prints of the libraries: the matches, each matching library's DWARF file, and its
-    (path, file of its ``.symtab``, stripped) facts. Kept whole by symbols/answers.py, as plain tuples."""
+    (separate file of its ``.symtab`` or None, stripped) facts. Kept whole by symbols/answers.py, as plain tuples."""
 
     matches: list
     with_lines: dict
@@ -239,12 +239,11 @@ def _print_matches(name, libraries, matches, with_lines, facts, mangled: bool = 
         console.print()
         title = Line(os.path.basename(lib), style="bold cyan")
         title.append(f"  {lib}", style="dim")
-        path, symtab_from, lib_stripped = facts[lib]
-        symtab_elsewhere = symtab_from is not None and symtab_from != path
-        if symtab_elsewhere and with_lines.get(lib) == symtab_from:
+        symtab_from, lib_stripped = facts[lib]  # symtab_from: only when it is not the library itself
+        if symtab_from and with_lines.get(lib) == symtab_from:
             title.append(f"  (symbols and DWARF from {symtab_from})", style="dim")
         else:
-            if symtab_elsewhere:
+            if symtab_from:
                 title.append(f"  (symbols from {symtab_from})", style="dim")
             if with_lines.get(lib) and with_lines[lib] != os.path.realpath(lib):
                 title.append(f"  (DWARF from {with_lines[lib]})", style="dim")

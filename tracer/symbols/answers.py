@@ -15,7 +15,7 @@ import zlib
 
 from tracer import settings
 
-FORMAT = 1  # this file's layout
+FORMAT = 2  # this file's layout (2: a library's facts without its path)
 INDEX_FORMAT = 4  # the index's matching rules: tracer/symbols/cache.py's FORMAT (a unit test keeps them equal)
 SLOTS = 256  # answers kept: one a slot, the latest wins, so the directory never grows past this
 _MAGIC = b"PTWHERE\x00"
