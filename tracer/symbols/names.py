@@ -70,38 +70,38 @@ def split_clones(name: str) -> tuple[str, tuple[str, ...]]:
     return name, ()
 
 
-def _scan(text: str):
-    """Yield (index, char, depth) for every character, treating operator symbols as plain text."""
+_OPERATOR_TOKEN = (r"(?<!\w)operator(?: *(?:" + "|".join(re.escape(sym) for sym in _OPERATOR_SYMBOLS) + "))?")
+
+
+@functools.cache
+def _tokens(sep: str) -> re.Pattern:
+    """The characters a scan acts on: an operator's name (with its symbol: never brackets), a bracket, and
+    ``sep`` (a space, ``::``) when given. Every other character is passed over by the regex engine, not by a
+    Python loop (torch's template names run to thousands of characters)."""
+    alternatives = [_OPERATOR_TOKEN, r"[(<\[{)>\]}]"] + ([re.escape(sep)] if sep else [])
+    return re.compile("|".join(alternatives))
+
+
+def _scan(text: str, sep: str = ""):
+    """Yield (index, token, depth) for each operator name (token ``"o"``) and bracket in ``text``, and each
+    ``sep`` outside every bracket: the depth is that of the brackets around it (an opener's before it, a
+    closer's after it)."""
+    outer, inner = _tokens(sep), _tokens("")
     depth = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        if text.startswith("operator", i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            j = i + len("operator")
-            k = j
-            while k < n and text[k] == " ":
-                k += 1
-            for sym in _OPERATOR_SYMBOLS:
-                if text.startswith(sym, k):
-                    for idx in range(i, k + len(sym)):
-                        yield idx, "o", depth  # part of an operator name: never a bracket
-                    i = k + len(sym)
-                    break
-            else:
-                for idx in range(i, j):
-                    yield idx, "o", depth
-                i = j
-            continue
-        c = text[i]
-        if c in _OPEN:
-            yield i, c, depth
+    pos = 0
+    while (m := (inner if depth else outer).search(text, pos)) is not None:
+        token = m.group()
+        pos = m.end()
+        if token in _OPEN:
+            yield m.start(), token, depth
             depth += 1
-        elif c in _CLOSE:
+        elif token in _CLOSE:
             depth = max(depth - 1, 0)
-            yield i, c, depth
+            yield m.start(), token, depth
+        elif token.startswith("operator"):
+            yield m.start(), "o", depth
         else:
-            yield i, c, depth
-        i += 1
+            yield m.start(), token, depth
 
 
 def _top_level_groups(text: str) -> list[tuple[int, int, str]]:
@@ -134,14 +134,10 @@ def split_params(name: str) -> tuple[str, str | None]:
 def _split_top(text: str, sep: str) -> list[str]:
     parts = []
     last = 0
-    skip_until = -1
-    for i, c, depth in _scan(text):
-        if i < skip_until or depth != 0 or c == "o":
-            continue
-        if text.startswith(sep, i):
+    for i, c, depth in _scan(text, sep):
+        if depth == 0 and c == sep:
             parts.append(text[last:i])
             last = i + len(sep)
-            skip_until = last
     parts.append(text[last:])
     return parts
 
@@ -149,7 +145,7 @@ def _split_top(text: str, sep: str) -> list[str]:
 def strip_return_type(text: str) -> str:
     """Drop a template function's return type: the text before the last top-level space that is not
     inside an operator name (``operator new``, ``operator unsigned long``)."""
-    spaces = [i for i, c, depth in _scan(text) if depth == 0 and c == " "]
+    spaces = [i for i, c, depth in _scan(text, " ") if depth == 0 and c == " "]
     for i in reversed(spaces):
         # The component holding this space: from the last top-level "::" before it.
         head = text[:i]
