@@ -11,7 +11,7 @@ new child in ptrace stops, a SIGCHLD sent to gdb by hand made it take both event
 44 times so recorded all 200 hits). So, while pttrace believes the target runs and gdb has said nothing
 for a while, this compares what the kernel says of every process gdb holds (``/proc/PID/task/TID/stat``,
 ``TracerPid``) with that belief. When every one of their threads sits in a ptrace stop and gdb, idle,
-has not used the CPU for half a second, gdb is woken: a SIGCHLD, as the kernel would have sent it, which
+has not used the CPU for a tenth of a second, gdb is woken: a SIGCHLD, as the kernel would have sent it, which
 makes gdb collect whatever waits for it (harmless when nothing does). Only when a few wake-ups change
 nothing for seconds is the stop taken as lost: gdb's own tracer thread (the agent, rescue.py) reads why
 each thread stopped and
@@ -48,15 +48,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pttrace.recorder")
 
-WAKE_AFTER = 0.5  # seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken
+# Seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken: 0.1 s the first time,
+# doubled after each wake-up that changed nothing, up to 1 s. A fork storm of 100 children stalled gdb 10 to
+# 60 times a run (load 2-8), most of them (see WAKE_UPS) over after one wake-up: with a fixed 0.5 s (after
+# 0.5 s of quiet) each cost ~1 s, and the run took 8 to 68 s; a SIGCHLD too many is harmless.
+WAKE_AFTER, WAKE_AFTER_MAX = 0.1, 1.0
 # Wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost: measured, gdb
 # went on after 1 to 10 in a row (105 stalls over 25 200-child runs, beside another storm on 2 cores: 53
 # after one, 37 after two or three), and a rescue hands processes to gdbs of their own. (An
 # -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in ptrace stops.)
 WAKE_UPS = 20
 STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
-CHECK_EVERY = 0.25  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
-QUIET = 0.5  # seconds without a word from gdb before the recorder's loop asks for a look
+CHECK_EVERY = 0.1  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
+QUIET = 0.2  # seconds without a word from gdb before the recorder's loop asks for a look
 
 
 def _runs(pid: int) -> bool:
@@ -152,7 +156,7 @@ class Watchdog:
             self._look = _Look(gdb[1], now)
             return False
         if self._woken < WAKE_UPS:
-            if now - self._look.since >= WAKE_AFTER:
+            if now - self._look.since >= min(WAKE_AFTER * 2 ** self._woken, WAKE_AFTER_MAX):
                 self._wake(held)
             return False
         if now - self._look.since < STUCK_FOR:
