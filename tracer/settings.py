@@ -99,7 +99,7 @@ class Settings:
         """The environment's values, then the command line's flags (those not None) over them."""
         env = os.environ if env is None else env
         built = cls(
-            gdb=env.get("PTTRACE_GDB") or "gdb",
+            gdb=gdb_command(None, env),
             session_dir=_path(env.get("PTTRACE_SESSION_DIR") or "sessions"),
             all_symbols=_flag(env, "PTTRACE_ALL_SYMBOLS"),
             cfi=not _flag(env, "PTTRACE_NO_CFI"),
@@ -118,6 +118,12 @@ class Settings:
     @property
     def use_cfi(self) -> bool:
         return self.cfi and not self.all_symbols
+
+
+def gdb_command(flag: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The gdb to run: ``--gdb``'s value, else ``$PTTRACE_GDB``, else gdb (read before the settings are built:
+    gdb starts first, tracer/gdb/spawn.py)."""
+    return flag or (os.environ if env is None else env).get("PTTRACE_GDB") or "gdb"
 
 
 _installed: Settings | None = None

@@ -456,15 +456,15 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
 
 
 # A gdb that dies during pttrace's start-up, after the session file is opened: the real gdb runs behind a
-# wrapper that passes pttrace's commands on, and at the first setting pttrace makes (set_up_gdb's
-# "mi-async on") kills gdb, leaves a mark, and kills itself with SIGKILL (the gdb pttrace started).
+# wrapper that passes pttrace's commands on, and at the target's terminal (``-inferior-tty-set``, sent once the
+# session file is open) kills gdb, leaves a mark, and kills itself with SIGKILL (the gdb pttrace started).
 DYING_GDB = """
 import os, signal, subprocess, sys
 if "--version" in sys.argv:
     os.execvp("gdb", ["gdb", *sys.argv[1:]])
 gdb = subprocess.Popen(["gdb", *sys.argv[1:]], stdin=subprocess.PIPE)
 for line in sys.stdin.buffer:
-    if b"-gdb-set mi-async on" in line:
+    if b"-inferior-tty-set" in line:
         gdb.kill()
         gdb.wait()
         open(os.environ["DYING_GDB_MARK"], "w").close()

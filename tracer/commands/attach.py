@@ -146,7 +146,7 @@ def _looks_like_python(pid: int, exe: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.commands.run import settings_from, trace, trace_config
+    from tracer.commands.run import close, settings_from, start_gdb, trace, trace_config
 
     try:
         pid = int(args.pid)
@@ -161,4 +161,10 @@ def run(args: argparse.Namespace) -> int:
     # Without Python of its own (--force on another program) the target's torch is looked for with --python.
     own = exe if exe and os.path.exists(exe) and _looks_like_python(pid, exe) else None
     python = target_python(pid) or own or args.python
-    return trace(trace_config(args, settings, python, pid=pid, timeout=args.duration), args)
+    early = start_gdb(args, python, None)
+    try:
+        config = trace_config(args, settings, python, pid=pid, timeout=args.duration)
+    except BaseException:
+        close(early)
+        raise
+    return trace(config, args, early)

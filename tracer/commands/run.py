@@ -126,13 +126,33 @@ def run(args: argparse.Namespace) -> int:
         flag = "-m MODULE" if target.kind == "module" else "-c CODE"
         raise UsageError(f"{mine[0]} after {flag} is the target's argument, as everything after {flag} is (as "
                          f"with python {flag}): put pttrace's options before {flag.split()[0]}.")
-    if target.kind == "module":
-        check_module(args.python, target.value)
-    config = trace_config(args, settings_from(args), args.python, timeout=args.timeout,
-                          script=target.value if target.kind == "script" else None,
-                          module=target.value if target.kind == "module" else None,
-                          code=target.value if target.kind == "code" else None, script_args=target.args)
-    return trace(config, args)
+    early = start_gdb(args, args.python, target.argv())
+    try:
+        if target.kind == "module":
+            check_module(args.python, target.value)
+        config = trace_config(args, settings_from(args), args.python, timeout=args.timeout,
+                              script=target.value if target.kind == "script" else None,
+                              module=target.value if target.kind == "module" else None,
+                              code=target.value if target.kind == "code" else None, script_args=target.args)
+    except BaseException:
+        close(early)
+        raise
+    return trace(config, args, early)
+
+
+def start_gdb(args: argparse.Namespace, python: str, program: list[str] | None):
+    """gdb started before anything else is done (tracer/gdb/spawn.py): it starts, and imports the agent,
+    while pttrace builds the configuration and imports the recorder (~0.05 s sooner than after them). None when
+    gdb or the interpreter is missing: the checks say so later, in their usual order."""
+    from tracer.gdb.spawn import EarlyGdb
+
+    return EarlyGdb.start(args.gdb, python, program, prompt=interactive(args))
+
+
+def close(early) -> None:
+    """The gdb started first closed: the input was refused before the recording took it."""
+    if early is not None:
+        early.close()
 
 
 def trace_config(args: argparse.Namespace, settings, python: str, pid: int | None = None,
@@ -171,13 +191,17 @@ def interactive(args: argparse.Namespace) -> bool:
     return not args.batch and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def trace(config, args: argparse.Namespace) -> int:
-    """Shared by run and attach: the TUI on a terminal, otherwise headless with a summary."""
+def trace(config, args: argparse.Namespace, early=None) -> int:
+    """Shared by run and attach: the TUI on a terminal, otherwise headless with a summary. ``early``: the gdb
+    started first (start_gdb), or None."""
     if interactive(args):
-        from tracer.tui.app import run_live
-
-        return run_live(config)
-    return run_batch(config, quiet=args.quiet)
+        try:
+            from tracer.tui.app import run_live
+        except BaseException:
+            close(early)
+            raise
+        return run_live(config, early)
+    return run_batch(config, quiet=args.quiet, early=early)
 
 
 # Signals that end a recording cleanly (the session closed, a launched target killed, an attached one
@@ -185,11 +209,15 @@ def trace(config, args: argparse.Namespace) -> int:
 SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIGHUP: "sighup"}
 
 
-def run_batch(config, quiet: bool = False) -> int:
-    from tracer.recorder.launch import StartedGdb
+def run_batch(config, quiet: bool = False, early=None) -> int:
+    try:
+        from tracer.recorder.launch import StartedGdb
+    except BaseException:
+        close(early)
+        raise
 
     # gdb starts, and takes the agent in, while the recorder's parts import; no prompt, so no python-gdb helper
-    started = StartedGdb.start(config, prompt=False)
+    started = StartedGdb.start(config, prompt=False, early=early)
     config.start_background()  # the torch facts asked while gdb starts and the recorder's parts import
     from tracer.recorder import Recorder
     from tracer.recorder.shutdown import exit_code

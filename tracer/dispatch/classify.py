@@ -78,7 +78,15 @@ _RULES: list[tuple[str, str, str | None]] = [
     # The user's own TORCH_LIBRARY kernels have names of their own: see kernel_below_adapter().
 ]
 
-_COMPILED = [(layer, re.compile(name), re.compile(lib) if lib else None) for layer, name, lib in _RULES]
+
+
+@lru_cache(maxsize=None)
+def compiled_rules() -> list[tuple[str, re.Pattern, re.Pattern | None]]:
+    """The rules compiled, at the first frame classified rather than at import: their ~40 patterns were a fifth of
+    the agent's import inside gdb, which the target's start waits for (the agent compiles them while the target
+    starts, ``pttrace-warm``), and pttrace needs them only once hits come."""
+    return [(layer, re.compile(name), re.compile(lib) if lib else None) for layer, name, lib in _RULES]
+
 
 # Template adapters name the kernel they wrap: ``CompileTimeFunctionPointer<SIG, &TARGET>``.
 _TARGET_RE = re.compile(r"CompileTimeFunctionPointer<.*?, &([^>]+?)>")
@@ -143,7 +151,7 @@ def classify(function: str | None, library: str | None) -> str:
 
 def _match(name: str, library: str | None) -> str:
     lib = library or ""
-    for layer, name_re, lib_re in _COMPILED:
+    for layer, name_re, lib_re in compiled_rules():
         if lib_re is not None:
             if not lib or not lib_re.search(lib):
                 continue

@@ -7,15 +7,14 @@ to report".
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracer.session import records
 from tracer.errors import PttraceError
 from tracer.gdb.mi import GdbCommandError, MiConnection, MiResult
+from tracer.gdb.spawn import agent_import
 
-AGENT_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
 
 class AgentError(PttraceError):
@@ -45,24 +44,15 @@ class AgentStatus:
 
 
 class AgentLoading:
-    """The agent imported into gdb from a thread of its own as soon as gdb starts: gdb does it (~0.1-0.2 s of
-    its CPU) while pttrace does its own start-up, not after. ``wait`` raises what ``AgentLink.load`` raised."""
+    """The agent gdb imports as it starts (its command line's ``-ex``, spawn.gdb_argv): gdb does it (~0.1 s of its
+    CPU) while pttrace does its own start-up, not after. ``wait`` raises what ``AgentLink.load`` raises: the
+    import's error when it failed."""
 
     def __init__(self, mi: MiConnection):
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._load, args=(mi,), name="agent-load", daemon=True)
-        self._thread.start()
-
-    def _load(self, mi: MiConnection) -> None:
-        try:
-            AgentLink(mi).load()
-        except BaseException as exc:  # handed to wait(), in the thread that starts the recording
-            self._error = exc
+        self._mi = mi
 
     def wait(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
+        AgentLink(self._mi).load()
 
 
 class AgentLink:
@@ -76,8 +66,8 @@ class AgentLink:
             raise AgentError(f"`{command.split()[0]}` got no answer: {exc.message}") from exc
 
     def load(self) -> None:
-        """Import the agent into gdb's Python (it defines the ``pttrace-*`` commands)."""
-        self.mi.console(f"python import sys; sys.path.insert(0, {AGENT_PACKAGE_PARENT!r}); import tracer.gdb.agent")
+        """Import the agent into gdb's Python (it defines the ``pttrace-*`` commands), or check that it is there."""
+        self.mi.console(agent_import())
 
     def setup(self, config_path: Path) -> None:
         self.mi.console(f"pttrace-setup {config_path}")
@@ -164,6 +154,10 @@ class AgentLink:
         res = self._ask(f"pttrace-library-stops {rules_json}")
         if res.error:
             raise AgentError(f"the agent could not take the rules for library loads: {res.error}")
+
+    def warm(self) -> None:
+        """The agent does what its import left to first use (it runs while the target starts)."""
+        self._ask("pttrace-warm")
 
     def process_ready(self, inferior: int) -> None:
         self._ask(f"pttrace-process-ready {int(inferior)}")

@@ -18,6 +18,7 @@ from typing import Callable
 from tracer.errors import GdbNotFound, PermissionDenied, TargetError, UsageError
 from tracer.gdb.mi import MiConnection
 from tracer.recorder.agent_link import AgentLoading
+from tracer.gdb.spawn import EarlyGdb, gdb_argv, python_gdb_helper, spawn_gdb
 from tracer.settings import Settings, cache_dir
 
 log = logging.getLogger("pttrace.recorder")
@@ -72,24 +73,6 @@ def gdb_version(path: str) -> str:
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_GDB:
         raise GdbNotFound(f"{path} is {first or 'not a gdb'}; pttrace needs gdb {MIN_GDB[0]}.{MIN_GDB[1]} or newer.")
     return first.strip()
-
-
-GDB_AUTO_LOAD = "/usr/share/gdb/auto-load"  # where distributions install helpers (Debian's python3.X-dbg)
-
-
-def python_gdb_helper(python: str, auto_load: str = GDB_AUTO_LOAD) -> str | None:
-    """The interpreter's own ``python3.X-gdb.py``, the only script we let gdb auto-load: beside the
-    executable or its libpython (pyenv, source builds), or under gdb's auto-load directory, named by
-    the executable's path (Debian's ``python3.X-dbg``)."""
-    real = os.path.realpath(python)
-    candidates = [real + "-gdb.py"]
-    libdir = Path(real).parent.parent / "lib"
-    candidates += [str(p) for p in sorted(libdir.glob("libpython3*.so*-gdb.py"))]
-    candidates.append(auto_load + real + "-gdb.py")
-    for c in candidates:
-        if os.path.isfile(c):
-            return c
-    return None
 
 
 def executable(python: str) -> str:
@@ -225,25 +208,11 @@ def check_program(program: list[str]) -> None:
                          "here with this environment): pass them in a file instead.")
 
 
-def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[str]:
-    """gdb's command line; ``program``: the launched target's argv (None when attaching)."""
-    # -nx: no gdbinit from anywhere. The auto-load safe path is *replaced* by the interpreter's
-    # own helper (adding to it would keep gdb's defaults, e.g. /usr/share/gdb/auto-load): no other
-    # script beside any library is ever run. -iex, not -ex: it must hold before gdb reads a file.
-    argv = [gdb, "-nx", "-q", "--interpreter=mi3"]
-    if helper and ":" not in helper:  # the safe path is ':'-separated
-        argv += ["-iex", f"set auto-load safe-path {helper}"]
-    else:
-        argv += ["-iex", "set auto-load safe-path /nonexistent", "-iex", "set auto-load python-scripts off"]
-    if program is not None:
-        argv += ["--args", *program]
-    return argv
-
-
 @dataclass
 class StartedGdb:
-    """gdb started for a recording (and the agent's import into it under way): ``start`` makes it as early as
-    the command line allows, before pttrace imports the recorder's parts, so that the two overlap."""
+    """gdb started for a recording, the agent imported as it starts: ``start`` takes the gdb ``run``/``attach``
+    started first (spawn.EarlyGdb), or makes it, before pttrace imports the recorder's parts, so that the two
+    overlap."""
 
     python: str  # the interpreter, as an executable path (validate)
     gdb_version: str
@@ -252,48 +221,33 @@ class StartedGdb:
     agent: AgentLoading
 
     @classmethod
-    def start(cls, cfg, prompt: bool = True) -> "StartedGdb":
-        """Refuses bad input (``validate``) before anything starts. ``prompt``: the run has a gdb prompt (the
+    def start(cls, cfg, prompt: bool = True, early: EarlyGdb | None = None) -> "StartedGdb":
+        """Refuses bad input (``validate``), closing ``early``'s gdb then. ``prompt``: the run has a gdb prompt (the
         TUI's ``:``), where the interpreter's helper gives ``py-bt``; a headless run has none, and its gdb does not
         load the helper: pttrace reads Python frames itself (tracer/pyruntime), and compiling the helper's 71 KB
         of Python was ~0.06-0.08 s of gdb's start (load 3), which the target's start waits for."""
-        python = validate(cfg)
-        gdb = gdb_path(cfg.settings)
-        gversion = gdb_version(gdb)
+        try:
+            python = validate(cfg)
+            gdb = gdb_path(cfg.settings)
+            gversion = gdb_version(gdb)
+        except BaseException:
+            if early is not None:
+                early.close()
+            raise
         helper = python_gdb_helper(python)
         program = [python, *cfg.program()] if cfg.pid is None else None
-        mi = spawn_gdb(gdb_argv(gdb, helper if prompt else None, program), cfg.cwd)
+        argv = gdb_argv(gdb, helper if prompt else None, program)
+        if early is not None and early.argv != argv:  # not the gdb this run asks for (never seen; kept honest)
+            log.debug("the gdb started first was for %s; starting %s", early.argv, argv)
+            early.close()
+            early = None
+        log.debug("%s %s", "started" if early is not None else "starting", " ".join(argv))
+        mi = early.mi if early is not None else spawn_gdb(argv, cfg.cwd)
         return cls(python, gversion, helper, mi, AgentLoading(mi))
 
 
-def start_gdb(argv: list[str], cwd: str | None, settings: Settings) -> MiConnection:
-    return set_up_gdb(spawn_gdb(argv, cwd), settings)
-
-
-def spawn_gdb(argv: list[str], cwd: str | None) -> MiConnection:
-    """gdb started: it loads while pttrace does its own start-up (set_up_gdb then waits for it)."""
-    env = dict(os.environ)
-    env["SHELL"] = "/bin/sh"
-    env.pop("DEBUGINFOD_URLS", None)  # never fetch anything over the network
-    log.debug("starting %s", " ".join(argv))
-    return MiConnection(argv, cwd=cwd, env=env)
-
-
 def set_up_gdb(mi: MiConnection, settings: Settings) -> MiConnection:
-    """gdb set for pttrace: asynchronous MI, no pager or questions, pending breakpoints, the DWARF
-    index cache in pttrace's cache directory, our debug directories after its own."""
-    for setting in ("mi-async on", "pagination off", "confirm off", "breakpoint pending on",
-                    "print thread-events off"):
-        mi.command(f"-gdb-set {setting}")
-    # DWARF indexes of debug builds are reused across runs, in pttrace's own cache directory.
-    index_cache = cache_dir() / "gdb-index"
-    try:
-        index_cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        log.debug("no gdb index cache in %s: %s", index_cache, exc)
-    else:
-        mi.console(f"set index-cache directory {index_cache}", check=False)
-        mi.console("set index-cache enabled on", check=False)
+    """Our debug directories after gdb's own (the rest of gdb's set-up is on its command line, gdb_argv)."""
     if settings.debug_dirs:
         res = mi.console("show debug-file-directory", check=False)
         m = re.search(r'"(.*)"', "".join(res.console))

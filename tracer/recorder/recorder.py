@@ -29,6 +29,7 @@ from tracer.recorder.libraries import LibraryPolicy
 from tracer.recorder.notices import Notices
 from tracer.recorder.outcome import Outcome
 from tracer.recorder.processes import ProcessTable
+from tracer.gdb.spawn import EarlyGdb
 from tracer.recorder.reactions import Reactions
 from tracer.recorder.watchdog import QUIET, Watchdog
 from tracer.session import storage
@@ -46,9 +47,10 @@ class Recorder:
     the controller, the reactions, the ending and the exec'd children's recorders are built."""
 
     def __init__(self, config: TraceConfig, listener: Listener | None = None,
-                 started: launch.StartedGdb | None = None):
+                 started: launch.StartedGdb | None = None, early: EarlyGdb | None = None):
         self.config = config
         self._started = started  # gdb started before this module was imported (run_batch), or None
+        self._early = early  # or the gdb `run`/`attach` started first, not checked yet (the TUI's)
         self.python = config.python
         self.outcome = Outcome()
         self._files: SessionFiles | None = None
@@ -141,7 +143,7 @@ class Recorder:
         cfg = self.config
         # gdb loads and imports the agent (~0.1 s and ~0.1-0.2 s of its CPU) while the interpreter tells its
         # versions and where torch is (two more interpreters, ~0.1 s each): all at once.
-        started = self._started or launch.StartedGdb.start(cfg)
+        started = self._started or launch.StartedGdb.start(cfg, early=self._early)
         cfg.start_background()
         self.python, gversion, helper, self.mi = started.python, started.gdb_version, started.helper, started.mi
         try:
@@ -240,6 +242,8 @@ class Recorder:
                 ending.finish_target()
                 return self._close()
             mi.command("-exec-run" if self.config.pid is None else "-exec-continue")
+            if self.parts is not None:
+                self.parts.agent.warm()  # while the target starts, not at its first hit
             self.main.state = "running"
             self.notices.emit(TargetStateChanged("running"))
             quiet_since = checked = time.monotonic()

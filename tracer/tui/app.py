@@ -368,10 +368,17 @@ def make_app(source: EventSource) -> PttraceApp:
     return PttraceApp(source)
 
 
-def run_live(config) -> int:
-    """``pttrace run``/``attach`` on a terminal: record with the TUI on screen."""
+def run_live(config, early=None) -> int:
+    """``pttrace run``/``attach`` on a terminal: record with the TUI on screen. ``early``: the gdb the command
+    started first (tracer/gdb/spawn.py), which the recorder takes, or None."""
     # Hits as events; the target's output goes to its pane, not over the screen.
-    source = LiveSource(dataclasses.replace(config, live=True, forward_output=False, forward_input=False))
+    live = dataclasses.replace(config, live=True, forward_output=False, forward_input=False)
+    if early is None:
+        source = LiveSource(live)
+    else:
+        from tracer.recorder import Recorder
+
+        source = LiveSource(live, engine_factory=lambda cfg, listener: Recorder(cfg, listener, early=early))
     app = make_app(source)
 
     signalled: list[str] = []
@@ -397,6 +404,8 @@ def run_live(config) -> int:
         for signum, handler in old.items():
             signal.signal(signum, handler)
         source.stop("quit", timeout=10.0)  # never leave gdb or a launched target behind
+        if early is not None and source.engine is None:  # quit before the recording took the gdb started first
+            early.close()
     if source.error is not None:
         raise source.error
     if app.source_crash is not None:  # a bug, not bad input: its traceback, as headless runs show it

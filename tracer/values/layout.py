@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 
-from tracer import probes, settings
 from tracer.elfparts import file_build_id as build_id
 
 FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
@@ -348,6 +347,8 @@ def establish(python: str, libraries: list[str], cache_dir: Path | None, pythonp
     report = run_probe(python, pythonpath, timeout)
     layout = from_probe(report, include_dir(libraries))
     if path is not None:
+        from tracer import settings  # pttrace's side only: the agent inside gdb reads layouts, never writes them
+
         settings.write_cache_file(path, layout.to_json(), ".layout-")
     return layout
 
@@ -355,6 +356,8 @@ def establish(python: str, libraries: list[str], cache_dir: Path | None, pythonp
 def run_probe(python: str, pythonpath: str | None = None, timeout: float = 120) -> dict:
     """The probe's report, run by ``python`` (which must import torch). Raises LayoutUnknown."""
     import subprocess
+
+    from tracer import probes  # pttrace's side only, as settings above
 
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     if pythonpath:
