@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from typing import TYPE_CHECKING, Callable
 
 from tracer.session import records, storage
@@ -30,6 +29,12 @@ FOLLOW_SETTINGS = ("detach-on-fork off", "follow-fork-mode parent", "schedule-mu
 # A vfork's child runs another program at once (subprocess, multiprocessing's spawn and forkserver): it is
 # taken through its exec alone (exec_hold.py), from the vfork to gdb's exec event.
 FOLLOW_CATCHES = ("catch vfork", "catch exec")
+
+
+def _host() -> str:
+    """This machine's name, as socket.gethostname() gives it on Linux (uname's nodename), without importing
+    socket: its import, ~3 ms, was on the way to the target's start."""
+    return os.uname().nodename
 
 
 def parent_of(pid: int) -> int | None:
@@ -75,7 +80,7 @@ class ProcessTable:
         argv = cmdline(pid)
         self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, inferior=inferior.number,
                                     started=storage.now_iso(), attached=True if inferior.attached else None,
-                                    host=socket.gethostname()))
+                                    host=_host()))
 
     def exited(self, group: str, exit_code: int | None = None, signal: str | None = None) -> None:
         inferior = self.inferiors.get(group)
@@ -107,7 +112,7 @@ class ProcessTable:
     def adopted(self, pid: int, argv: list[str]) -> None:
         """A child gdb never announced (its fork event lost: watchdog.py), handed to a recorder of its own."""
         self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, started=storage.now_iso(),
-                                    host=socket.gethostname()))
+                                    host=_host()))
 
     def group_of_number(self, number: int) -> Inferior | None:
         return self.inferiors.get(f"i{number}")

@@ -10,7 +10,6 @@ recorder's own threads.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -67,7 +66,7 @@ class Recorder:
         self._watchdog: Watchdog | None = None
         self.stop_requested: str | None = None
         self._finished = threading.Event()
-        self._tmp = tempfile.TemporaryDirectory(prefix="pttrace-")
+        self._tmp = launch.AgentDir()
 
     def _writer(self) -> storage.SessionWriter | None:
         return self._files.writer if self._files is not None else None
@@ -180,7 +179,7 @@ class Recorder:
         for note in cfg.notes:
             self.warn(note)
         launch.set_up_gdb(mi, cfg.settings)
-        self.parts = startup.prepare_gdb(mi, cfg, self.python, files.path, Path(self._tmp.name), notices.emit,
+        self.parts = startup.prepare_gdb(mi, cfg, self.python, files.path, self._tmp.path, notices.emit,
                                          notices.warn, agent)
         self._wire(mi, self.parts, files)
         assert self.control is not None and self._reactions is not None
