@@ -77,7 +77,7 @@ def test_every_operator_header_of_the_wheel_is_located():
     ops_dir = H.include_dir(str(TORCH))
     unknown = {}
     count = 0
-    for header in sorted(ops_dir.glob("*_ops.h")):
+    for header in sorted(Path(ops_dir).glob("*_ops.h")):
         for (struct, method), sig in H._header(str(header)).items():
             count += 1
             params = tuple(H.demangled(t) for t in sig.types)

@@ -10,13 +10,16 @@ parameter types are the demangled name's. Standard library only: the agent reads
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from tracer.dispatch.op_headers import _param, same_type
 from tracer.text.cxxtext import split_top
+
+# pathlib is not imported: these run inside gdb too, where its import (with urllib.parse and ipaddress) was
+# ~6% of the agent's, which gdb does before the target may start; paths are os.path strings here.
 
 _SUFFIX = {"native": "_native.h", "meta": "_meta.h"}  # at::<ns> -> its headers' suffix; others: _<ns>_dispatch.h
 _STRUCT = re.compile(r"struct TORCH_API (\w+)[^{;]*\{(.*?)\n\};", re.S)
@@ -40,10 +43,11 @@ class Declaration:
 def _parse(path: str) -> dict[tuple[str | None, str], list[Declaration]]:
     """(struct or None, function) -> its declarations in the header at ``path``."""
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
     except OSError:
         return {}
-    shown = "/".join(Path(path).parts[-3:])
+    shown = "/".join(path.split(os.sep)[-3:])
     out: dict[tuple[str | None, str], list[Declaration]] = {}
     spans = []
     for s in _STRUCT.finditer(text):
@@ -69,14 +73,14 @@ def _add(out: dict, struct: str | None, m: re.Match, member: bool, where: str) -
         Declaration(returns, tuple(n for _, n in params), tuple(t for t, _ in params), member, where))
 
 
-def _headers(ops_dir: Path, namespace: str, token: str) -> list[Path]:
+def _headers(ops_dir: str, namespace: str, token: str) -> list[str]:
     suffix = _SUFFIX.get(namespace, f"_{namespace}_dispatch.h")
     op = re.sub(r"^(?:structured_)?(?:ufunc_)?", "", token)
     cuts = [len(op)] + [i for i in range(len(op) - 1, 0, -1) if op[i] == "_"]
-    return [p for p in (ops_dir / f"{op[:cut]}{suffix}" for cut in cuts) if p.is_file()]
+    return [p for p in (os.path.join(ops_dir, f"{op[:cut]}{suffix}") for cut in cuts) if os.path.isfile(p)]
 
 
-def find(ops_dir: Path | None, qualified: str, params: tuple[str, ...]) -> Declaration | None:
+def find(ops_dir: str | None, qualified: str, params: tuple[str, ...]) -> Declaration | None:
     """The declaration of ``qualified`` (``at::native::structured_sigmoid_out::impl``, ``at::cpu::add``)
     whose parameter types are ``params`` (as demangled); None if no header declares one."""
     if ops_dir is None:
@@ -91,7 +95,7 @@ def find(ops_dir: Path | None, qualified: str, params: tuple[str, ...]) -> Decla
     else:
         return None
     for path in _headers(ops_dir, comps[1], struct or function):
-        for decl in _parse(str(path)).get((struct, function), ()):
+        for decl in _parse(path).get((struct, function), ()):
             if len(decl.types) == len(params) and all(same_type(a, b) for a, b in zip(decl.types, params)):
                 return decl
     return None

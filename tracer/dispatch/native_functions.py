@@ -18,9 +18,11 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from tracer.text.cxxtext import split_top
+
+# pathlib is not imported: these run inside gdb too, where its import (with urllib.parse and ipaddress) was
+# ~6% of the agent's, which gdb does before the target may start; paths are os.path strings here.
 
 YAML_IN_SITE_PACKAGES = ("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
 # A key whose kernels torchgen generates as structured kernels when the operator is structured;
@@ -82,13 +84,15 @@ class NativeEntry:
         return f"{cpp}_{self.overload}" if self.overload else cpp
 
 
-def yaml_path(libraries: list[str]) -> Path | None:
+def yaml_path(libraries: list[str]) -> str | None:
     """The file of the torch whose ``torch/lib`` holds one of ``libraries``; None if it is not there."""
     for lib in libraries:
-        parts = Path(os.path.realpath(lib)).parts
+        real = os.path.realpath(lib)
+        parts = real.split(os.sep)
         if len(parts) >= 3 and parts[-3] == "torch" and parts[-2] == "lib":
-            candidate = Path(*parts[:-3], *YAML_IN_SITE_PACKAGES)
-            if candidate.is_file():
+            site = os.path.dirname(os.path.dirname(os.path.dirname(real)))
+            candidate = os.path.join(site, *YAML_IN_SITE_PACKAGES)
+            if os.path.isfile(candidate):
                 return candidate
     return None
 

@@ -13,9 +13,11 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from tracer.text.cxxtext import split_top
+
+# pathlib is not imported: these run inside gdb too, where its import (with urllib.parse and ipaddress) was
+# ~6% of the agent's, which gdb does before the target may start; paths are os.path strings here.
 
 _STRUCT = re.compile(r"struct TORCH_API (\w+) \{(.*?)\n\};", re.S)
 _METHOD = re.compile(r"^\s*static ([^\n]+?) (call|redispatch)\(([^;]*?)\);", re.M)
@@ -30,14 +32,15 @@ class OpSignature:
     types: tuple[str, ...]  # as written: ``const at::Tensor &``
 
 
-def include_dir(library: str | None) -> Path | None:
+def include_dir(library: str | None) -> str | None:
     """``torch/include`` of the torch whose ``torch/lib`` holds ``library``; None if it is not there."""
     if not library:
         return None
-    parts = Path(os.path.realpath(library)).parts
+    real = os.path.realpath(library)
+    parts = real.split(os.sep)
     if len(parts) >= 3 and parts[-2] == "lib" and parts[-3] == "torch":
-        candidate = Path(*parts[:-2], "include", "ATen", "ops")
-        if candidate.is_dir():
+        candidate = os.path.join(os.path.dirname(os.path.dirname(real)), "include", "ATen", "ops")
+        if os.path.isdir(candidate):
             return candidate
     return None
 
@@ -51,7 +54,8 @@ def _param(text: str) -> tuple[str, str]:
 @lru_cache(maxsize=512)
 def _header(path: str) -> dict[tuple[str, str], OpSignature]:
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
     except OSError:
         return {}
     out = {}
@@ -63,7 +67,7 @@ def _header(path: str) -> dict[tuple[str, str], OpSignature]:
     return out
 
 
-def signature(ops_dir: Path | None, struct: str, method: str) -> OpSignature | None:
+def signature(ops_dir: str | None, struct: str, method: str) -> OpSignature | None:
     """``at::_ops::<struct>::<method>`` (``call`` or ``redispatch``) as declared; None if no header says.
     The header is named after the operator, which is the struct's name or a prefix of it cut at an
     underscore (``add_Tensor`` in ``add_ops.h``): the longest such header that declares it."""
@@ -71,8 +75,8 @@ def signature(ops_dir: Path | None, struct: str, method: str) -> OpSignature | N
         return None
     cuts = [len(struct)] + [i for i in range(len(struct) - 1, 0, -1) if struct[i] == "_"]
     for cut in cuts:
-        path = ops_dir / f"{struct[:cut]}_ops.h"
-        found = _header(str(path)).get((struct, method)) if path.is_file() else None
+        path = os.path.join(ops_dir, f"{struct[:cut]}_ops.h")
+        found = _header(path).get((struct, method)) if os.path.isfile(path) else None
         if found is not None:
             return found
     return None
@@ -116,7 +120,7 @@ def same_type(declared: str, demangled_name: str) -> bool:
     return demangled(declared) == demangled(demangled_name)
 
 
-def matching(ops_dir: Path | None, tokens: list[str], params: tuple[str, ...]) -> OpSignature | None:
+def matching(ops_dir: str | None, tokens: list[str], params: tuple[str, ...]) -> OpSignature | None:
     """The first ``call``/``redispatch`` of the structs ``tokens`` name whose parameter types are ``params``:
     a kernel registered for an operator has its signature (a wrapper names no return type of its own)."""
     for token in tokens:

@@ -13,8 +13,14 @@ from tracer.gdb.mi import GdbCommandError, MiConnection
 from tracer.recorder.agent_link import AgentLink
 from tracer.recorder.inferiors import Inferior
 from tracer.recorder.libraries import LibraryPolicy
-from tracer.recorder.prompt import Answer, GdbPrompt, Place, as_gdb_line, classify, needs_symbols
 from tracer.session.model import Frame, Hit, RecordError, Thread, objects
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tracer.recorder.prompt import Answer, Place
+
+# tracer.recorder.prompt (the TUI's gdb prompt: five dataclasses and three patterns) is imported when a line is
+# typed, not with the recorder: its import was ~3% of pttrace's work before the target may start.
 
 
 class Controller:
@@ -87,6 +93,8 @@ class Controller:
         (``prompt.classify``: plain, resuming, continuing). A refused line raises ``UsageError``. ``say``
         shows a note at once, before gdb runs the line again (what a call prints in the target comes
         while it runs, before gdb's answer)."""
+        from tracer.recorder.prompt import GdbPrompt, as_gdb_line, classify, needs_symbols
+
         kind = classify(line).name
         if kind == "refused":
             raise UsageError(classify(line).why + ".")
@@ -118,6 +126,8 @@ class Controller:
 
     def threads(self):
         """Every thread of the stopped processes (``prompt.ThreadRow``), gdb's selected one marked."""
+        from tracer.recorder.prompt import GdbPrompt
+
         return GdbPrompt(self._mi).threads()
 
     def select_thread(self, thread_id: str) -> Hit | None:
@@ -130,6 +140,8 @@ class Controller:
         return self.snapshot()
 
     def gdb_complete(self, text: str) -> list[str]:
+        from tracer.recorder.prompt import GdbPrompt
+
         return GdbPrompt(self._mi).complete(text)
 
     def interrupt(self) -> None:

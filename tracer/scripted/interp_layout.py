@@ -30,9 +30,14 @@ import struct
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from tracer.values.layout import build_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+# pathlib is imported where a Path is made (pttrace's side): this module runs inside gdb too (values.layout
+# says why it keeps pathlib out of the agent's import).
 
 FORMAT = 2
 TLS_SYMBOL = b"_ZN5torch3jitL18tls_int_state_ptr_E"
@@ -140,6 +145,7 @@ def header_offsets(include: str, compiler: str = "g++", timeout: float = 900) ->
     """The FIELDS and SIZES compiled against ``include``. Raises ValueError with why."""
     import subprocess  # here, as below: the agent inside gdb imports this module, and needs neither
     import tempfile
+    from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="pttrace-ts-") as tmp:
         src, asm = Path(tmp, "probe.cpp"), Path(tmp, "probe.s")
@@ -225,6 +231,8 @@ def start_establishing(libtorch_cpu: str, include: str, cache_dir: Path) -> Path
     """Establish the layout in a process of its own (``python -m tracer.scripted.interp_layout``), which
     outlives a short run so that the next one finds it cached; one at a time per build (a lock file with
     its pid). Returns where the layout will be written, or None when it cannot be."""
+    from pathlib import Path
+
     path = cache_path(libtorch_cpu, cache_dir)
     if path is None:
         return None
@@ -276,6 +284,8 @@ def _holder_alive(lock: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     """``LIBTORCH_CPU INCLUDE CACHE_DIR LOCK``: establish and cache, then drop the lock."""
+    from pathlib import Path
+
     libtorch_cpu, include, cache_dir, lock = argv
     try:
         establish(libtorch_cpu, include, Path(cache_dir))

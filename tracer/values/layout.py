@@ -22,12 +22,22 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property
-from pathlib import Path
 
 from tracer.elfparts import file_build_id as build_id
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+# pathlib is not imported: this module runs inside gdb too (the agent reads values with its layouts), where
+# pathlib's import (with urllib.parse and ipaddress) was ~6% of the agent's, before the target may start.
+
+
+def _read(include: str, rel: str) -> str:
+    with open(os.path.join(include, rel), errors="replace") as fh:
+        return fh.read()
+
 FORMAT = 7  # a new field in TorchLayout: a new format, so cached layouts are made again
-_PROBE = Path(__file__).with_name("probe.py")
+_PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 # torch's names for DeviceType, Layout and MemoryFormat enumerators (``str(torch.device)``, ``torch.strided``).
 _DEVICE_NAMES = {"PrivateUse1": "privateuseone"}
 _LAYOUT_NAMES = {"Strided": "strided", "Sparse": "sparse_coo", "SparseCsr": "sparse_csr", "Mkldnn": "_mkldnn",
@@ -193,7 +203,7 @@ def from_probe(report: dict, include: str | None) -> TorchLayout:
     if t.get("autograd_meta") is not None and report.get("extra_meta_null") and include:
         # The header puts extra_meta_ right after autograd_meta_, and the symbolic sizes first in ExtraMeta.
         try:
-            text = Path(include, "c10/core/TensorImpl.h").read_text(errors="replace")
+            text = _read(include, "c10/core/TensorImpl.h")
         except OSError:
             text = ""
         if re.search(r"autograd_meta_ = nullptr;\s*(?:(?:protected:|public:|private:|//[^\n]*)\s*)*"
@@ -240,7 +250,7 @@ def header_enums(include: str) -> dict:
     for key, enum, candidates in _ENUM_FILES:
         for rel in candidates:
             try:
-                text = Path(include, rel).read_text(errors="replace")
+                text = _read(include, rel)
             except OSError:
                 continue
             entries = parse_enum(text, enum)
@@ -259,7 +269,7 @@ def header_enums(include: str) -> dict:
     # union is aligned as its most aligned member; c10::complex<T> is declared alignas(2 * sizeof(T)).
     for rel in _COMPLEX_FILES:
         try:
-            text = Path(include, rel).read_text(errors="replace")
+            text = _read(include, rel)
         except OSError:
             continue
         out["scalar_value"] = 16 if re.search(r"struct\s+alignas\(\s*sizeof\(T\)\s*\*\s*2\s*\)\s+complex", text) else 8
