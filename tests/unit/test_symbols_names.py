@@ -53,6 +53,14 @@ def test_clone_suffixes_are_split_off_and_cold_is_recognised():
     assert not names.parse("torch::cpu::initModule(_object*) [clone .isra.0]").cold
 
 
+@pytest.mark.parametrize("name", [PYBIND_COLD, "initModule.cold", "initModule.cold.12", "foo.part.0.isra.0",
+                                  "torch::cpu::initModule(_object*) [clone .isra.0]", "at::foo(int) [clone .cold.3]",
+                                  " f(int) [clone .cold] ", "coldfn", "a::cold(int)", "x.coldish", ""])
+def test_is_cold_says_what_parse_says(name):
+    """symbol_at asks is_cold of every symbol it names, instead of taking the whole name apart."""
+    assert names.is_cold(name) == names.parse(name).cold
+
+
 @pytest.mark.parametrize(
     "query, demangled, expected",
     [

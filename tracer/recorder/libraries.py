@@ -299,12 +299,23 @@ class LibraryPolicy:
             if refused is None:
                 self.cfi_libs.add(path)
                 self.loaded.add(path)
+                if os.path.realpath(path) in self._break_libraries():
+                    self._read_ahead(path)  # a hit's innermost frame is there: named by our index at the end
                 return True
             self._warn(f"gdb refused the unwind-table copy of {os.path.basename(path)} ({refused}); it reads its symbols")
         wanted = {os.path.basename(b["library"]) for b in self.address_breakpoints if not b.get("plt")}
         if os.path.basename(path) in wanted:
             self.load_symbols([path])
         return False
+
+    def _read_ahead(self, path: str) -> None:
+        """Our index names this library's frames (fill records): what naming the first one reads, read on a
+        thread of its own while the target runs, not at the session's end. Only a library a breakpoint is in:
+        libtorch_cpu.so's table is ~25 MB of pttrace's peak memory while it is read, which a run whose stacks
+        never pass through it (``--break initModule``) would pay for nothing."""
+        from tracer.symbols import read_ahead
+
+        threading.Thread(target=read_ahead, args=(path,), name="index-read-ahead", daemon=True).start()
 
     def _symbols_instead_of_cfi(self, path: str) -> None:
         self.agent.cfi_drop(path)

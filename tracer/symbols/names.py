@@ -51,7 +51,17 @@ class ParsedName:
 
     @property
     def cold(self) -> bool:
-        return any(c == ".cold" or c.startswith(".cold.") for c in self.clones)
+        return _cold(self.clones)
+
+
+def _cold(clones: tuple[str, ...]) -> bool:
+    return any(c == ".cold" or c.startswith(".cold.") for c in clones)
+
+
+def is_cold(name: str) -> bool:
+    """``parse(name).cold`` without taking the rest of the name apart: naming a frame asks it of every symbol
+    it finds, and torch's template names run to thousands of characters."""
+    return _cold(split_clones(name.strip())[1])
 
 
 def split_clones(name: str) -> tuple[str, tuple[str, ...]]:

@@ -45,6 +45,7 @@ from tracer.gdb.agent.hits import defer_for, missing_symbols, record_hit, thread
 from tracer.gdb.agent.libstops import LoadedLibraries, Rules, r_debug_address
 from tracer.gdb.agent.log import LOG, open_log
 from tracer.gdb.agent.osnames import OS_NAMES
+from tracer.gdb.agent.prefetch import PREFETCH
 from tracer.gdb.agent.processes import EXEC_FUNCTIONS, PROCESSES, QUIET, ExecWatch
 from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.repeat import EPOCH, REPEATS
@@ -106,6 +107,7 @@ def _setup(arg: str) -> None:
     for spec in cfg.get("breakpoints", []):
         add_breakpoint(spec)
     breakpoints.place_address_breakpoints()
+    PREFETCH.start()  # the interpreter's units gdb will read at the first hit, read while the target runs
     LOG.info("set up: session %s, mode %s, %d address breakpoints", OUT.path, STATE.mode, len(BREAKPOINTS.unplaced))
 
 
