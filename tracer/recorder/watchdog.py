@@ -48,16 +48,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pttrace.recorder")
 
-# Seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken: 0.1 s the first time,
-# doubled after each wake-up that changed nothing, up to 1 s. A fork storm of 100 children stalled gdb 10 to
-# 60 times a run (load 2-8), most of them (see WAKE_UPS) over after one wake-up: with a fixed 0.5 s (after
-# 0.5 s of quiet) each cost ~1 s, and the run took 8 to 68 s; a SIGCHLD too many is harmless.
-WAKE_AFTER, WAKE_AFTER_MAX = 0.1, 1.0
-# Wake-ups that change nothing (gdb says nothing after them) before the stop counts as lost: measured, gdb
-# went on after 1 to 10 in a row (105 stalls over 25 200-child runs, beside another storm on 2 cores: 53
-# after one, 37 after two or three), and a rescue hands processes to gdbs of their own. (An
-# -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in ptrace stops.)
-WAKE_UPS = 20
+# Seconds every held thread must sit in a ptrace stop, gdb idle, before gdb is woken (again). Each wake-up
+# takes gdb on with some chance, not after some time: a 100-child storm's stalls (beside another storm, load
+# 4-6) ended after 1, 2, 3... wake-ups, whatever their spacing (~1.2, 2.2, 3.1 s apart at the former 0.5 s
+# after 0.5 s of quiet; ~0.7, 1.4, 2.3 s doubling from 0.1 s), so they come at this pace, 0.1 s after the
+# last (~0.3 s a wake-up with the look's own pace): a SIGCHLD too many is harmless.
+WAKE_AFTER = 0.1
+# Wake-ups that change nothing (gdb says nothing after them) for this long before the stop counts as lost:
+# measured, gdb went on after 1 to 10 in a row 0.9-1 s apart (105 stalls over 25 200-child runs, beside
+# another storm on 2 cores: 53 after one, 37 after two or three), and a rescue hands processes to gdbs of
+# their own. (An -exec-interrupt after them changed nothing either: gdb sends SIGINT to processes all in
+# ptrace stops.)
+WAKING_FOR = 20.0
 STUCK_FOR = 3.0  # seconds stuck after the last of them before the rescue (rescue.py) takes the run on
 CHECK_EVERY = 0.1  # seconds between two looks (a look reads /proc/*/status: ~5 ms with 300 processes)
 QUIET = 0.2  # seconds without a word from gdb before the recorder's loop asks for a look
@@ -130,6 +132,7 @@ class Watchdog:
         self._last = 0.0
         self._heard = 0.0  # when gdb last said something (the recorder's quiet_since)
         self._woken = 0  # wake-ups since gdb last said something
+        self._woken_since = 0.0  # when the first of them was
         self.wake_ups = 0  # every wake-up of the run (the log says each)
         self.rescues = 0
 
@@ -155,8 +158,8 @@ class Watchdog:
         if self._look is None or self._look.gdb_cpu != gdb[1]:
             self._look = _Look(gdb[1], now)
             return False
-        if self._woken < WAKE_UPS:
-            if now - self._look.since >= min(WAKE_AFTER * 2 ** self._woken, WAKE_AFTER_MAX):
+        if not self._woken or now - self._woken_since < WAKING_FOR:
+            if now - self._look.since >= WAKE_AFTER:
                 self._wake(held)
             return False
         if now - self._look.since < STUCK_FOR:
@@ -173,6 +176,8 @@ class Watchdog:
     def _wake(self, held: list[int]) -> None:
         """gdb missed the SIGCHLD of events that wait for it: another one makes its event loop collect them."""
         self._look = None  # stuck again for WAKE_AFTER before the next one
+        if not self._woken:
+            self._woken_since = time.monotonic()
         self._woken += 1
         self.wake_ups += 1
         log.info("gdb idle while every process it holds (%s) sits in a ptrace stop: woken (SIGCHLD), wake-up %d",
