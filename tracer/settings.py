@@ -1,7 +1,7 @@
 """pttrace's switches: one frozen object, built once from the environment and the command line.
 
 Every ``PTTRACE_*`` variable is read here and nowhere else (the agent inside gdb gets its part in
-its configuration file). ``current()`` is what library code asks; the CLI installs the object it built
+its configuration file), but for the two gdb's start needs before this module is imported (tracer/startenv.py). ``current()`` is what library code asks; the CLI installs the object it built
 from its flags with ``install()``, so a flag always wins over the variable of the same switch.
 """
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from collections.abc import Mapping  # not typing's: `pttrace where` would import typing for it
+
+from tracer.startenv import cache_root, gdb_command  # noqa: F401 (gdb's start reads them before the settings)
 
 TYPE_CHECKING = False  # not typing's (see above); mypy still reads the block
 if TYPE_CHECKING:
@@ -120,12 +122,6 @@ class Settings:
         return self.cfi and not self.all_symbols
 
 
-def gdb_command(flag: str | None, env: Mapping[str, str] | None = None) -> str:
-    """The gdb to run: ``--gdb``'s value, else ``$PTTRACE_GDB``, else gdb (read before the settings are built:
-    gdb starts first, tracer/gdb/spawn.py)."""
-    return flag or (os.environ if env is None else env).get("PTTRACE_GDB") or "gdb"
-
-
 _installed: Settings | None = None
 
 
@@ -149,12 +145,6 @@ def source_dir() -> str | None:
 def debug_dirs() -> tuple[str, ...]:
     """``current().debug_dirs``, likewise."""
     return _installed.debug_dirs if _installed is not None else _paths(os.environ, _DEBUG_DIRS)
-
-
-def cache_root() -> str:
-    """pttrace's cache: ``$XDG_CACHE_HOME/pttrace``, default ``~/.cache/pttrace``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pttrace")
 
 
 def cache_dir() -> Path:

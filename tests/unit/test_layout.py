@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sources", "scripted"),
     ("session", "dispatch", "values"),
     ("pyruntime", "symbols"),
-    ("text", "errors", "settings", "logs", "elfparts", "probes", ""),  # "": tracer/__init__.py (the version)
+    ("text", "errors", "settings", "startenv", "logs", "elfparts", "probes", ""),  # "": tracer/__init__.py (the version)
 )
 
 # Where each third-party package may be imported (a package of tracer/, with its subpackages).

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from tracer.gdb.mi import GdbCommandError, MiConnection, mi_quote
+from tracer.gdb.spawn import start_process
 
 FAKE_GDB = textwrap.dedent(r'''
     import sys
@@ -37,7 +38,7 @@ FAKE_GDB = textwrap.dedent(r'''
 def conn(tmp_path):
     script = tmp_path / "fakegdb.py"
     script.write_text(FAKE_GDB)
-    c = MiConnection([sys.executable, str(script)])
+    c = MiConnection(start_process([sys.executable, str(script)], None, None))
     yield c
     c.close()
 

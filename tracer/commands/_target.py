@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 
 from tracer.errors import UsageError
 
@@ -13,13 +12,24 @@ from tracer.errors import UsageError
 _FIND_TOP = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
 
 
-@dataclass(frozen=True)
 class Target:
-    """The program after the interpreter: ``kind`` "script" (``value`` its path), "module" or "code"."""
+    """The program after the interpreter: ``kind`` "script" (``value`` its path), "module" or "code". A plain
+    class, not a dataclass: it is made before gdb starts, and the dataclasses module's import (with inspect and
+    ast) was ~15% of pttrace's work before gdb's start."""
 
-    kind: str
-    value: str
-    args: tuple[str, ...] = ()
+    __slots__ = ("kind", "value", "args")
+
+    def __init__(self, kind: str, value: str, args: tuple[str, ...] = ()):
+        self.kind, self.value, self.args = kind, value, args
+
+    def __repr__(self) -> str:
+        return f"Target({self.kind!r}, {self.value!r}, {self.args!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and (self.kind, self.value, self.args) == (other.kind, other.value, other.args)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.value, self.args))
 
     def argv(self) -> list[str]:
         """What follows the interpreter on its command line."""

@@ -5,7 +5,6 @@ import argparse
 import math
 import signal
 import sys
-from pathlib import Path
 
 from tracer.errors import SessionError, UsageError
 
@@ -18,7 +17,8 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-hits", type=int, default=0, metavar="N", help="stop after N recorded hits")
     p.add_argument("--max-depth", type=int, default=256, metavar="N",
                    help="record at most N frames per hit, innermost first (default 256)")
-    p.add_argument("--session-dir", type=Path, default=None, metavar="DIR",
+    # Paths stay strings until the settings are built (settings_from): pathlib is not imported before gdb starts.
+    p.add_argument("--session-dir", default=None, metavar="DIR",
                    help="where sessions are written (default: $PTTRACE_SESSION_DIR, else sessions/)")
     p.add_argument("--batch", action="store_true", help="record headless and print a summary (no TUI)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the session path at the end")
@@ -50,21 +50,25 @@ def add_common_trace_options(p: argparse.ArgumentParser) -> None:
     add_source_dir(g)  # for the TUI's source pane
     g.add_argument("--verbose", "-v", action="store_const", const=True, default=None,
                    help="log what pttrace asks gdb and why the target stops, on stderr")
-    g.add_argument("--log", dest="log_file", type=Path, default=None, metavar="FILE",
+    g.add_argument("--log", dest="log_file", default=None, metavar="FILE",
                    help="write that log to FILE (whether or not --verbose is given)")
 
 
 def settings_from(args: argparse.Namespace):
     """The settings of this run: the environment's, the flags over them; installed for every module."""
+    from pathlib import Path
+
     from tracer import settings
     from tracer.commands._sources import checked_source_dir
     from tracer.logs import configure_logging
 
     s = settings.Settings.from_environment(
-        gdb=args.gdb, session_dir=args.session_dir, all_symbols=args.all_symbols, cfi=args.cfi,
+        gdb=args.gdb, session_dir=None if args.session_dir is None else Path(args.session_dir),
+        all_symbols=args.all_symbols, cfi=args.cfi,
         cfi_libs=tuple(args.cfi_libs) if args.cfi_libs else None, break_by_name=args.break_by_name,
         debug_dirs=tuple(args.debug_dirs) if args.debug_dirs else None,
-        source_dir=checked_source_dir(args), verbose=args.verbose, log_file=args.log_file)
+        source_dir=checked_source_dir(args), verbose=args.verbose,
+        log_file=None if args.log_file is None else Path(args.log_file))
     settings.install(s)
     configure_logging(s.verbose, s.log_file)
     return s

@@ -81,17 +81,10 @@ def mi_quote(text: str) -> str:
 class MiConnection:
     """Owns one gdb process speaking MI3 on its stdin/stdout."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None):
-        # A new session: a Ctrl-C in the user's terminal must reach pttrace, not gdb or the target.
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
+    def __init__(self, proc: subprocess.Popen):
+        """``proc``: gdb started on pipes (spawn.start_process), before this module was imported: its first output
+        waits in the pipe until the readers start here."""
+        self.proc = proc
         self._tokens = itertools.count(100)
         self._pending: dict[int, tuple[threading.Event, list]] = {}
         self._lock = threading.Lock()

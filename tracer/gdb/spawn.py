@@ -3,14 +3,19 @@ and the program, so gdb starts (and imports the agent) while pttrace builds its 
 recorder and opens the session. Everything else is checked after (launch.StartedGdb), and a refusal closes the
 gdb started here: bad input still gets its one sentence and exit code 2.
 
-This module imports little (os, tracer.settings and the MI connection): each import before gdb's start delays the target's.
+This module imports little (os, subprocess and tracer.startenv): each import before gdb's start delays the target's.
+The MI connection (tracer/gdb/mi.py, with dataclasses and typing) takes the process over afterwards.
 """
 from __future__ import annotations
 
 import os
+import subprocess
 
-from tracer import settings
-from tracer.gdb.mi import MiConnection
+from tracer import startenv
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tracer.gdb.mi import MiConnection
 
 GDB_AUTO_LOAD = "/usr/share/gdb/auto-load"  # where distributions install helpers (Debian's python3.X-dbg)
 # The directory that holds the ``tracer`` package: the agent is imported into gdb's Python from it.
@@ -62,7 +67,7 @@ def python_gdb_helper(python: str, auto_load: str = GDB_AUTO_LOAD) -> str | None
 def index_cache_settings() -> list[str]:
     """DWARF indexes of debug builds are reused across runs, in pttrace's own cache directory (none when it
     cannot be made: gdb then indexes every time)."""
-    index_cache = os.path.join(settings.cache_root(), "gdb-index")
+    index_cache = os.path.join(startenv.cache_root(), "gdb-index")
     try:
         os.makedirs(index_cache, exist_ok=True)
     except OSError:
@@ -89,21 +94,43 @@ def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[st
     return argv
 
 
-def spawn_gdb(argv: list[str], cwd: str | None) -> MiConnection:
-    """gdb started: it loads while pttrace does its own start-up (its first command waits for it)."""
+def start_process(argv: list[str], env: dict[str, str] | None, cwd: str | None) -> subprocess.Popen:
+    """A gdb process speaking MI on its pipes, in a session of its own: a Ctrl-C in the user's terminal must
+    reach pttrace, not gdb or the target."""
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=cwd, start_new_session=True)
+
+
+def gdb_env() -> dict[str, str]:
     env = dict(os.environ)
     env["SHELL"] = "/bin/sh"
     env.pop("DEBUGINFOD_URLS", None)  # never fetch anything over the network
-    return MiConnection(argv, cwd=cwd, env=env)
+    return env
+
+
+def spawn_gdb(argv: list[str], cwd: str | None) -> MiConnection:
+    """gdb started: it loads while pttrace does its own start-up (its first command waits for it)."""
+    from tracer.gdb.mi import MiConnection
+
+    return MiConnection(start_process(argv, gdb_env(), cwd))
 
 
 class EarlyGdb:
     """gdb started before pttrace's configuration is built (``start``): the gdb and interpreter it was started
     for, so that launch.StartedGdb takes it when the configuration asks for the same, or closes it."""
 
-    def __init__(self, argv: list[str], mi: MiConnection):
+    def __init__(self, argv: list[str], proc: subprocess.Popen):
         self.argv = argv  # gdb's command line, for launch.StartedGdb to compare with what the run asks for
-        self.mi = mi
+        self.proc = proc
+        self._mi: MiConnection | None = None
+
+    def connect(self) -> MiConnection:
+        """The MI connection over the gdb started (made once)."""
+        if self._mi is None:
+            from tracer.gdb.mi import MiConnection
+
+            self._mi = MiConnection(self.proc)
+        return self._mi
 
     @classmethod
     def start(cls, gdb: str | None, python: str, program: list[str] | None, prompt: bool,
@@ -111,7 +138,7 @@ class EarlyGdb:
         """gdb started for ``python`` with ``program`` after it (None: attaching); ``gdb``: ``--gdb``'s value.
         None when gdb or the interpreter is not found, or gdb cannot be started: the checks after say why,
         in the order they always did."""
-        path = which(settings.gdb_command(gdb))
+        path = which(startenv.gdb_command(gdb))
         py = which(python) or python
         if path is None or not (os.path.isfile(py) and os.access(py, os.X_OK)):
             return None
@@ -119,10 +146,11 @@ class EarlyGdb:
         helper = python_gdb_helper(py) if prompt else None
         argv = gdb_argv(path, helper, program)
         try:
-            mi = spawn_gdb(argv, cwd)
+            proc = start_process(argv, gdb_env(), cwd)
         except OSError:  # arguments too long for the kernel, say: the checks after say it in a sentence
             return None
-        return cls(argv, mi)
+        return cls(argv, proc)
 
     def close(self) -> None:
-        self.mi.close()
+        """gdb asked to exit, killed if it does not (MiConnection.close): never left behind."""
+        self.connect().close()

@@ -241,7 +241,7 @@ class StartedGdb:
             early.close()
             early = None
         log.debug("%s %s", "started" if early is not None else "starting", " ".join(argv))
-        mi = early.mi if early is not None else spawn_gdb(argv, cfg.cwd)
+        mi = early.connect() if early is not None else spawn_gdb(argv, cfg.cwd)
         return cls(python, gversion, helper, mi, AgentLoading(mi))
 
 

@@ -57,9 +57,12 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import IO, Any, Callable, Iterator
 
 from tracer.text.escape import clean, json_line_may_hide_controls
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: `pttrace run` reads LAYERS before gdb starts, where typing was ~10% of its work
+    from typing import IO, Any, Callable, Iterator
 
 # The layers a frame is classified into (tracer.dispatch.classify), innermost concern last; here, in a module
 # of the standard library only, so that `pttrace run` checks --layer before gdb starts without importing the
