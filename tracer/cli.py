@@ -63,6 +63,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # a Ctrl-C from the parser's set-up on (run/attach hold it once they start)
+        print("pttrace: interrupted.", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     # Everything after a bare `--` belongs to the traced script, never to pttrace; so does everything
@@ -88,9 +96,6 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             print(f"  {visible(exc.hint)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("pttrace: interrupted.", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
 

@@ -689,3 +689,71 @@ def test_a_failed_start_up_with_an_empty_cache_leaves_no_process_behind(tmp_path
     assert out["rc"] != 0 and "Traceback" not in out["stderr"], out
     assert mark.exists(), f"no probe of pttrace's ran while gdb started: {out}"
     assert out["left"] == [], f"processes pttrace left running: {out['left']}"
+
+
+def _gdb_child(pid: int) -> bool:
+    for child in children_of(pid):
+        try:
+            with open(f"/proc/{child}/comm") as fh:
+                if fh.read().strip() == "gdb":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+@pytest.mark.parametrize("moment", ["gdb-spawned", "session-open"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_pttrace_starts_ends_it_cleanly(tmp_path, no_leftovers, sig, moment):
+    # GIVEN pttrace starting a run: its gdb spawned first, its threads (gdb's readers, the torch facts, the
+    # CFI copies, the key tables) importing pttrace's modules beside the main thread. A KeyboardInterrupt
+    # raised in that main thread once landed inside importlib's lock bookkeeping and left the import lock
+    # held: pttrace hung for ever with its gdb and the target stopped (commands/_signals.py).
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "zlibVersion", "--session-dir", str(tmp_path), "--",
+                          str(TARGETS / "loop.py"), "--no-torch"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        if moment == "gdb-spawned":
+            wait_for(lambda: _gdb_child(p.pid) or p.poll() is not None, 30, "pttrace's gdb to start", step=0.005)
+        else:
+            wait_for(lambda: any(tmp_path.glob("*.jsonl")) or p.poll() is not None, 30, "the session file",
+                     step=0.005)
+        assert p.poll() is None, p.communicate()
+        # WHEN the signal comes
+        p.send_signal(sig)
+        # THEN pttrace ends promptly, says why, and its session (if the file was open) ends with the reason
+        out, err = p.communicate(timeout=allowance(30))
+    finally:
+        stop_process(p)
+    assert p.returncode == 128 + sig, (out, err)
+    assert "Traceback" not in err, err
+    files = list(tmp_path.glob("*.jsonl"))
+    if moment == "session-open" or files:
+        # (the session file was open: it ends with the reason, as a later signal's does)
+        s = session_in(tmp_path)
+        assert s.info.status == "interrupted"
+        end = json.loads(session_file(tmp_path).read_text().splitlines()[-1])
+        assert end["type"] == "end" and end["reason"] == {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm"}[sig]
+    else:
+        # (before it: one sentence, nothing left on disk)
+        assert err.strip() == f"pttrace: interrupted ({signal.Signals(sig).name}) while starting: nothing was recorded."
+    gone(str(TARGETS / "loop.py"))
+
+
+def test_a_hangup_the_shell_ignores_is_ignored_as_under_nohup(tmp_path, no_leftovers):
+    # GIVEN pttrace started as `nohup` starts it: SIGHUP ignored from the parent on
+    p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "zlibVersion", "--timeout", str(allowance(4)),
+                          "--session-dir", str(tmp_path), "--", str(TARGETS / "loop.py"), "--no-torch"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        # WHEN the terminal hangs up mid-run
+        wait_for_hits(tmp_path, 3)
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=allowance(60))
+    finally:
+        stop_process(p)
+    # THEN the run goes on to its own end (--timeout), not the hang-up's
+    assert p.returncode == 0, err
+    end = json.loads(session_file(tmp_path).read_text().splitlines()[-1])
+    assert end["reason"] == "timeout", end

@@ -146,6 +146,16 @@ def _looks_like_python(pid: int, exe: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tracer.commands import _signals
+
+    _signals.hold()  # until the recording's own handlers (commands/_signals.py): a Ctrl-C ends it cleanly
+    try:
+        return _attach(args)
+    finally:
+        _signals.release()
+
+
+def _attach(args: argparse.Namespace) -> int:
     from tracer.commands.run import close, settings_from, start_gdb, trace, trace_config
 
     try:

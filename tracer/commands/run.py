@@ -112,6 +112,16 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tracer.commands import _signals
+
+    _signals.hold()  # until the recording's own handlers: a Ctrl-C now must not raise inside an import
+    try:
+        return _run(args)
+    finally:
+        _signals.release()
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.max_hits < 0:
         raise UsageError("--max-hits must be 0 (no limit) or more.")
     if args.max_depth < 1:
@@ -199,18 +209,33 @@ def trace(config, args: argparse.Namespace, early=None) -> int:
     """Shared by run and attach: the TUI on a terminal, otherwise headless with a summary. ``early``: the gdb
     started first (start_gdb), or None."""
     if interactive(args):
+        from tracer.commands import _signals
+
         try:
             from tracer.tui.app import run_live
         except BaseException:
             close(early)
             raise
+        held = _signals.take()
+        if held is not None:  # a Ctrl-C or SIGTERM while pttrace started
+            return interrupted_at_start(held, lambda: close(early))
+        _signals.release()  # the TUI handles them from here (Ctrl-C is a key there)
         return run_live(config, early)
     return run_batch(config, quiet=args.quiet, early=early)
 
 
 # Signals that end a recording cleanly (the session closed, a launched target killed, an attached one
 # detached), and the reason the session's end record gives.
-SIGNAL_REASONS = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIGHUP: "sighup"}
+SIGNAL_REASONS: dict[int, str] = {signal.SIGINT: "sigint", signal.SIGTERM: "sigterm", signal.SIGHUP: "sighup"}
+
+
+def interrupted_at_start(signum: int, close_gdb) -> int:
+    """A signal that came while pttrace started (before the target ran, before any session file): gdb closed,
+    one sentence, the signal's exit code."""
+    close_gdb()
+    print(f"pttrace: interrupted ({signal.Signals(signum).name}) while starting: nothing was recorded.",
+          file=sys.stderr)
+    return 128 + signum
 
 
 def run_batch(config, quiet: bool = False, early=None) -> int:
@@ -235,9 +260,15 @@ def run_batch(config, quiet: bool = False, early=None) -> int:
         # attaches or detaches must not cut that short and leave the target stopped.
         engine.request_stop(SIGNAL_REASONS[signum])
 
-    # Installed before start-up: a Ctrl-C while attaching must still end in a clean detach.
-    old = {signum: signal.signal(signum, on_signal) for signum in SIGNAL_REASONS}
+    # Installed before start-up: a Ctrl-C while attaching must still end in a clean detach. One that came
+    # while pttrace started (commands/_signals.py held it) ends the recording now, before the target runs.
+    from tracer.commands import _signals
+
+    old = _signals.install(on_signal, SIGNAL_REASONS)
     try:
+        held = _signals.take()
+        if held is not None:
+            return interrupted_at_start(held, started.mi.close)
         engine.start()
         engine.run()
         if engine.write_error:
