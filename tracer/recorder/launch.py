@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -287,17 +288,24 @@ class AgentDir:
                     last = exc
                     break
                 self.path = Path(path)
+                # Removed by cleanup(), else when the recorder is dropped or pttrace exits (a refused start-up
+                # never reaches cleanup), as tempfile.TemporaryDirectory does.
+                self._remove = weakref.finalize(self, _remove_dir, path)
                 return
         raise last or FileExistsError("no directory for the agent's configuration could be made")
 
     def cleanup(self) -> None:
         """The directory and what the run wrote into it, gone."""
-        try:
-            for name in os.listdir(self.path):
-                os.unlink(self.path / name)
-            os.rmdir(self.path)
-        except OSError as exc:
-            log.debug("cannot remove %s: %s", self.path, exc)
+        self._remove()
+
+
+def _remove_dir(path: str) -> None:
+    try:
+        for name in os.listdir(path):
+            os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+    except OSError as exc:
+        log.debug("cannot remove %s: %s", path, exc)
 
 
 def cmdline(pid: int) -> list[str]:
