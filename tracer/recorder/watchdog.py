@@ -146,13 +146,18 @@ class Watchdog:
         if heard != self._heard:  # gdb spoke since the last look: whatever it had lost, it found
             self._heard, self._woken = heard, 0
         live = self._processes.live()
-        if not any(i.state == "running" for i in live) or any(_runs(i.pid) for i in live if i.pid):
+        # A process believed running that has ended (a zombie, or reaped) while gdb sleeps: gdb missed or
+        # kept its end. Seen at the end of a storm at load 6: the target's own end never reported, and
+        # reactions.vanished() called the run a crash 3 s later; a wake-up makes gdb report what it holds.
+        ended = [i.pid for i in live if i.pid and i.state == "running" and _gone(i.pid)]
+        if not ended and (not any(i.state == "running" for i in live) or any(_runs(i.pid) for i in live if i.pid)):
             # A process gdb holds runs: nothing is stuck (and no scan of /proc: a quiet run looks cheaply).
             self._look = None
             return False
         gdb = guard.state_and_cpu(self._mi.proc.pid)
         held = traced_by(self._mi.proc.pid)
-        if gdb is None or gdb[0] != "S" or not all_in_ptrace_stop(held):
+        stopped = all_in_ptrace_stop(held)
+        if gdb is None or gdb[0] != "S" or not (stopped or ended):
             self._look = None
             return False
         if self._look is None or self._look.gdb_cpu != gdb[1]:
@@ -160,9 +165,9 @@ class Watchdog:
             return False
         if not self._woken or now - self._woken_since < WAKING_FOR:
             if now - self._look.since >= WAKE_AFTER:
-                self._wake(held)
+                self._wake(held if stopped else ended, stopped)
             return False
-        if now - self._look.since < STUCK_FOR:
+        if not stopped or now - self._look.since < STUCK_FOR:  # an end alone: reactions.vanished() says it
             return False
         self._look = None
         try:
@@ -173,15 +178,16 @@ class Watchdog:
             self._outcome.end_reason = LOST_EVENT
             return True
 
-    def _wake(self, held: list[int]) -> None:
+    def _wake(self, pids: list[int], stopped: bool = True) -> None:
         """gdb missed the SIGCHLD of events that wait for it: another one makes its event loop collect them."""
         self._look = None  # stuck again for WAKE_AFTER before the next one
         if not self._woken:
             self._woken_since = time.monotonic()
         self._woken += 1
         self.wake_ups += 1
-        log.info("gdb idle while every process it holds (%s) sits in a ptrace stop: woken (SIGCHLD), wake-up %d",
-                 ", ".join(map(str, held)), self.wake_ups)
+        log.info("gdb idle while %s (%s) %s: woken (SIGCHLD), wake-up %d",
+                 "every process it holds" if stopped else "the processes", ", ".join(map(str, pids)),
+                 "sits in a ptrace stop" if stopped else "have ended unreported", self.wake_ups)
         try:
             os.kill(self._mi.proc.pid, signal.SIGCHLD)
         except OSError as exc:  # gdb gone: the run loop hears of it
