@@ -206,20 +206,21 @@ _RETURNS_FORMAT = 2  # bump when return_types changes what it gives (2: keyed by
 def cached_return_types(path: str) -> dict[str, str | None]:
     """``return_types(load(path))``, kept on disk beside pttrace's other caches and checked by the file's
     size and CRC: the agent needs it at the first hit of an operator, where parsing the
-    2,600 entries of native_functions.yaml took 0.3-1.2 s (load 1-10) and reading the table back ~0.5 ms."""
-    import hashlib
+    2,600 entries of native_functions.yaml took 0.3-1.2 s (load 1-10) and reading the table back ~0.5 ms.
+    Paths as strings and the name from the stamp itself: pathlib and hashlib were ~13 ms of imports at that
+    first hit inside gdb (7.8 and 5.5 ms quiet), the agent importing neither otherwise."""
     import marshal
-
-    from tracer.settings import cache_dir
-
     import zlib
+
+    from tracer.settings import cache_root
 
     with open(path, "rb") as fh:
         # By content (its size and CRC: ~0.5 ms for the 0.6 MB file), not its path and time: a new venv or a
         # reinstall of the same wheel keeps the table (parsing it again was 0.3-1.2 s at that first hit).
         text = fh.read()
     stamp = (_RETURNS_FORMAT, len(text), zlib.crc32(text))
-    store = cache_dir() / "native-functions" / (hashlib.sha1(repr(stamp).encode()).hexdigest() + ".returns")
+    folder = os.path.join(cache_root(), "native-functions")
+    store = os.path.join(folder, f"{stamp[1]}-{stamp[2]:08x}-{_RETURNS_FORMAT}.returns")
     try:
         with open(store, "rb") as fh:
             # loads of the whole file, not load(fh): load reads the file object a few bytes at a time, one
@@ -231,8 +232,8 @@ def cached_return_types(path: str) -> dict[str, str | None]:
         pass
     table = return_types(load(path))
     try:
-        store.parent.mkdir(parents=True, exist_ok=True)
-        tmp = store.with_name(f"{store.name}.{os.getpid()}.tmp")
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{store}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             marshal.dump((stamp, table), fh)
         os.replace(tmp, store)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -121,7 +120,9 @@ class SessionTailer:
             self.scan(emit=emit)
             if done:
                 break
-            time.sleep(0.05)
+            # Woken at once by ``stop``: a plain sleep made every run's end wait for it to run out (25 ms on
+            # average: the join was 0.024 s of a sigmoid run's end under cProfile).
+            self._done.wait(0.05)
 
     def stop(self) -> None:
         """After the last record: one more scan by the thread, then it ends."""
