@@ -350,6 +350,7 @@ class _LibraryStops(gdb.Function):
         self._r_debug: dict[tuple, int] = {}
 
     def invoke(self) -> int:
+        PREFETCH.library_loaded()  # gdb is on the target's way at loads: no prefetching while they come
         if self.rules is None:
             return 1
         inferior = gdb.selected_inferior()

@@ -8,15 +8,18 @@ start. At the first hit of ``wrapper_CPU_sigmoid`` under hello-world.py that was
 walk ~1 ms): ceval.c 20 ms, typeobject.c 28-34 ms, call.c, pythonrun.c, methodobject.c, classobject.c, main.c
 3-9 ms each, libc's start-up 1-2 ms.
 
-gdb is idle while the target runs (MI runs it asynchronously), so once such a library has symbols the agent
-has gdb read those units then: one unit a turn of gdb's event loop (``gdb.post_event``), and only while the
-target runs. A library stop or a hit waits at most for the unit being read, and the hit finds the units read;
-a target stopped (pttrace at work on a library stop, a user at the prompt) gets no such work until it runs
-again. What is recorded does not change: gdb reads the same tables, earlier.
+gdb is idle while the target runs (MI runs it asynchronously) and loads no library, so once such a library has
+symbols the agent has gdb read those units at such a time: a thread of its own waits until the target has
+loaded no library for ``QUIET`` seconds (in hello-world.py, after ``import torch``: ~0.9 s before the hit), then
+hands gdb's thread one unit at a time (``gdb.post_event``). A load or a hit meanwhile waits at most for the unit
+being read; a target stopped (pttrace at work on a library stop, a user at the prompt) gets no such work until it
+runs again; a hit before them reads what it needs itself, as before. What is recorded does not change: gdb reads
+the same tables, earlier.
 """
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import gdb  # type: ignore[import-not-found]
@@ -33,22 +36,30 @@ UNITS: dict[str, tuple[str, ...]] = {
         "cfunction_call",  # Objects/methodobject.c: a builtin called (torch's bindings)
         "method_vectorcall",  # Objects/classobject.c: a bound method called
         "slot_tp_call",  # Objects/typeobject.c: an instance called (nn.Module.__call__)
-        "pyrun_file",  # Python/pythonrun.c: the script run
+        "_PyRun_SimpleFileObject",  # Python/pythonrun.c: the script run (pyrun_file is only inlined there)
         "Py_BytesMain",  # Modules/main.c: the interpreter's main
     ),
     "libc.so": ("__libc_start_call_main",),  # the outermost frames of every main thread
 }
 INTERPRETER = "libpython"  # an interpreter built without a shared libpython has these units in itself
+# How long the target must have run without loading a library before gdb reads a unit. gdb is on the target's
+# way at each load (its library-stop condition runs there), and a unit takes it 3-35 ms: read during
+# ``import torch``'s ~80 loads they delayed the target as much as they spared its first hit (alternating runs).
+QUIET = 0.2
 
 
 class Prefetch:
-    """The units still to read (objfile, function name), read one at a time while the target runs."""
+    """The units still to read (objfile, function name), read one at a time once the target has run for
+    ``QUIET`` seconds without loading a library."""
 
     def __init__(self) -> None:
         self.pending: list[tuple[object, str]] = []
-        self._listening = False  # to gdb's ``cont`` events: only while units are pending (none at a hot hit)
-        self._posted = False
         self.read_units = 0  # units read so far (tests)
+        self._last_load = time.monotonic()
+        self._lock = threading.Lock()
+        self._waiter: threading.Thread | None = None
+        self._turn = threading.Event()  # set by _step in gdb's thread: the waiter may go on
+        self._took = False  # whether the last _step read a unit
 
     def start(self) -> None:
         """Follow the libraries gdb gets symbols of from now on, and take those it has already."""
@@ -56,7 +67,12 @@ class Prefetch:
         for objfile in gdb.objfiles():
             self._add(objfile)
 
+    def library_loaded(self) -> None:
+        """The target loaded a library (the library stops' condition, at each load): it may need gdb again soon."""
+        self._last_load = time.monotonic()
+
     def _on_new_objfile(self, event) -> None:
+        self.library_loaded()
         self._add(event.new_objfile)
 
     def _add(self, objfile) -> None:
@@ -66,33 +82,38 @@ class Prefetch:
                 self.pending += [(objfile, name) for name in names]
         if base.startswith("python") and objfile.filename == objfile.progspace.filename:
             self.pending += [(objfile, name) for name in UNITS[INTERPRETER]]
-        if self.pending and not self._listening:
-            gdb.events.cont.connect(self._on_cont)
-            self._listening = True
+        with self._lock:
+            if self.pending and self._waiter is None:
+                self._waiter = threading.Thread(target=self._wait_for_quiet, name="pttrace-prefetch", daemon=True)
+                self._waiter.start()
 
-    def _on_cont(self, _event) -> None:
-        if not self._posted:
-            self._posted = True
+    def _wait_for_quiet(self) -> None:
+        """A thread of its own: wait until the target has loaded no library for ``QUIET`` s, then have gdb's
+        thread read one unit (``_step``), and again until none is left."""
+        while True:
+            with self._lock:
+                if not self.pending:
+                    self._waiter = None
+                    return
+            idle = time.monotonic() - self._last_load
+            if idle < QUIET:
+                time.sleep(QUIET - idle)
+                continue
+            self._turn.clear()
             gdb.post_event(self._step)
+            self._turn.wait()
+            if not self._took:
+                time.sleep(QUIET)  # the target is stopped (a library stop, a prompt): look again later
 
     def _step(self) -> None:
-        """Read one unit if the target still runs, and come back for the next at the next turn."""
-        self._posted = False
-        thread = gdb.selected_thread()
+        """In gdb's thread: one unit read, if the target still runs and has loaded no library meanwhile."""
+        self._took = False
         try:
-            running = thread is not None and thread.is_running()
-        except READ_ERRORS:
-            running = False
-        if not running or not self.pending:
-            self._stop_listening()
-            return
-        objfile, name = self.pending.pop(0)
-        self._read(objfile, name)
-        if self.pending:
-            self._posted = True
-            gdb.post_event(self._step)
-        else:
-            self._stop_listening()
+            if self.pending and _running() and time.monotonic() - self._last_load >= QUIET:
+                self._took = True
+                self._read(*self.pending.pop(0))
+        finally:
+            self._turn.set()
 
     def _read(self, objfile, name: str) -> None:
         """gdb's lookup of the name in that library expands the unit defining it, as a frame there would."""
@@ -110,11 +131,13 @@ class Prefetch:
         self.read_units += 1
         LOG.debug("prefetched the unit of %s in %s: %.1f ms", name, library, (time.perf_counter() - began) * 1000)
 
-    def _stop_listening(self) -> None:
-        """Until the target runs again (or, with nothing pending, until a library brings more)."""
-        if not self.pending and self._listening:
-            gdb.events.cont.disconnect(self._on_cont)
-            self._listening = False
+
+def _running() -> bool:
+    thread = gdb.selected_thread()
+    try:
+        return thread is not None and thread.is_running()
+    except READ_ERRORS:
+        return False
 
 
 PREFETCH = Prefetch()
