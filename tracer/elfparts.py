@@ -21,6 +21,8 @@ USR_LIB_DEBUG = "/usr/lib/debug"
 
 @dataclass(frozen=True)
 class Section:
+    """One ELF section header."""
+
     name: str  # undecodable bytes kept as surrogates (surrogateescape)
     type: int
     flags: int

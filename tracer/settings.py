@@ -43,6 +43,8 @@ def _paths(env: Mapping[str, str], name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Settings:
+    """pttrace's switches for one run: the environment's values, the command line's flags over them."""
+
     gdb: str = "gdb"
     """The gdb to run (``--gdb``, ``$PTTRACE_GDB``): a name looked up on PATH or a path; 12.1 or newer."""
 

@@ -143,6 +143,8 @@ def integer_words(cpp: str) -> int | None:
 
 @dataclass(frozen=True)
 class ParsedName:
+    """A demangled function name taken apart."""
+
     scope: str  # the qualified name without the parameters or return type
     params: tuple[str, ...]
     returns: str | None  # a function template's return type, as its name carries it

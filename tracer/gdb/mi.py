@@ -45,6 +45,8 @@ def stream_lines(stream: Iterable[bytes]) -> Iterator[bytes]:
 
 @dataclass
 class MiResult:
+    """gdb's result record for one command, with the console and log text it wrote meanwhile."""
+
     token: int
     message: str  # "done", "running", "connected", "error", "exit"
     payload: dict[str, Any] | None

@@ -35,6 +35,8 @@ MANAGED_DICT_AT, MANAGED_VALUES_AT = -24, -32
 
 @dataclass(frozen=True)
 class ObjectLayout:
+    """Where this CPython build keeps the fields pttrace reads of dicts and objects."""
+
     keys_log2: bool  # 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind bytes; 3.10: dk_size
     keys_nentries: int  # PyDictKeysObject.dk_nentries
     keys_indices: int  # PyDictKeysObject.dk_indices

@@ -45,6 +45,8 @@ def _u64(raw: bytes, off: int) -> int:
 
 @dataclass(frozen=True)
 class ThreadState:
+    """One of the target's Python thread states, read from its memory."""
+
     address: int
     interp_id: int  # -1: not known (read alone, by thread_state)
     thread_id: int  # pthread_t (gdb's thread handle)
@@ -54,6 +56,8 @@ class ThreadState:
 
 @dataclass(frozen=True, eq=False)  # one object per (code, instruction): compared and hashed by identity
 class PyFrame:
+    """One Python frame of a call path."""
+
     file: str | None
     line: int | None
     function: str | None  # qualified name (3.11+), the code's name on 3.10
@@ -75,6 +79,8 @@ class FrameChain:
 
 @dataclass
 class _Code:
+    """What a code object gives its frames, read once a code object."""
+
     file: str | None
     function: str | None
     first: int

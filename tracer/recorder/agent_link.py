@@ -23,6 +23,8 @@ class AgentError(PttraceError):
 
 @dataclass(frozen=True)
 class AgentStatus:
+    """The agent's ``pttrace-status``: its hits and mode, and what it waits for pttrace to do."""
+
     hits: int
     mode: str
     need_libs: tuple[str, ...] = ()

@@ -11,6 +11,8 @@ from tracer.settings import Settings
 
 @dataclass(frozen=True)
 class TraceConfig:
+    """What one recording is asked to do: built by ``run`` or ``attach``, then never changed."""
+
     breakpoints: tuple[str, ...]
     """``--break`` specs: function names (resolved by our index where it can, else by gdb), FILE:LINE, *ADDR."""
 

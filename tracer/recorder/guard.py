@@ -35,6 +35,8 @@ class RepairError(PttraceError):
 
 @dataclass(frozen=True)
 class Repair:
+    """What putting an attached target back in order did."""
+
     restored: int  # breakpoint bytes put back
     libraries: tuple[str, ...]  # where they were
     resumed: bool  # the target was left stopped (SIGSTOP from gdb's last stop) and was continued

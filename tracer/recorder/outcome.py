@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass
 class Outcome:
+    """How the recording ends: its status and reason, gdb lost or not, the first write failure."""
+
     status: str = "running"  # the session's end status (shutdown.final_status settles it)
     end_reason: str | None = None
     gdb_lost: bool = False  # gdb died, was killed or stopped answering: the target was not ended by it

@@ -37,6 +37,8 @@ def names_a_place(spec: str) -> bool:
 
 @dataclass
 class Resolution:
+    """Where the ``--break`` names go: set by address from pttrace's index, or to gdb by name."""
+
     by_address: list[dict] = field(default_factory=list)
     """{label, library, offset, function[, plt]} for the agent to set by address."""
     by_gdb: list[str] = field(default_factory=list)

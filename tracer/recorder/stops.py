@@ -33,6 +33,8 @@ class StopKind(enum.Enum):
 
 @dataclass(frozen=True)
 class Stop:
+    """What one ``*stopped`` record means to the recording."""
+
     kind: StopKind
     reason: str | None
     group: str | None = None  # the inferior's thread group ("i1"), for exits

@@ -117,6 +117,8 @@ def all_in_ptrace_stop(pids: list[int]) -> bool:
 
 @dataclass
 class _Look:
+    """gdb's CPU time when the watchdog last saw it change, and since when it has not."""
+
     gdb_cpu: int
     since: float
 

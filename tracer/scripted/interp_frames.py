@@ -22,6 +22,8 @@ SCAN = 512  # bytes of InterpreterStateImpl searched for the frames (208 in torc
 
 @dataclass
 class Place:
+    """One source place of a TorchScript frame, read from the interpreter's memory."""
+
     function: str | None
     file: str | None
     line: int | None

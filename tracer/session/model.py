@@ -106,6 +106,8 @@ _GOOD_FRAME_SHAPES: set[tuple] = set()
 
 @dataclass
 class Frame:
+    """One frame of a recorded call path, Python or native."""
+
     kind: str  # "python" | "native"
     function: str | None = None
     short: str | None = None
@@ -250,6 +252,8 @@ def fill_path(frames: list[Frame], answer: Callable[[tuple], dict[str, Any] | No
 
 @dataclass
 class Location:
+    """One place gdb resolved a breakpoint to."""
+
     function: str | None = None
     library: str | None = None
     address: int | None = None
@@ -268,6 +272,8 @@ class Location:
 
 @dataclass
 class Breakpoint:
+    """A breakpoint the session asked for: its spec, gdb's number, locations and hits."""
+
     spec: str
     number: int | None = None
     locations: list[Location] = field(default_factory=list)
@@ -298,6 +304,8 @@ class Breakpoint:
 
 @dataclass(slots=True)  # one per site, not per hit, but a million hits hold many
 class Thread:
+    """The thread a hit was recorded on: gdb's id, the OS and Python names, the LWP."""
+
     id: int | None = None
     name: str | None = None  # the OS name (gdb's)
     lwp: int | None = None
@@ -414,6 +422,8 @@ class Varying:
 
 @dataclass(slots=True)  # a million hits of a hot breakpoint: ~80 bytes each, not ~400
 class Hit:
+    """One recorded hit: its sequence number, breakpoint, thread, time and call path."""
+
     seq: int
     breakpoint: str | None
     thread: Thread
@@ -525,6 +535,8 @@ class Process:
 
 @dataclass
 class SessionInfo:
+    """A session's header and end: what ran, with which Python, torch and gdb, and how it ended."""
+
     id: str
     mode: str  # "run" | "attach"
     argv: list[str]
@@ -555,6 +567,8 @@ class SessionInfo:
 
 @dataclass
 class Session:
+    """A session file read back (storage.load): its header, breakpoints and hits."""
+
     info: SessionInfo
     breakpoints: list[Breakpoint] = field(default_factory=list)
     hits: Sequence[Hit] = field(default_factory=list)  # a HitTable once loaded (storage.load)

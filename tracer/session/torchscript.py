@@ -47,6 +47,8 @@ def _obj(what: str, value: Any) -> dict:
 
 @dataclass(frozen=True)
 class TsPlace:
+    """One source place of a TorchScript level: function, file and line."""
+
     function: str | None
     file: str | None
     line: int | None
@@ -71,6 +73,8 @@ class TsPlace:
 
 @dataclass(frozen=True)
 class TsLevel:
+    """One level of a TorchScript call path: the scripted function, its graph node and places."""
+
     function: str | None = None
     node: str | None = None  # "aten::relu"; None when its kind is not a builtin symbol (node_kind then)
     places: tuple[TsPlace, ...] = ()

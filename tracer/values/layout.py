@@ -52,6 +52,8 @@ class LayoutUnknown(Exception):
 
 @dataclass(frozen=True)
 class Dtype:
+    """One torch dtype as the target's build numbers it."""
+
     index: int  # TypeMeta index == c10::ScalarType value
     name: str  # torch's name: float32, bfloat16, complex64, qint8
     itemsize: int
