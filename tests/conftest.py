@@ -69,6 +69,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+# A suite started where SIGINT is ignored (a script's background job, nohup) handed that on to every pttrace
+# it started, which keeps a SIGINT ignored by inheritance (commands/_signals.py, 542608a): the tests that send
+# pttrace a Ctrl-C then failed or waited out their deadlines (measured: test_faults' SIGINT case timed out after
+# 96 s). Python's own handler is taken back here, so the processes the tests start get SIGINT's default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # pytest-xdist's workers get COLUMNS=80 and LINES=24 (execnet's defaults): rich would then cut pttrace's
 # tables to 80 columns in every child, where a run without workers leaves them whole.
 if os.environ.get("PYTEST_XDIST_WORKER"):
