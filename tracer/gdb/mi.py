@@ -218,8 +218,9 @@ class MiConnection:
 
     # --- shutdown ------------------------------------------------------------------------------
     def request_exit(self) -> None:
-        """Ask gdb to exit, without waiting: its exit (0.1-0.16 s at load 11: its Python's finalization, then
-        the kernel freeing its memory) goes on while the caller ends its own part; ``close`` waits for it."""
+        """Ask gdb to exit, without waiting: its exit (0.1-0.16 s at load 11: the target's death, then the kernel
+        freeing gdb's memory; the agent skips its Python's finalization) goes on while the caller ends its own
+        part; ``close`` waits for it."""
         if self._exit_requested or self.proc.poll() is not None or not self._alive:
             return
         self._exit_requested = True
