@@ -75,6 +75,13 @@ def pytest_collection_modifyitems(config, items):
 # 96 s). Python's own handler is taken back here, so the processes the tests start get SIGINT's default.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# The same for a hang-up and SIGTERM under `nohup` (measured: a fresh-clone `.ci/run` started by a nohup'd
+# script failed test_survival's two SIGHUP cases, each pttrace keeping its inherited SIG_IGN to the test's
+# deadline). A handler that does nothing keeps them ignored here, and a handler is not inherited through exec:
+# the processes the tests start get the default.
+for _signum in (signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_signum) == signal.SIG_IGN:
+        signal.signal(_signum, lambda signum, frame: None)
 
 # pytest-xdist's workers get COLUMNS=80 and LINES=24 (execnet's defaults): rich would then cut pttrace's
 # tables to 80 columns in every child, where a run without workers leaves them whole.
