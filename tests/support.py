@@ -115,6 +115,17 @@ class Lines:
         return self.until(predicate, max(0.1, (end - time.monotonic()) / max(1.0, allowance(1.0))))
 
 
+def signalled_when(proc: subprocess.Popen, ready, sig: int, timeout: float = 60.0) -> tuple[str, str]:
+    """``proc`` sent ``sig`` once ``ready()`` has returned (a wait that raises when it times out), then its
+    output once it ended (``timeout`` scaled by the load); stopped with everything it started whatever happens."""
+    try:
+        ready()
+        proc.send_signal(sig)
+        return proc.communicate(timeout=allowance(timeout))
+    finally:
+        stop_process(proc)
+
+
 def stop_process(proc: subprocess.Popen | None, timeout: float = 30.0) -> None:
     """Kill a process this test started if it still runs, with everything it started (``kill_tree``), and
     reap it (a fixture's last word)."""

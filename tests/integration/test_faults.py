@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, our_processes, run_pttrace
-from tests.support import Lines, allowance, private_mount_prefix, run_child, stop_process, wait_for
+from tests.support import Lines, allowance, private_mount_prefix, run_child, signalled_when, stop_process, wait_for
 from tracer.session import storage
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -188,12 +188,7 @@ def test_pttrace_signalled_kills_launched_target_and_saves(tmp_path, no_leftover
     p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "zlibVersion", "--session-dir", str(tmp_path), "--",
                           str(TARGETS / "loop.py"), "--no-torch"], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_hits(tmp_path, 3)
-        p.send_signal(sig)
-        out, err = p.communicate(timeout=allowance(60))
-    finally:
-        stop_process(p)
+    out, err = signalled_when(p, lambda: wait_for_hits(tmp_path, 3), sig)
     assert p.returncode == 128 + sig, err
     s = session_in(tmp_path)
     assert s.info.status == "interrupted"
@@ -746,13 +741,8 @@ def test_a_hangup_the_shell_ignores_is_ignored_as_under_nohup(tmp_path, no_lefto
                           "--session-dir", str(tmp_path), "--", str(TARGETS / "loop.py"), "--no-torch"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    try:
-        # WHEN the terminal hangs up mid-run
-        wait_for_hits(tmp_path, 3)
-        p.send_signal(signal.SIGHUP)
-        out, err = p.communicate(timeout=allowance(60))
-    finally:
-        stop_process(p)
+    # WHEN the terminal hangs up mid-run
+    out, err = signalled_when(p, lambda: wait_for_hits(tmp_path, 3), signal.SIGHUP)
     # THEN the run goes on to its own end (--timeout), not the hang-up's
     assert p.returncode == 0, err
     end = json.loads(session_file(tmp_path).read_text().splitlines()[-1])

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import PTTRACE, ROOT, gdb_pids, run_pttrace
 from tests.integration.test_faults import children_of, gone, no_leftovers, session_in, wait_for_hits  # noqa: F401
-from tests.support import Lines, allowance, stop_process, wait_for
+from tests.support import Lines, allowance, signalled_when, stop_process, wait_for
 from tracer.recorder.guard import process_state, traced_by
 
 pytestmark = [pytest.mark.gdb, pytest.mark.slow]
@@ -127,12 +127,7 @@ def test_gdb_stopped_then_pttrace_terminated_detaches_cleanly(tmp_path, no_lefto
 
 def test_sighup_while_attached_ends_the_session_and_the_target_runs_on(tmp_path, no_leftovers, slow_target):
     p = attach(slow_target, tmp_path)
-    try:
-        wait_for_hits(tmp_path, 2)
-        p.send_signal(signal.SIGHUP)
-        out, err = p.communicate(timeout=allowance(60))
-    finally:
-        stop_process(p)
+    out, err = signalled_when(p, lambda: wait_for_hits(tmp_path, 2), signal.SIGHUP)
     assert p.returncode == 129, err
     assert last_record(tmp_path)["type"] == "end"
     assert session_in(tmp_path).info.status == "detached"
@@ -143,12 +138,7 @@ def test_sighup_during_a_run_ends_the_session_and_the_target(tmp_path, no_leftov
     p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", STOP, "--session-dir", str(tmp_path),
                           str(TARGETS / "slow_beat.py")], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_hits(tmp_path, 1)
-        p.send_signal(signal.SIGHUP)
-        out, err = p.communicate(timeout=allowance(60))
-    finally:
-        stop_process(p)
+    out, err = signalled_when(p, lambda: wait_for_hits(tmp_path, 1), signal.SIGHUP)
     assert p.returncode == 129, err
     end = last_record(tmp_path)
     assert end["type"] == "end" and end["status"] == "interrupted" and end["reason"] == "sighup"
