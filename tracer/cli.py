@@ -1,10 +1,18 @@
 """The command line. The only place where errors become messages and exit codes."""
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
 import sys
+
+if sys.argv[1:2] in (["run"], ["attach"]):
+    # Before anything else is imported: a Ctrl-C raised inside an import can be swallowed by importlib's lock
+    # bookkeeping and lost, or leave its lock held (commands/_signals.py); held, the run ends at once instead.
+    from tracer.commands import _signals
+
+    _signals.hold()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
 
 from tracer import __version__
 from tracer.errors import PttraceError

@@ -30,7 +30,10 @@ def _note(signum, frame) -> None:
 
 
 def hold() -> None:
-    """From now on the ending signals are noted (``take``) instead of acting."""
+    """From now on the ending signals are noted (``take``) instead of acting; a second call keeps what the first
+    noted (tracer/cli.py holds them for ``run``/``attach`` before its own imports, the command again)."""
+    if _originals:
+        return
     _held.clear()
     _originals.update(install(_note))
 
