@@ -85,7 +85,7 @@ class Prefetch:
         with self._lock:
             if self.pending and self._waiter is None:
                 self._waiter = threading.Thread(target=self._wait_for_quiet, name="pttrace-prefetch", daemon=True)
-                self._waiter.start()
+                _start_without_signals(self._waiter)
 
     def _wait_for_quiet(self) -> None:
         """A thread of its own: wait until the target has loaded no library for ``QUIET`` s, then have gdb's
@@ -130,6 +130,20 @@ class Prefetch:
             return
         self.read_units += 1
         LOG.debug("prefetched the unit of %s in %s: %.1f ms", name, library, (time.perf_counter() - began) * 1000)
+
+
+def _start_without_signals(thread: threading.Thread) -> None:
+    """``thread`` started with every signal blocked (a thread inherits its creator's mask). gdb 13 does not block
+    them in threads Python starts, and its native target waits for the SIGCHLD of the target's events in its own
+    thread: one delivered to this thread instead left gdb waiting for ever (twice in the suite's first seconds,
+    two runs starting at once under load: "gdb did not answer `-exec-run` within 30 s")."""
+    import signal
+
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _running() -> bool:
