@@ -5,30 +5,35 @@ gdb's own output, which pttrace parses.
 """
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: the agent's import stays light
+if TYPE_CHECKING:
+    from typing import Callable
+
 
 class _Log:
-    """The calls of logging's Logger the agent makes, which do nothing until ``open_log``: logging is imported
-    then, not with the agent (its import, with threading, string and traceback, was ~10% of the agent's, which
-    gdb does before the target may start)."""
+    """The calls of logging's Logger the agent makes, which do nothing until ``open_log`` points them at the
+    logger: logging is imported then, not with the agent (its import, with threading, string and traceback, was
+    ~10% of the agent's, which gdb does before the target may start)."""
+
+    CALLS = ("debug", "info", "warning", "exception")
+    debug: Callable[..., None]
+    info: Callable[..., None]
+    warning: Callable[..., None]
+    exception: Callable[..., None]
 
     def __init__(self):
         self.logger = None
+        for name in self.CALLS:
+            setattr(self, name, _nothing)
 
-    def debug(self, msg, *args, **kwargs) -> None:
-        if self.logger is not None:
-            self.logger.debug(msg, *args, **kwargs)
+    def use(self, logger) -> None:
+        self.logger = logger
+        for name in self.CALLS:
+            setattr(self, name, getattr(logger, name))
 
-    def info(self, msg, *args, **kwargs) -> None:
-        if self.logger is not None:
-            self.logger.info(msg, *args, **kwargs)
 
-    def warning(self, msg, *args, **kwargs) -> None:
-        if self.logger is not None:
-            self.logger.warning(msg, *args, **kwargs)
-
-    def exception(self, msg, *args, **kwargs) -> None:
-        if self.logger is not None:
-            self.logger.exception(msg, *args, **kwargs)
+def _nothing(msg, *args, **kwargs) -> None:
+    return None
 
 
 LOG = _Log()
@@ -46,4 +51,4 @@ def open_log(path: str) -> None:
         old.close()
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-    LOG.logger = logger
+    LOG.use(logger)
