@@ -25,6 +25,7 @@ never guessed.
   compiled.py       the Python frame dynamo ran a compiled graph in place of ("graph N")
   regs.py           frame #0's registers at a stop in one ptrace read (gdb's frame only when needed)
   bulk.py           what a hot hit read last time, checked again in one system call (kept values, frames)
+  memcache.py       gdb's whole-memory cache while the libraries load (spawn.py sets it), taken away at the first hit
 """
 try:
     import gdb  # type: ignore[import-not-found]  # noqa: F401

@@ -15,6 +15,7 @@ from tracer.gdb.agent.follow import FOLLOW, in_scope
 from tracer.gdb.agent.hits import last_thread, missing_symbols, record_frames, record_hit, torchscript_quiet
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.memcache import MEMORY_CACHE
 from tracer.gdb.agent.processes import PROCESSES
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
@@ -65,6 +66,8 @@ class TraceBreakpoint(gdb.Breakpoint):
 
     def stop(self) -> bool:
         try:
+            if MEMORY_CACHE.on:
+                MEMORY_CACHE.off()  # a hit reads memory as gdb always did (memcache.py)
             with bulk.STOP:  # the memory this stop checks, read together (bulk.StopBatch)
                 repeated = REPEATS.record(self)  # an exact repeat of the hit before (repeat.py)
                 if repeated is not None:

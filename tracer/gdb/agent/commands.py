@@ -37,7 +37,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import breakpoints, launcher, native, repeat, rescue, tensor_command
+from tracer.gdb.agent import breakpoints, launcher, memcache, native, repeat, rescue, tensor_command
 from tracer.gdb.agent.cfi_unwind import CFI
 from tracer.gdb.agent.breakpoints import BREAKPOINTS, add_breakpoint
 from tracer.gdb.agent.follow import FOLLOW
@@ -437,6 +437,7 @@ def install() -> None:
         if getattr(gdb.events, event, None) is not None:
             getattr(gdb.events, event).connect(_invalidate_all)
     gdb.events.exited.connect(_on_exited)
+    gdb.events.stop.connect(lambda event: memcache.on_stop(event, LIBRARY_STOPS.catchpoint))
     for event in ("new_thread", "thread_exited"):  # thread_exited: gdb 14+
         if getattr(gdb.events, event, None) is not None:
             getattr(gdb.events, event).connect(lambda *_args: CACHES.forget_thread_names())

@@ -25,6 +25,7 @@ import gdb  # type: ignore[import-not-found]
 from tracer.gdb.agent import native
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.memcache import MEMORY_CACHE
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
 from tracer.gdb.agent.state import STATE
@@ -160,6 +161,7 @@ class FollowTrigger(gdb.Breakpoint):
     def stop(self) -> bool:
         EPOCH.bump()  # what it keeps may change the next trace hit: none is a repeat (repeat.py)
         try:
+            MEMORY_CACHE.off()
             return self._stop()
         except OSError as exc:
             STATE.write_error = f"{exc.strerror or exc}"

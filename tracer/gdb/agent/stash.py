@@ -17,6 +17,7 @@ from tracer.gdb.agent.entry import entry_values, read_memory
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.keyset import entry_keyset
 from tracer.gdb.agent.log import LOG
+from tracer.gdb.agent.memcache import MEMORY_CACHE
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.repeat import EPOCH
 
@@ -76,6 +77,7 @@ class StashBreakpoint(gdb.Breakpoint):
     def stop(self) -> bool:
         EPOCH.bump()  # what it keeps may change the next trace hit: none is a repeat (repeat.py)
         try:
+            MEMORY_CACHE.off()
             frame = gdb.newest_frame()
             keyset, why = entry_keyset(frame, self.pt_function, self.pt_library, read_memory)
             values = entry_values(frame, self.pt_function, self.pt_library)  # at its entry: only now
