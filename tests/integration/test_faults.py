@@ -735,6 +735,37 @@ def test_a_signal_while_pttrace_starts_ends_it_cleanly(tmp_path, no_leftovers, s
     gone(str(TARGETS / "loop.py"))
 
 
+def test_a_signal_at_any_moment_of_the_first_hits_leaves_the_end_record_last(tmp_path, no_leftovers):
+    # GIVEN runs of a loop of libz calls, each signalled at another moment after its target started: during
+    # the stop for libz's load and the continue after it, the first hit (the agent writing it from inside
+    # gdb) and the ones after. pttrace counted the target "running" only from gdb's *running, which follows
+    # the continue's ^running: a SIGHUP in between sent no interrupt, and gdb went on into a hit whose record
+    # the agent wrote after the end record (test_hangup's [record] case failed in 2 suites of 3).
+    for n, delay in enumerate([0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2]):
+        folder = tmp_path / str(n)
+        p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "zlibVersion", "--session-dir", str(folder), "--",
+                              str(TARGETS / "loop.py"), "--no-torch"], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            def started() -> bool:
+                files = list(folder.glob("*.jsonl")) if folder.exists() else []
+                return bool(files) and '"started"' in files[0].read_text() or p.poll() is not None
+            wait_for(started, 60, "the target's start in the session", step=0.002)
+            time.sleep(delay)
+            # WHEN SIGTERM comes
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=allowance(30))
+        finally:
+            stop_process(p)
+        # THEN the end record is the session's last line, every hit before it
+        assert p.returncode == 143, (delay, out, err)
+        lines = [json.loads(line) for line in session_file(folder).read_text().splitlines()]
+        kinds = [rec["type"] for rec in lines]
+        assert kinds[-1] == "end" and kinds.count("end") == 1, (delay, kinds[-5:])
+        assert lines[-1]["reason"] == "sigterm", (delay, lines[-1])
+        gone(str(TARGETS / "loop.py"))
+
+
 def test_a_hangup_the_shell_ignores_is_ignored_as_under_nohup(tmp_path, no_leftovers):
     # GIVEN pttrace started as `nohup` starts it: SIGHUP ignored from the parent on
     p = subprocess.Popen([*PTTRACE, "run", "--batch", "-b", "zlibVersion", "--timeout", str(allowance(4)),

@@ -49,6 +49,10 @@ class Ending:
         self._attached = attached
         self._warn = warn
         self._dumped = False  # finish_target wrote the breakpoints while the target was still there
+        # The target was running when the recording was ended (a signal, --timeout): gdb may still be in a hit's
+        # stop() that began before the interrupt, and the agent writes that hit itself. The end record then waits
+        # for gdb's exit, so that it stays the session's last line.
+        self._stopped_running = False
 
     def finish_target(self, wait_stopped: Callable[[float], bool] | None = None) -> None:
         """End the target's part: kill a launched target, detach from an attached one. ``wait_stopped``: the
@@ -62,6 +66,7 @@ class Ending:
             os.kill(mi.proc.pid, signal.SIGCONT)
         try:
             if wait_stopped is not None and any(i.state == "running" for i in processes.live()):
+                self._stopped_running = True
                 mi.command("-exec-interrupt", timeout=10, check=False)
                 wait_stopped(5.0)
             self._agent.dump_breakpoints(timeout=20)
@@ -171,7 +176,8 @@ class Ending:
         # A launched run with every process of it ended leaves gdb nothing to do: it exits while the session is
         # closed, and is waited for after the end record (0.1-0.16 s of gdb's exit at load 11, otherwise waited for
         # first). An attached target is only left once gdb is gone (it may leave breakpoints behind).
-        if mi.alive and not self._attached and not outcome.gdb_lost and not self._processes.live():
+        if mi.alive and not self._attached and not outcome.gdb_lost and not self._processes.live() \
+                and not self._stopped_running:
             mi.request_exit()
             try:
                 self._end_session(files, later, children, torch_libs, op_tables, live)
