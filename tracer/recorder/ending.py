@@ -67,7 +67,7 @@ class Ending:
         try:
             if wait_stopped is not None and any(i.state == "running" for i in processes.live()):
                 self._stopped_running = True
-                mi.command("-exec-interrupt", timeout=10, check=False)
+                mi.command("-exec-interrupt", timeout=self._patience(), check=False)
                 wait_stopped(5.0)
             self._agent.dump_breakpoints(timeout=20)
             self._dumped = True
@@ -91,7 +91,21 @@ class Ending:
         except (GdbDied, GdbCommandError, AgentError) as exc:
             log.debug("ending the target: %s", exc)
             self._outcome.gdb_lost = True  # whatever gdb left in the target is ours to remove (close)
+            if self._impatient() and mi.alive:
+                self._warn("gdb was busy (reading a library's symbols, or stuck) and did not answer within "
+                           f"{self._patience():g} s of the {self._outcome.end_reason.upper()}: it was ended "
+                           "with the target; everything recorded until then is in the session")
         main.state = "detached" if self._attached else "exited"
+
+    def _impatient(self) -> bool:
+        """Ended by a signal (Ctrl-C, SIGTERM, the terminal closed) in a launched run: the user waits for the prompt,
+        and nothing of the target is to be kept. gdb reading libtorch_cpu.so's symbols (--all-symbols) answers no
+        command for seconds (the end took 6-12 s, the whole of that read); killing it loses nothing recorded."""
+        return self._outcome.end_reason in shutdown.SIGNAL_EXIT and not self._attached
+
+    def _patience(self) -> float:
+        """Seconds gdb has to answer the interrupt at the end."""
+        return 3.0 if self._impatient() else 10.0
 
     def _leave_attached_target(self) -> None:
         """gdb is gone: the attached target, and every child of it gdb followed, must run on without any
@@ -117,7 +131,8 @@ class Ending:
         """gdb closed (killed if it does not exit); then no process of a launched run left, and an attached
         target put back as it was."""
         main = self._main
-        self._mi.close()
+        # gdb that stopped answering at a signal's end is not given seconds more to exit by itself.
+        self._mi.close(grace=0.3 if self._outcome.gdb_lost and self._impatient() else 3.0)
         if not self._attached:
             # gdb went away without taking the launched target (or a child it followed) with it.
             pids = [main.pid] if main.pid and main.state != "detached" else []
@@ -168,7 +183,7 @@ class Ending:
         # location under the executable. The one finish_target wrote before detaching stands, and so does the one
         # it wrote before a kill: nothing ran since, and a second dump of a killed target's breakpoints repeated
         # the same records (0.09-0.13 s of gdb's time after `kill` for a --max-hits 1 sigmoid run, load 18).
-        if mi.alive and main.state != "detached" and not self._dumped:
+        if mi.alive and main.state != "detached" and not self._dumped and not outcome.gdb_lost:
             try:
                 self._agent.dump_breakpoints(timeout=20)
             except (GdbDied, AgentError) as exc:
