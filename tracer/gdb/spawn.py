@@ -78,6 +78,15 @@ def index_cache_settings() -> list[str]:
     return [f"set index-cache directory {index_cache}", "set index-cache enabled on"]
 
 
+def debug_file_settings() -> list[str]:
+    """gdb looks for separate debug files in pttrace's decompressed copies first (tracer/symbols/plain_debug.py),
+    then where it always does; nothing when no copy was ever made."""
+    plain = os.path.join(startenv.cache_root(), "debug-files")  # plain_debug.DIRECTORY
+    if ":" in plain or not os.path.isdir(plain):
+        return []
+    return [f"python gdb.execute('set debug-file-directory ' + {plain!r} + ':' + gdb.parameter('debug-file-directory'))"]
+
+
 def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[str]:
     """gdb's command line; ``program``: the launched target's argv (None when attaching)."""
     # -nx: no gdbinit from anywhere. The auto-load safe path is *replaced* by the interpreter's
@@ -88,7 +97,7 @@ def gdb_argv(gdb: str, helper: str | None, program: list[str] | None) -> list[st
         argv += ["-iex", f"set auto-load safe-path {helper}"]
     else:
         argv += ["-iex", "set auto-load safe-path /nonexistent", "-iex", "set auto-load python-scripts off"]
-    for setting in (*GDB_SETTINGS, *index_cache_settings()):
+    for setting in (*GDB_SETTINGS, *index_cache_settings(), *debug_file_settings()):
         argv += ["-iex", setting]
     # The agent, imported as gdb starts, before it reads any MI command (launch.StartedGdb checks it came in).
     argv += ["-ex", agent_import()]

@@ -32,6 +32,18 @@ log = logging.getLogger("pttrace.recorder")
 READ_AT_ONCE = ("libpython", "libc.so", "ld-linux", "ld64.so", "libc10.so")  # libc10: the TLS key sets
 
 
+# gdb reads these libraries' symbols as they load whatever pttrace asks (its thread library, gdb 11+).
+GDB_READS = ("libpthread", "libc.so")
+
+
+def keep_decompressed(paths: list[str]) -> None:
+    """The debug files of libraries gdb reads, decompressed once for the runs after (symbols/plain_debug.py)."""
+    if paths:
+        from tracer.symbols.plain_debug import keep_decompressed_later
+
+        keep_decompressed_later(paths)
+
+
 class LibraryPolicy:
     def __init__(self, mi: MiConnection, agent: AgentLink, settings: Settings, torch_libs: list[str],
                  warn: Callable[[str], None]):
@@ -108,6 +120,7 @@ class LibraryPolicy:
 
     def decide_new(self) -> None:
         new, self._new = self._new, []
+        keep_decompressed([p for p in new if os.path.basename(p).startswith(GDB_READS)])
         wanted = [p for p in new if self.wants_symbols(p)]
         self.skipped.update(p for p in new if p not in wanted)
         self.load_symbols(wanted)
@@ -243,6 +256,7 @@ class LibraryPolicy:
 
     def load_symbols(self, paths) -> None:
         read = False
+        at_once: list[str] = []
         for path in paths:
             if path in self.loaded:
                 continue
@@ -252,6 +266,8 @@ class LibraryPolicy:
             log.debug("gdb reads the symbols of %s", path)
             self.mi.console(f"sharedlibrary {gdb_regex_literal(path)}", timeout=300, check=False)
             read = True
+            at_once.append(path)
+        keep_decompressed(at_once)
         if read and self.gdb_specs:
             # A breakpoint gdb resolves by name may have a location in them now, which a fork child gets
             # only through an entry set by address (agent/breakpoints.py, add_child_entries).
