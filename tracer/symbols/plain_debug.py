@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import shutil
 import subprocess
 import threading
 
@@ -59,6 +58,8 @@ def keep_decompressed(library: str, out_dir: str | None = None) -> str | None:
     out = elfparts.build_id_file(out_dir, ident)
     if os.path.exists(out):
         return out
+    import shutil  # here, on the worker thread: its import (bz2, lzma) is ~3 ms of a library stop otherwise
+
     found = compressed_debug_file(library)
     objcopy = shutil.which("objcopy")
     if found is None or objcopy is None:
@@ -83,9 +84,29 @@ def keep_decompressed(library: str, out_dir: str | None = None) -> str | None:
             pass
 
 
+_pending: list[str] = []
+_lock = threading.Lock()
+_worker: list[threading.Thread | None] = [None]
+
+
 def keep_decompressed_later(libraries: list[str]) -> None:
-    """``keep_decompressed`` for each, on a thread of its own (not a daemon: a copy half made is never kept, and
-    the run's exit waits for it: once per library build)."""
-    if libraries:
-        threading.Thread(target=lambda: [keep_decompressed(lib) for lib in libraries],
-                         name="plain-debug-files", daemon=False).start()
+    """``keep_decompressed`` for each, on one thread (started here when none runs: a library stop waits for no more
+    than the list's append). Not a daemon: a copy half made is never kept, and the run's exit waits for one being
+    made (once per library build)."""
+    if not libraries:
+        return
+    with _lock:
+        _pending.extend(libraries)
+        if _worker[0] is None:
+            _worker[0] = threading.Thread(target=_work, name="plain-debug-files", daemon=False)
+            _worker[0].start()
+
+
+def _work() -> None:
+    while True:
+        with _lock:
+            if not _pending:
+                _worker[0] = None
+                return
+            library = _pending.pop(0)
+        keep_decompressed(library)
