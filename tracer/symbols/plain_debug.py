@@ -23,6 +23,9 @@ log = logging.getLogger("pttrace.symbols")
 SHF_COMPRESSED = 0x800
 DIRECTORY = "debug-files"  # under pttrace's cache directory (tracer/startenv.py), read by spawn.py too
 OBJCOPY_TIMEOUT = 120.0
+# A larger debug file is left as it is: its copy would hold the run's exit (objcopy, ~0.1 s for libc6-dbg's 4 MB
+# libc file) and the cache's disk for a library few runs read at once.
+MAX_COMPRESSED = 64 << 20
 
 
 def directory() -> str:
@@ -41,7 +44,7 @@ def compressed_debug_file(library: str, debug_dir: str = elfparts.USR_LIB_DEBUG)
             sections = elfparts.read_sections(data)
     except (OSError, ValueError):
         return None
-    if sections is None:
+    if sections is None or os.path.getsize(path) > MAX_COMPRESSED:
         return None
     if any(s.name.startswith(".debug_") and s.flags & SHF_COMPRESSED for s in sections.items):
         return ident, path
