@@ -20,6 +20,8 @@ pytestmark = pytest.mark.skipif(not (shutil.which("cc") and shutil.which("strip"
 SOURCE = """
 namespace ptns { int pt_needle_fn(int x) { return x + 1; } }
 extern "C" int pt_plain_c(int x) { return x * 2; }
+static int pt_local_fn(int x) { return x - 1; }  // in .symtab only: a stripped library has it in its debug file
+extern "C" int pt_uses_local(int x) { return pt_local_fn(x); }
 """
 
 
@@ -77,16 +79,18 @@ def test_a_stripped_library_is_decided_by_its_dynamic_symbols_when_no_debug_file
     assert not may_name(str(lib), groups("wrapper_CPU_sigmoid"))
 
 
-def test_a_stripped_library_with_a_debug_file_found_by_its_debuglink_always_may(tmp_path):
+def test_a_stripped_library_with_a_debug_file_found_by_its_debuglink_is_decided_by_that_files_names(tmp_path):
     lib = build(tmp_path, "liblinked.so", strip=True, debuglink=True)
-    assert may_name(str(lib), groups("wrapper_CPU_sigmoid"))  # its names are in the debug file: pttrace looks
+    assert may_name(str(lib), groups("pt_local_fn"))  # only in the debug file's .symtab, which pttrace's index reads
+    assert not may_name(str(lib), groups("wrapper_CPU_sigmoid"))  # in neither file: no stop for it
 
 
-def test_a_stripped_library_with_a_debug_file_found_by_build_id_always_may(tmp_path):
+def test_a_stripped_library_with_a_debug_file_found_by_build_id_is_decided_by_that_files_names(tmp_path):
     debug_dir = tmp_path / "debug"
     lib = build(tmp_path, "libbyid.so", strip=True, build_id_dir=debug_dir)
-    assert not may_name(str(lib), groups("wrapper_CPU_sigmoid"))  # that directory is not looked in
-    assert may_name(str(lib), groups("wrapper_CPU_sigmoid"), [str(debug_dir)])
+    assert not may_name(str(lib), groups("pt_local_fn"))  # that directory is not looked in
+    assert may_name(str(lib), groups("pt_local_fn"), [str(debug_dir)])
+    assert not may_name(str(lib), groups("wrapper_CPU_sigmoid"), [str(debug_dir)])
 
 
 def test_what_cannot_be_read_may(tmp_path):
@@ -199,7 +203,9 @@ def test_what_a_run_read_of_each_library_answers_the_next_run_alike(tmp_path):
     later = NameScans(str(cache))
     assert may_name(str(plain), wanted, (), later)  # the run before's reading: the file was not read again
     assert not later._changed
-    assert may_name(str(stripped), other, [str(debug_dir)], later)  # its debug file is looked for now
+    # its debug file is looked for now, and read: a name only there, one in neither
+    assert may_name(str(stripped), groups("pt_local_fn"), [str(debug_dir)], later)
+    assert not may_name(str(stripped), other, [str(debug_dir)], later)
     os.utime(plain, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # rebuilt, as far as its time tells
     assert not may_name(str(plain), wanted, (), later)
     assert later._changed

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from tracer import elfparts
 
 
+SHF_COMPRESSED = 0x800
+
+
 @dataclass
 class Rules:
     """What pttrace must act on at once (``pttrace-library-stops`` sends them as JSON).
@@ -79,17 +82,24 @@ class Rules:
 def may_name(path: str, groups, debug_dirs=(), scans: "NameScans | None" = None) -> bool:
     """Whether the library may define a function one of ``groups`` names: it holds every byte string of
     a group (pttrace's index finds a name only in symbols whose names hold its identifiers verbatim,
-    tracer/symbols/elf_index.py). A stripped library whose separate debug file is there (by build-id under
-    ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, where tracer/symbols/debugfile.py
-    looks: both through tracer/elfparts.py) has its names there: yes. Unreadable, or not ELF: yes.
-    ``scans``: what earlier runs read of the same file (NameScans)."""
+    tracer/symbols/elf_index.py). A stripped library has its names in its separate debug file's symbol table
+    (by build-id under ``debug_dirs`` or /usr/lib/debug, or by its ``.gnu_debuglink``, where
+    tracer/symbols/debugfile.py looks: both through tracer/elfparts.py), which the index reads: the same test
+    on that file's bytes (its string table is never among the compressed DWARF). Taken as yes before, it stopped
+    a sigmoid run at libpthread's and libdl's load for nothing (libc6-dbg's files). Unreadable, or not ELF: yes.
+    ``scans``: what earlier runs read of the same files (NameScans)."""
     facts = scans.facts(path, groups) if scans is not None else _file_facts(path, groups)
     if facts is None:
         return True
     symtab, ident, link, found = facts
-    if not symtab and _debug_file_there(path, ident, link, debug_dirs):
-        return True
-    return found
+    if found or symtab:
+        return found
+    return any(_holds(debug, groups, scans) for debug in _debug_files(path, ident, link, debug_dirs))
+
+
+def _holds(path: str, groups, scans: "NameScans | None") -> bool:
+    facts = scans.facts(path, groups) if scans is not None else _file_facts(path, groups)
+    return facts is None or facts[3]
 
 
 def _file_facts(path: str, groups) -> list | None:
@@ -109,19 +119,25 @@ def _file_facts(path: str, groups) -> list | None:
                     ident = elfparts.build_id(mm, sections)
                     found_link = elfparts.debuglink(mm, sections)
                     link = found_link[0] if found_link is not None else None
-                found = any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
+                # a compressed section other than DWARF (a string table?) could hide a name: yes
+                found = any(s.flags & SHF_COMPRESSED and not s.name.startswith(".debug_") for s in sections.items) \
+                    or any(all(mm.find(needle) >= 0 for needle in group) for group in groups)
                 return [symtab, ident, link, found]
     except (OSError, ValueError, struct.error):
         return None
 
 
-def _debug_file_there(path: str, ident: str | None, link: str | None, debug_dirs) -> bool:
-    """Whether a separate debug file of this library may exist where pttrace's index looks for one."""
+def _debug_files(path: str, ident: str | None, link: str | None, debug_dirs) -> list[str]:
+    """The separate debug files of this library there are where pttrace's index looks for one (each: the index
+    takes one of them)."""
     dirs = [*debug_dirs, elfparts.USR_LIB_DEBUG]
-    if ident and len(ident) > 2 and any(os.path.exists(elfparts.build_id_file(d, ident)) for d in dirs):
-        return True
-    libdir = os.path.dirname(os.path.realpath(path))
-    return link is not None and any(os.path.exists(c) for c in elfparts.debuglink_candidates(libdir, link, dirs))
+    out = []
+    if ident and len(ident) > 2:
+        out += [f for f in (elfparts.build_id_file(d, ident) for d in dirs) if os.path.exists(f)]
+    if link is not None:
+        libdir = os.path.dirname(os.path.realpath(path))
+        out += [c for c in elfparts.debuglink_candidates(libdir, link, dirs) if os.path.exists(c)]
+    return out
 
 
 class NameScans:
