@@ -93,7 +93,7 @@ class Ending:
             self._outcome.gdb_lost = True  # whatever gdb left in the target is ours to remove (close)
             if self._impatient() and mi.alive:
                 self._warn("gdb was busy (reading a library's symbols, or stuck) and did not answer within "
-                           f"{self._patience():g} s of the {self._outcome.end_reason.upper()}: it was ended "
+                           f"{self._patience():g} s of the {(self._outcome.end_reason or '').upper()}: it was ended "
                            "with the target; everything recorded until then is in the session")
         main.state = "detached" if self._attached else "exited"
 

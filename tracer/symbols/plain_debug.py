@@ -101,8 +101,9 @@ def keep_decompressed_later(libraries: list[str]) -> None:
     with _lock:
         _pending.extend(libraries)
         if _worker[0] is None:
-            _worker[0] = threading.Thread(target=_work, name="plain-debug-files", daemon=False)
-            _worker[0].start()
+            worker = threading.Thread(target=_work, name="plain-debug-files", daemon=False)
+            _worker[0] = worker
+            worker.start()
 
 
 def _work() -> None:
