@@ -416,7 +416,25 @@ def test_gdb_runs_no_init_file_and_no_auto_load_script_but_the_interpreters_help
     assert list(marks.iterdir()) == []
 
 
-@pytest.mark.parametrize("case", ["missing-script", "dir-script", "bad-python", "no-gdb", "old-gdb", "bad-spec"])
+def test_the_interpreter_typed_first_as_after_gdbs_args_is_the_one_traced(tmp_path, no_leftovers):
+    # GIVEN `pttrace run -- /usr/bin/python3.11 SCRIPT ARGS`, as one types `gdb --args python SCRIPT` (it ran the
+    # venv's python on the interpreter's ELF file as a script: "SyntaxError: source code cannot contain null bytes")
+    debian = "/usr/bin/python3.11"
+    if not os.path.exists(debian):
+        pytest.skip("no Debian python3.11")
+    proc = run_pttrace("run", "--batch", "--max-hits", "1", "-b", "zlibVersion", "--session-dir", str(tmp_path), "--",
+                       debian, str(TARGETS / "loop.py"), "--no-torch")
+    # THEN that interpreter runs the script and is the session's
+    assert proc.returncode == 0, proc.stderr
+    s = session_in(tmp_path)
+    assert s.info.python == "%d.%d.%d" % tuple(int(x) for x in run_child(
+        [debian, "-c", "import sys; print(*sys.version_info[:3])"], capture_output=True, text=True).stdout.split())
+    assert s.processes[0].argv[:2] == [debian, str(TARGETS / "loop.py")], s.processes[0].argv
+    assert len(s.hits) == 1 and s.hits[0].innermost.function == "zlibVersion"
+
+
+@pytest.mark.parametrize("case", ["missing-script", "dir-script", "bad-python", "no-gdb", "old-gdb", "bad-spec",
+                                  "launcher-python", "two-pythons"])
 def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
     env = {}
     args = ["run", "--batch", "--session-dir", str(tmp_path), "-b", "THPVariable_tensor"]
@@ -440,6 +458,15 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path, no_leftovers, case):
         env = {"PTTRACE_GDB": str(fake)}
         args += ["scripts/hello-world.py"]
         expect = "needs gdb 12.1 or newer"
+    elif case == "launcher-python":  # pyenv's shims are shell scripts: gdb cannot run them
+        shim = tmp_path / "python3"
+        shim.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+        shim.chmod(0o755)
+        args += [str(shim), "scripts/hello-world.py"]
+        expect = "is a launcher"
+    elif case == "two-pythons":
+        args += ["--python", "/usr/bin/python3.11", sys.executable, "scripts/hello-world.py"]
+        expect = "two interpreters"
     else:
         args += ["-b", "*0xzz", "scripts/hello-world.py"]
         expect = "gdb rejects the breakpoint '*0xzz'"

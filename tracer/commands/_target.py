@@ -3,6 +3,7 @@ or a console script of the target's environment (``torchrun``, ``pytest``), with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 from tracer.errors import UsageError
@@ -54,6 +55,11 @@ def split_run_argv(argv: list[str], value_options: set[str], python: str) -> tup
         if tok == "--" or tok == "-":
             break
         if not tok.startswith("-"):
+            if interpreter_named(tok) is not None:
+                # `pttrace run python3 -m pkg ...`, as after gdb's --args: what follows is python's command line
+                python = tok
+                i += 1
+                continue
             if not os.path.exists(tok) and console_script(tok, python) is not None:
                 return argv[: i + 1], argv[i + 1 :]
             break
@@ -69,6 +75,52 @@ def split_run_argv(argv: list[str], value_options: set[str], python: str) -> tup
             i += 1  # its value, whatever it looks like
         i += 1
     return argv, []
+
+
+_INTERPRETER_NAME = re.compile(r"^python[0-9.]*[a-z]?$")
+
+
+def interpreter_named(name: str) -> str | None:
+    """The path of ``name`` when it names a Python interpreter (``python3``, ``/usr/bin/python3.11``: a program
+    named python*, on PATH or at that path), as the first word after gdb's ``--args`` is; None when it does
+    not (a script, a console script, anything else)."""
+    if not _INTERPRETER_NAME.match(os.path.basename(name)):
+        return None
+    if os.sep in name or os.path.exists(name):
+        path: str | None = name if os.sep in name else None
+    else:
+        import shutil
+
+        path = shutil.which(name)
+    if path is None or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return None
+    return path
+
+
+def _elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def interpreter_first(target: list[str], python: str, python_given: bool) -> tuple[list[str], str]:
+    """``pttrace run python3 script.py`` as ``pttrace run --python python3 script.py``: (the target without its
+    interpreter, the interpreter). UsageError when it is a launcher (pyenv's shim, a shell script) rather than
+    the interpreter gdb can run, or when --python names another."""
+    if not target:
+        return target, python
+    path = interpreter_named(target[0])
+    if path is None:
+        return target, python
+    if not _elf(os.path.realpath(path)):
+        raise UsageError(f"{target[0]} is a launcher ({os.path.realpath(path)} is not a program gdb can run), not "
+                         "the interpreter itself: give the interpreter's own path with --python PATH (with pyenv: "
+                         "--python \"$(pyenv which python)\").")
+    if python_given and os.path.realpath(path) != os.path.realpath(python):
+        raise UsageError(f"two interpreters: --python {python} and {target[0]}; give one.")
+    return target[1:], path
 
 
 def console_script(name: str, python: str) -> str | None:

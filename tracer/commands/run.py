@@ -128,13 +128,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--max-depth must be at least 1.")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError("--timeout must be a positive number of seconds.")
-    from tracer.commands._target import check_module, target_from
+    from tracer.commands._target import check_module, interpreter_first, target_from
 
-    if (args.module is not None or args.code is not None) and args.target:
+    # `pttrace run python3 hello-world.py`, typed as after gdb's --args: that interpreter is the one traced
+    given = list(args.target) + list(getattr(args, "passthrough", []))
+    rest, args.python = interpreter_first(given, args.python, args.python != sys.executable)
+    if (args.module is not None or args.code is not None) and args.target and rest is given:
         raise UsageError("-m MODULE and -c CODE come before any script (a script's own arguments that start "
                          "with - go after `--`).")
-    target = target_from(list(args.target) + list(getattr(args, "passthrough", [])), args.module, args.code,
-                         args.python)
+    target = target_from(rest, args.module, args.code, args.python)
     mine = [a for a in target.args if a.split("=", 1)[0] in _OPTIONS]
     if target.kind != "script" and mine and not args.breakpoints and not getattr(args, "ops", None):
         flag = "-m MODULE" if target.kind == "module" else "-c CODE"
