@@ -11,7 +11,7 @@ import sys
 
 import gdb  # type: ignore[import-not-found]
 
-from tracer.gdb.agent import bulk, native, regs, reuse
+from tracer.gdb.agent import bulk, loader_entry, native, regs, reuse
 from tracer.gdb.agent.errors import READ_ERRORS
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.reuse import EVAL, SLOT, STATS
@@ -225,6 +225,7 @@ def _walk(f, py: bool, collect: bool):
                 keep = False
             if not keep:
                 entries = None
+        at_exact_pc = exact
         if exact and not info.get("inlined"):
             exact = False  # the first real frame ends the run of frames at the stop's own pc
         if name == EVAL_FRAME and groups is not None and not info.get("inlined"):
@@ -260,6 +261,9 @@ def _walk(f, py: bool, collect: bool):
                 break
             anchor_key = (key, len(frames)) if key is not None else None
             suffix_gdb = []
+        if loader_entry.is_loader_entry(pc, at_exact_pc, info["library"]):
+            f = None  # the kernel started the process here: gdb's older frames are argc and argv's words
+            continue
         try:
             f = f.older()
         except gdb.error:
