@@ -73,6 +73,18 @@ def test_every_hit_of_a_fork_storm_is_recorded(tmp_path: Path, target: str, args
     assert len(session.hits) == int(counted.group(1)), (len(session.hits), out, _watchdog(log))
     assert session.info.status == "completed", (session.info.status, session.info.warnings)
     assert session.info.exit_code == 0
+    # and every child's end is the one its parent's waitpid got, or (when gdb never reported it and no zombie was
+    # left to read it from) unknown with a warning that names the process: no end is made up, none lost silently.
+    # gdb 13 lost 1-5 children's ends in 9 of 10 storm runs of 100 (=thread-exited for a child's last thread,
+    # never =thread-group-exited), recorded as unknown although their zombies still held them.
+    exits = re.search(r"^EXITS (.*)$", out, re.M)
+    if exits:
+        for pid, code in (item.split(":") for item in exits.group(1).split()):
+            recorded = session.process(int(pid))
+            assert recorded is not None and recorded.state == "exited", (pid, recorded)
+            unknown = [w for w in session.info.warnings if re.search(rf"\b{pid}\b[^;]*status is not known", w)]
+            assert recorded.exit_code == int(code) or (recorded.exit_code is None and unknown), \
+                (pid, code, recorded, session.info.warnings)
     # and each hit in a process of its own (the target's processes each call sigmoid once)
     assert len({h.thread.pid for h in session.hits}) == len(session.hits)
     # and every child's call path is whole: a child's first hit reuses a sibling's walk of the same stack

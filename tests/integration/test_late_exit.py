@@ -91,3 +91,44 @@ def test_a_zombies_end_is_read_from_proc():
         for child in (exited, killed):
             child.kill()
             child.wait()
+
+
+# A process whose main thread has ended (the exit system call, not exit_group) while another thread runs: its
+# leader is a zombie, the process is not over.
+HALF_ENDED = '''\
+import ctypes, threading, time
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread only
+'''
+
+
+def test_a_child_whose_last_thread_gdb_said_ended_has_the_end_its_zombie_holds():
+    # GIVEN the process table of a run following a child that has exited with 3, not reaped yet (a zombie), and
+    # one whose main thread ended while another runs
+    from tracer.recorder.inferiors import Inferior
+    from tracer.recorder.processes import ProcessTable
+
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    half = subprocess.Popen([sys.executable, "-c", HALF_ENDED])
+    try:
+        wait_for(lambda: guard.process_state(exited.pid) == "Z" and guard.process_state(half.pid) == "Z", 30,
+                 "a zombie and a zombie leader")
+        warnings: list[str] = []
+        table = ProcessTable(Inferior("i1", pid=os.getpid(), state="running"), lambda: None, warnings.append)
+        for group, pid in (("i2", exited.pid), ("i3", half.pid)):
+            table.inferiors[group] = Inferior(group, pid=pid, state="running")
+        # WHEN gdb says a thread of each ended (=thread-exited), and never that the process did (gdb 13 under a
+        # fork storm)
+        table.thread_exited("i2")
+        table.thread_exited("i3")
+        # THEN the first is recorded as exited with 3, as its parent's waitpid gets it; the other runs on
+        child = table.inferiors["i2"]
+        assert (child.state, child.exit_code, child.signal) == ("exited", 3, None)
+        assert table.inferiors["i3"].live and guard.ended_whole(half.pid) is None
+        # AND gdb's own word, should it come, changes nothing
+        table.exited("i2", 3)
+        assert (child.state, child.exit_code) == ("exited", 3) and table.last_exited is child and not warnings
+    finally:
+        for child in (exited, half):
+            child.kill()
+            child.wait()

@@ -2,7 +2,8 @@
 --no-torch after N, each child calls libz's zlibCompileFlags (through ctypes) instead, in a process that never
 imported torch.
 
-A child's exit code says it ran its call (0), so the count printed is the target's own."""
+A child's exit code says it ran its call (0), so the count printed is the target's own; it prints each child's
+pid and exit code too."""
 import ctypes
 import os
 import sys
@@ -24,5 +25,7 @@ for _ in range(n):
         call()
         os._exit(0)
     pids.append(pid)
-ran = sum(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 for pid in pids)
-print("SIGMOIDS", ran, flush=True)
+codes = {pid: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids}
+# each child's pid and exit code as its parent's waitpid got them: the facts pttrace's session must hold
+print("EXITS", " ".join(f"{pid}:{code}" for pid, code in codes.items()), flush=True)
+print("SIGMOIDS", sum(code == 0 for code in codes.values()), flush=True)

@@ -188,6 +188,17 @@ def zombie_end(pid: int) -> tuple[int | None, str | None] | None:
     return None
 
 
+def ended_whole(pid: int) -> tuple[int | None, str | None] | None:
+    """``zombie_end`` of a process every thread of which has ended (a zombie leader with threads still
+    running is a process that runs on): None otherwise."""
+    end = zombie_end(pid)
+    try:
+        alone = os.listdir(f"/proc/{pid}/task") == [str(pid)]
+    except OSError:
+        return None
+    return end if alone else None
+
+
 def _may_read_status(pid: int) -> bool:
     if os.geteuid() == 0:
         return True

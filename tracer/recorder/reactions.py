@@ -129,6 +129,9 @@ class Reactions:
         if message == "thread-created" and payload.get("id") and payload.get("group-id"):
             processes.thread_groups[str(payload["id"])] = str(payload["group-id"])
             return False
+        if message == "thread-exited":
+            processes.thread_exited(payload.get("group-id"))
+            return False
         if message == "thread-group-exited":
             code = payload.get("exit-code")
             try:
@@ -261,16 +264,14 @@ class Reactions:
         if processes.main.state == "detached" and not self._children.idle():
             # The target itself went to a recorder of its own (an exec, a fork storm's rescue): the run
             # ends with that recorder (handed_over_all), not with the last process this gdb held.
-            self._warn(f"process {pids} (a child of the target) ended without gdb reporting it: its exit status "
-                       "is not known; every hit before its end is kept")
+            self._warn(_children_ended_unreported(live))
             return False
         if processes.main in live:
             self._warn(f"process {pids} ended (killed, it seems) without gdb reporting it; the recording was "
                        "ended there and every hit before it is kept")
             self._outcome.end("target-crashed", "gone without a word from gdb")
         else:
-            self._warn(f"process {pids} (a child of the target) ended without gdb reporting it: its exit status "
-                       "is not known; every hit before its end is kept")
+            self._warn(_children_ended_unreported(live))
             if processes.main.signal:
                 self._outcome.end("target-crashed", f"killed by {processes.main.signal}")
             else:
@@ -412,3 +413,16 @@ class Reactions:
             if ev.kind == "notify" and ev.message != "stopped":
                 self.notify(ev.message, ev.payload or {})
 
+
+def _children_ended_unreported(ended: list) -> str:
+    """What is known of children whose end gdb never reported: each end read from its zombie, or unknown
+    (no zombie left to read)."""
+    known = [i for i in ended if i.exit_code is not None or i.signal]
+    unknown = [i for i in ended if i not in known]
+    said = [f"process {i.pid} (a child of the target) ended without gdb reporting it ("
+            + (f"exit code {i.exit_code}" if i.signal is None else f"killed by {i.signal}") + ", read from /proc)"
+            for i in known]
+    if unknown:
+        said.append(f"process {', '.join(str(i.pid) for i in unknown)} (a child of the target) ended without gdb "
+                    "reporting it: its exit status is not known")
+    return "; ".join(said) + "; every hit before its end is kept"

@@ -240,9 +240,11 @@ class Watchdog:
             return False
         for inferior in self._processes.live():
             if inferior.pid is not None and inferior.pid not in held:
-                self._processes.exited(inferior.group)
-                said.append(f"process {inferior.pid} ended without gdb reporting it (its exit status is not "
-                            "known)")
+                end = guard.zombie_end(inferior.pid)
+                self._processes.exited(inferior.group, *(end or (None, None)))
+                how = ("its exit status is not known" if end is None else f"exit code {end[0]}, read from /proc"
+                       if end[1] is None else f"killed by {end[1]}, read from /proc")
+                said.append(f"process {inferior.pid} ended without gdb reporting it ({how})")
         self._said(said)
         return False
 
