@@ -542,34 +542,36 @@ def test_a_fork_child_stops_at_a_breakpoint_gdb_resolves_by_name(tmp_path):
     assert session.info.status == "completed" and not session.info.warnings, session.info.warnings
 
 
-def _gdb_bt_at_dl_start(argv: list[str]) -> list[tuple[str, int | None]]:
-    """Plain gdb's ``bt`` at ``_dl_start`` of a fresh ``argv``: (function or ``??``, pc of a caller frame)."""
+def _gdb_bt_at(function: str, argv: list[str]) -> list[tuple[str, int | None]]:
+    """Plain gdb's ``bt`` at ``function`` of a fresh ``argv``: (function or ``??``, pc of a caller frame)."""
     out = run_child(["gdb", "-nx", "--batch",
                      "-ex", "starti",  # the process's first instruction: ld.so's entry, _start
-                     "-ex", "break _dl_start", "-ex", "continue", "-ex", "bt", "--args", *argv],
+                     "-ex", f"break {function}", "-ex", "continue", "-ex", "bt", "--args", *argv],
                     capture_output=True, timeout=120).stdout.decode(errors="replace")
     frames = []
     for m in re.finditer(r"^#\d+\s+(?:0x([0-9a-f]+) in )?(\S+) \(", out, re.M):
         frames.append((m.group(2), int(m.group(1), 16) if m.group(1) else None))
-    assert frames and frames[0][0] == "_dl_start", out
+    assert frames and frames[0][0] == function, out
     return frames
 
 
 def test_a_child_held_at_the_loaders_entry_has_no_caller_beyond_it(tmp_path):
-    # GIVEN a child started from its first instruction (held at ld.so's entry) and a stop at _dl_start in it
+    # GIVEN a child started from its first instruction (held at ld.so's entry), stopped in the loader's code
+    # that its entry code calls: _dl_start (from _start), _dl_init (from _dl_start_user)
     (tmp_path / "sub.py").write_text("import subprocess, sys\n"
                                      "print('SUB', subprocess.run([sys.executable, '-c', 'pass']).returncode)\n")
-    proc, session = record(tmp_path, "--break", "_dl_start", "sub.py", timeout=120)
+    proc, session = record(tmp_path, "--break", "_dl_start", "--break", "_dl_init", "sub.py", timeout=120)
     assert proc.returncode == 0, proc.stderr
-    [hit] = [h for h in session.hits if h.breakpoint == "_dl_start"]
-    recorded = [f.function for f in reversed(hit.frames)]  # innermost first, as gdb's bt
-    # WHEN plain gdb stops the same program at the same place
-    gdb_frames = _gdb_bt_at_dl_start([sys.executable, "-c", "pass"])
-    # THEN pttrace's path is gdb's bt down to the loader's entry, _start, and no further: gdb goes on
-    # past it (ld.so's _start has no CFI) into the words the kernel put on the stack, argc (3) first.
-    entry = [name for name, _ in gdb_frames].index("_start") + 1
-    assert [name for name, _ in gdb_frames[entry:]] == ["??"] * len(gdb_frames[entry:]), gdb_frames
-    assert gdb_frames[entry][1] == 3, gdb_frames  # argc of python -c pass
-    assert recorded == [name for name, _ in gdb_frames[:entry]] == ["_dl_start", "_start"], \
-        [(f.function, f.library) for f in hit.frames]
-    assert all("ld-linux" in (f.library or "") for f in hit.frames), [(f.function, f.library) for f in hit.frames]
+    child = next(p.pid for p in session.processes if p.argv and p.argv[-2:] == ["-c", "pass"])
+    for function, caller in (("_dl_start", "_start"), ("_dl_init", "_dl_start_user")):
+        [hit] = [h for h in session.hits if h.breakpoint == function and h.thread.pid == child]
+        recorded = [f.function for f in reversed(hit.frames)]  # innermost first, as gdb's bt
+        # WHEN plain gdb stops the same program at the same place
+        gdb_frames = _gdb_bt_at(function, [sys.executable, "-c", "pass"])
+        # THEN pttrace's path is gdb's bt down to the loader's entry code and no further: gdb goes on past it
+        # (ld.so's entry code has no CFI) into the words the kernel put on the stack, argc (3) first
+        cut = [pc for _, pc in gdb_frames].index(3)
+        assert [name for name, _ in gdb_frames[cut:]] == ["??"] * len(gdb_frames[cut:]), gdb_frames
+        assert recorded == [name for name, _ in gdb_frames[:cut]] == [function, caller], \
+            (function, [(f.function, f.library) for f in hit.frames])
+        assert all("ld-linux" in (f.library or "") for f in hit.frames), [(f.function, f.library) for f in hit.frames]

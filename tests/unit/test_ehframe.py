@@ -118,3 +118,27 @@ def test_an_address_no_fde_covers_has_no_rule():
         assert table.rule(0) is None
     finally:
         table.close()
+
+
+def test_covers_and_next_start_are_readelfs_fde_ranges_around_the_loaders_entry():
+    # GIVEN the dynamic loader, whose entry code (glibc's _start, _dl_start_user) no FDE describes, and
+    # binutils' list of its FDEs
+    loader = Path("/lib64/ld-linux-x86-64.so.2")
+    # (binutils 2.40's readelf exits 1 on this file with nothing on stderr, after printing its FDEs: the output
+    # is the oracle, checked not to be empty)
+    out = subprocess.run(["readelf", "--debug-dump=frames", str(loader)], capture_output=True, text=True).stdout
+    ranges = sorted((int(m.group(1), 16), int(m.group(2), 16)) for m in map(_FDE.match, out.splitlines()) if m)
+    assert ranges, out[:2000]
+    entry = int(re.search(r"Entry point address:\s+0x([0-9a-f]+)",
+                          subprocess.run(["readelf", "-h", str(loader)], capture_output=True, text=True,
+                                         check=True).stdout).group(1), 16)
+    table = EhFrame(str(loader))
+    try:
+        # THEN an address is covered exactly when readelf's FDEs hold it, around the entry and at each FDE's ends
+        for address in {entry, entry + 8, *(x for lo, hi in ranges[:50] for x in (lo, hi - 1, hi))}:
+            assert table.covers(address) == any(lo <= address < hi for lo, hi in ranges), hex(address)
+        # AND the next FDE above the entry starts where readelf's first range above it does
+        assert not table.covers(entry)
+        assert table.next_start(entry) == min(lo for lo, _ in ranges if lo > entry)
+    finally:
+        table.close()

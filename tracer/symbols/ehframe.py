@@ -106,6 +106,31 @@ class EhFrame:
             return None
         return self._row(fde, where)
 
+    def covers(self, address: int) -> bool:
+        """Whether an FDE describes the code at ``address``."""
+        fde = self._find(address)
+        if fde is None:
+            return False
+        cie = self._cie(fde + 4 - _U32.unpack_from(self._data, fde + 4)[0])
+        start, pos = self._pointer(cie.fde_enc, fde + 8)
+        size, _ = self._pointer(cie.fde_enc & 0x0F, pos)
+        return start <= address < start + size
+
+    def next_start(self, address: int) -> int | None:
+        """Where the first FDE above ``address`` starts; None when none does."""
+        table = self._table
+        if table is None:
+            return None
+        rel = address - self._hdr_addr
+        lo, hi = 0, self._count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if table[2 * mid] <= rel:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self._hdr_addr + table[2 * lo] if lo < self._count else None
+
     def _find(self, address: int) -> int | None:
         """The file offset of the FDE whose range may hold ``address`` (binary search of the header)."""
         table = self._table

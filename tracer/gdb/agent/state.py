@@ -86,10 +86,9 @@ class Caches:
         # The same answers by LWP, so that a hit of a thread already named costs one dict look-up and
         # no read of its thread state (the hot path measured it: ~0.1 ms a hit).
         self.py_name_of_lwp: dict[int, str | None] = {}
-        # The dynamic loader's entry (address, file) in this process, () when it has none; None: not read
-        # since gdb's objfiles changed. And (pc, exact) -> whether a frame there runs it (loader_entry.py).
+        # The dynamic loader's entry code (start, end, file) in this process, () when there is none to know;
+        # None: not read since gdb's objfiles changed (loader_entry.py).
         self.loader_entry: tuple | None = None
-        self.at_loader_entry: dict[tuple[int, bool], bool] = {}
 
     def invalidate(self, target_exited: bool = False) -> None:
         """New or dropped symbols can rename any frame: forget every frame. When the target exited, its
@@ -105,7 +104,6 @@ class Caches:
         self.py_groups.clear()
         self.runtime = None
         self.loader_entry = None
-        self.at_loader_entry.clear()
         self.forget_thread_names()
         if target_exited:
             self.py_runtime = None
