@@ -24,6 +24,8 @@ class _Names:
 
 
 def library(pc: int) -> str | None:
+    """The file whose code is at ``pc``: a shared library, the executable, or None (code in no file, such as
+    a JIT's, or a word gdb took for a return address): gdb names no executable for a pc in no library."""
     try:
         lib = gdb.solib_name(pc)
     except READ_ERRORS:
@@ -35,7 +37,31 @@ def library(pc: int) -> str | None:
             _Names.exe = gdb.current_progspace().filename or ""
         except READ_ERRORS:
             _Names.exe = ""
-    return _Names.exe or None
+    if not _Names.exe:
+        return None
+    if CACHES.exe_ranges is None:
+        CACHES.exe_ranges = _mapped_ranges(_Names.exe)
+    return _Names.exe if any(lo <= pc < hi for lo, hi in CACHES.exe_ranges) else None
+
+
+def _mapped_ranges(path: str) -> list[tuple[int, int]]:
+    """Where ``path`` is mapped in the selected process ([start, end) each), from /proc/PID/maps."""
+    try:
+        pid = gdb.selected_inferior().pid
+    except READ_ERRORS:
+        return []
+    names = {path, os.path.realpath(path)}
+    out = []
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].strip() in names:
+                    lo, hi = parts[0].split("-")
+                    out.append((int(lo, 16), int(hi, 16)))
+    except OSError:
+        return []
+    return out
 
 
 def symbols_loaded(lib: str | None) -> bool:

@@ -56,6 +56,7 @@ class Caches:
     def __init__(self) -> None:
         self.native: dict[tuple[int, int, bool], Any] = {}  # (pc, inline index, exact pc) -> CachedFrame
         self.lib_bases: dict[str, int | None] = {}  # library -> its load base (file offset 0), or None
+        self.exe_ranges: list[tuple[int, int]] | None = None  # where the executable is mapped; None: not read
         # library -> whether gdb has read its symbols: asked for each unnamed frame of every hit (a
         # stripped executable's frames are unnamed: 4 a hit, each a walk over gdb's objfiles, ~15% of a hit)
         self.symbols_loaded: dict[str, bool] = {}
@@ -95,6 +96,7 @@ class Caches:
         code objects go too (the next run's are not these)."""
         self.native.clear()
         self.lib_bases.clear()
+        self.exe_ranges = None
         self.symbols_loaded.clear()
         self.suffix.clear()
         self.walks.clear()
