@@ -123,11 +123,12 @@ def test_a_child_whose_last_thread_gdb_said_ended_has_the_end_its_zombie_holds()
         table.thread_exited("i3")
         # THEN the first is recorded as exited with 3, as its parent's waitpid gets it; the other runs on
         child = table.inferiors["i2"]
-        assert (child.state, child.exit_code, child.signal) == ("exited", 3, None)
+        assert (child.state, child.exit_code, child.signal, child.end_reported) == ("exited", 3, None, False)
         assert table.inferiors["i3"].live and guard.ended_whole(half.pid) is None
         # AND gdb's own word, should it come, changes nothing
         table.exited("i2", 3)
         assert (child.state, child.exit_code) == ("exited", 3) and table.last_exited is child and not warnings
+        assert child.end_reported
     finally:
         for child in (exited, half):
             child.kill()

@@ -14,6 +14,7 @@ class Inferior:
     attached: bool = False
     exit_code: int | None = None
     signal: str | None = None  # the signal that ended it
+    end_reported: bool = False  # gdb said it ended (not only read from its zombie: ProcessTable.thread_exited)
 
     @property
     def number(self) -> int:

@@ -77,6 +77,7 @@ class ProcessTable:
         inferior = self.inferiors.setdefault(group, Inferior(group))
         inferior.pid, inferior.state = pid, "running"
         inferior.exit_code = inferior.signal = None
+        inferior.end_reported = False
         argv = cmdline(pid)
         self._write(records.process(pid, ppid=parent_of(pid), argv=argv or None, inferior=inferior.number,
                                     started=storage.now_iso(), attached=True if inferior.attached else None,
@@ -91,6 +92,7 @@ class ProcessTable:
             return
         if by_gdb:
             self.last_exited = inferior
+            inferior.end_reported = True
         if inferior.state == "exited" and (signal is None or inferior.signal):
             return  # already said (=thread-group-exited, then the stop that reports the same end)
         inferior.state = "exited"

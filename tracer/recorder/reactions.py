@@ -240,6 +240,23 @@ class Reactions:
         says what is known: the target's own end when gdb reported it, a crash only when it did not."""
         processes = self._processes
         live = [i for i in processes.live() if i.pid is not None]
+        if not live and processes.main.state == "exited":
+            # Every process has ended, the target too, each read from its zombie when gdb said its last
+            # thread ended (ProcessTable.thread_exited), and gdb reported no stop for the last of them.
+            if not self._gdb_idle():
+                return False
+            main = processes.main
+            unreported = [i for i in processes.inferiors.values() if i.state == "exited" and not i.end_reported]
+            if unreported:
+                self._warn("; ".join(f"process {i.pid} ended (" + (f"exit code {i.exit_code}" if i.signal is None
+                                                                    else f"killed by {i.signal}")
+                                     + ", read from /proc) without gdb reporting it" for i in unreported)
+                           + "; the recording was ended there and every hit before it is kept")
+            if main.signal:
+                self._outcome.end("target-crashed", f"killed by {main.signal}")
+            else:
+                self._outcome.end("completed", "exited")
+            return True
         if not live or any(guard.process_state(pid) not in (None, "Z", "X") for pid in (i.pid for i in live)
                            if pid is not None):
             self._gdb_seen = None
@@ -248,7 +265,7 @@ class Reactions:
             return False  # gdb is at work, or waits for a CPU on a busy machine: it tells the end itself
         for inferior in live:
             end = guard.zombie_end(inferior.pid) if inferior.pid is not None else None
-            processes.exited(inferior.group, *(end or (None, None)))
+            processes.exited(inferior.group, *(end or (None, None)), by_gdb=False)
         pids = ", ".join(str(i.pid) for i in live)
         if processes.main in live and (processes.main.exit_code is not None or processes.main.signal):
             # Its zombie still says how it ended (gdb has not reaped it): that end, not a guess.

@@ -241,7 +241,7 @@ class Watchdog:
         for inferior in self._processes.live():
             if inferior.pid is not None and inferior.pid not in held:
                 end = guard.zombie_end(inferior.pid)
-                self._processes.exited(inferior.group, *(end or (None, None)))
+                self._processes.exited(inferior.group, *(end or (None, None)), by_gdb=False)
                 how = ("its exit status is not known" if end is None else f"exit code {end[0]}, read from /proc"
                        if end[1] is None else f"killed by {end[1]}, read from /proc")
                 said.append(f"process {inferior.pid} ended without gdb reporting it ({how})")
