@@ -123,6 +123,9 @@ def test_next_after_frame_n_into_libffi_is_what_gdb_does(tmp_path, target, gdbs_
             told = said if how == "prompt" else " ".join(str(n.message) for n in app._notifications)
             assert "Single stepping until exit from function zlibCompileFlags, which has no line number " \
                    "information." in _words(told), told
+            if how == "prompt":  # AND in gdb's order: its words for the line, then where it stopped
+                pane = output_text(app).split("(gdb) next")[-1]
+                assert "Stepped to " in pane and pane.index("Single stepping") < pane.index("Stepped to "), pane
             assert _ours(path.frames, app.state.pid)[:3] == [{**f, "file": None, "line": None}
                                                              for f in first["frames"]], path.frames[-3:]
             assert path.selected_frame_index() == len(path.frames) - 1

@@ -127,6 +127,7 @@ class PromptActions(AppBase):
             return
         self.state.gdb = f"busy: {message.line.split()[0]}"
         self._redraw_status()
+        self.held_stop_notes = []
         self._prompt_worker(message.line, self._place())
 
     @work(thread=True, group="control", exit_on_error=False)
@@ -158,6 +159,10 @@ class PromptActions(AppBase):
                 log.gdb_said(result.text)
             if result.error:
                 log.gdb_said(result.error, style="red")
+        for note in self.held_stop_notes or ():
+            log.note(note, style="cyan")
+        self.held_stop_notes = None
+        if result is not None:
             if result.moved_to is not None and self.call_path.hit is not None:
                 index = row_of_level(self.call_path.frames, result.moved_to)
                 if index is not None:
