@@ -16,12 +16,13 @@ from textual.widgets import Button, Input, Label, OptionList
 from tests.tui.support import allowance, numbered_hits, run_pilot, wait_until
 from tracer.errors import TargetError
 from tracer.tui.app import MAX_BATCHES_PER_SECOND, make_app
-from tracer.tui.screens import AddBreakpoint, ConfirmQuit
+from tracer.tui.screens import AddBreakpoint, ConfirmQuit, WarningsScreen
 from tracer.tui.widgets.breakpoints import BreakpointsTable
 from tracer.tui.widgets.callpath import CallPathTable
 from tracer.tui.widgets.hits import HitsTable
 from tracer.tui.sources import NotStopped, breakpoint_from_mi
 from tracer.tui.widgets.output import OutputLog
+from tracer.tui.widgets.warnings import WarningsLine
 
 SIZE = (160, 48)
 
@@ -485,23 +486,33 @@ def test_the_targets_stderr_is_shown_in_red_apart_from_its_stdout(fake_source):
     run_pilot(scenario())
 
 
-def test_output_and_warnings_go_to_the_output_pane(fake_source):
+def test_output_in_its_pane_and_warnings_on_their_own_line(fake_source):
     async def scenario():
         app = make_app(fake_source)
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot)
+            line = app.query_one(WarningsLine)
+            assert not line.display  # no warning yet: no line for them
             fake_source.push("output", "tensor([0.2252], grad_fn=<Sigm")
             fake_source.push("output", "oidBackward0>)\nno newline yet")
-            fake_source.push("warning", "libtorch_cpu.so has no DWARF line information")
+            long = "libtorch_cpu.so has no DWARF line information " + "and a long reason " * 20
+            fake_source.push("warning", long)
             log = app.query_one(OutputLog)
             # A partial line waits a moment for its end, then is shown as it is.
-            await wait_until(pilot, lambda: "information" in shown(log), timeout=3)
-            assert shown(log) == [
-                "tensor([0.2252], grad_fn=<SigmoidBackward0>)",
-                "no newline yet",
-                "pttrace: warning: libtorch_cpu.so has no DWARF line",  # wrapped inside the pane,
-                "information",  # not cut at its edge
-            ]
+            await wait_until(pilot, lambda: "no newline yet" in shown(log), timeout=3)
+            # The warning is on the warnings line, not among the target's lines (a long one pushed them out).
+            await wait_until(pilot, lambda: line.display and "libtorch_cpu.so has no DWARF" in str(line.render()))
+            assert shown(log) == ["tensor([0.2252], grad_fn=<SigmoidBackward0>)", "no newline yet"]
+            assert "1 warning (w lists them)" in str(line.render())
+            fake_source.push("warning", "a second one")
+            await wait_until(pilot, lambda: "2 warnings (w lists them)  a second one" in str(line.render()))
+            # WHEN w is pressed THEN every warning is listed whole; w closes the list
+            await pilot.press("w")
+            await wait_until(pilot, lambda: isinstance(app.screen, WarningsScreen))
+            listed = str(app.screen.query_one("#warnings-list").render())
+            assert " ".join(long.split()) in " ".join(listed.split()) and "a second one" in listed
+            await pilot.press("w")
+            await wait_until(pilot, lambda: not isinstance(app.screen, WarningsScreen))
             assert log.virtual_size.width <= log.scrollable_content_region.width  # no sideways scrolling
             # WHEN the terminal narrows THEN the lines are wrapped again at the new width, whole
             long = "heartbeat " + " ".join(f"word{i}" for i in range(30))

@@ -33,7 +33,7 @@ from tracer.tui.export_notes import ExportActions
 from tracer.tui.keys import KEYS
 from tracer.tui.messages import FrameSelected, HitSelected, SourceEventsArrived
 from tracer.tui.prompt import PromptActions
-from tracer.tui.screens import HelpScreen, PathsScreen
+from tracer.tui.screens import HelpScreen, PathsScreen, WarningsScreen
 from tracer.tui.sources import EventSource, LiveSource, SessionSource, SourceEvent
 from tracer.tui.state import describe_stop
 from tracer.tui.stylesheet import APP_CSS
@@ -48,6 +48,7 @@ from tracer.tui.widgets.prompt_bar import PromptBar
 from tracer.tui.widgets.search import SearchBar
 from tracer.tui.widgets.source import SourcePane
 from tracer.tui.widgets.status import StatusLine
+from tracer.tui.widgets.warnings import WarningsLine
 
 MAX_BATCHES_PER_SECOND = 5
 JUMP_WINDOW = 1.0
@@ -114,6 +115,7 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         yield SearchBar(id="search")
         yield InputBar(id="input")
         yield PromptBar(id="prompt")
+        yield WarningsLine(id="warnings")
         yield StatusLine(id="status")
         yield KeyBar(id="keys")
 
@@ -124,6 +126,7 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         elif self.source.attached:
             self.query_one(OutputLog).note("attached to a running process: its output goes where it always "
                                            "went (its own terminal or file), not here", style="grey62")
+        self.query_one(WarningsLine).show_warnings(self.state.warnings)
         self._redraw_status()
         self.hits_table.focus()
         self._run_source()
@@ -214,17 +217,16 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
                 log.write_output(output)
                 output = []
                 log.note(str(ev.data), style="cyan")
-            elif ev.kind == "warning":
+            elif ev.kind in ("warning", "warnings"):
                 before = len(self.state.warnings)
                 changed |= self.state.apply(ev.kind, ev.data)
                 if len(self.state.warnings) == before:
                     continue  # another helper process of a program already told (tracer/session/helpers.py)
-                if self.source.live:  # a saved session's are known: noted in the log, no toast each
+                if self.source.live and ev.kind == "warning":  # a saved session's: on the warnings line only
                     self.notify(str(ev.data), title="warning", severity="warning", timeout=8)
-                log = self.query_one(OutputLog)
-                log.write_output(output)  # what the target printed before the warning comes first
-                output = []
-                log.note(f"warning: {ev.data}")
+                # On their own line, not in the target's output: a long warning scrolled the target's own
+                # lines out of that pane.
+                self.query_one(WarningsLine).show_warnings(self.state.warnings)
                 continue
             changed |= self.state.apply(ev.kind, ev.data)
         if "processes" in changed:
@@ -336,6 +338,12 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
 
     def action_full_names(self) -> None:
         self.call_path.toggle_full_names()
+
+    def action_warnings(self) -> None:
+        if not self.state.warnings:
+            self.notify("no warnings", timeout=3)
+            return
+        self.push_screen(WarningsScreen(self.state.warnings))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(KEYS, live=self.source.live))

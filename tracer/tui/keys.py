@@ -60,6 +60,8 @@ KEYS = [
     Key("z", "z", "zoom", "zoom", "maximize the focused pane (z or esc restores)", 4),
     Key("e", "e", "export", "export", "write the session as markdown notes beside its file (asks "
         "before it overwrites)", 7),
+    Key("w", "w", "warnings", "warnings", "every warning of the session, whole (the line above the status shows "
+        "the newest and says so; w or esc closes)", 9),
     Key("G", "G", "newest", "newest_hit", "select the newest hit", 8, bind=True),
     Key("enter", "enter", "open", "", "call path: open the fold on (or just above) the row", bind=False),
     Key("home,end", "home end", "first/last", "", "first or last row of a table", bind=False),

@@ -1,5 +1,5 @@
 """Modal screens: yes/no questions (quitting kills a launched target), add a breakpoint, the help,
-the distinct call paths."""
+the distinct call paths, the session's warnings."""
 from __future__ import annotations
 
 from textual import on, work
@@ -14,6 +14,7 @@ from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tracer.export import paths as P
+from tracer.text.escape import visible
 from tracer.tui.messages import CompletionsFound
 from tracer.tui.widgets.table import Table
 
@@ -86,6 +87,34 @@ class HelpScreen(ModalScreen[None]):
             for k in keys:
                 t.append(f"  {k.shown:>8}  ", style="bold cyan")
                 t.append(k.help + "\n")
+        return t
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class WarningsScreen(ModalScreen[None]):
+    """Every warning of the session, whole: the warnings line has room for the newest one only."""
+
+    BINDINGS = [Binding("escape,w,q", "close", "close")]
+
+    def __init__(self, warnings: list[str]) -> None:
+        super().__init__()
+        self.warnings = list(warnings)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            n = len(self.warnings)
+            yield Label(Content(f"{n} warning{'s' if n != 1 else ''} (w or esc closes)"), id="question")
+            yield Static(self._text(), id="warnings-list")
+
+    def _text(self) -> Text:
+        t = Text()
+        for i, w in enumerate(self.warnings):
+            if i:
+                t.append("\n")
+            t.append("⚠ ", style="bold yellow")
+            t.append(visible(w) + "\n")
         return t
 
     def action_close(self) -> None:

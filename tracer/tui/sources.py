@@ -20,6 +20,7 @@ Event kinds (``data`` in brackets):
   evals [dict]               --eval: hit seq -> the values evaluated at that hit (session.evals.Evaluated)
   graphs [dict]              TorchScript: graph id -> its graph (session.torchscript.TsGraph)
   warning [str]              something the user should know, the run goes on
+  warnings [list[str]]       a saved session's warnings, all at once
   gdb [str]                  what gdb said of a step, next or finish (as its console prints it)
   note [str]                 what pttrace says of a stop (the thread an interrupt shows, and why)
   failed [PttraceError]      the source could not start; nothing else follows
@@ -44,7 +45,6 @@ from tracer.tui.steering import Steering, python_thread
 
 CONTROL_ACTIONS = ("step", "next", "finish")
 SHOWN_WAIT = 2.0  # seconds a saved session's reader waits for its first screen to be drawn
-WARNINGS_SHOWN = 5  # a saved session's warnings, as notes; past these, one note says how many more
 
 
 @dataclass
@@ -342,13 +342,8 @@ class SessionSource(EventSource):
                 emit(SourceEvent("evals", s.evals))
             if s.graphs:
                 emit(SourceEvent("graphs", s.graphs))
-        shown = s.info.warnings[:WARNINGS_SHOWN]
-        for w in shown:
-            emit(SourceEvent("warning", w))
-        more = len(s.info.warnings) - len(shown)
-        if more:
-            emit(SourceEvent("warning", f"{more} more warning{'s' if more > 1 else ''}: "
-                                        "`pttrace show` lists them all"))
+        if s.info.warnings:  # all at once (a damaged file can have thousands); w lists them
+            emit(SourceEvent("warnings", list(s.info.warnings)))
         emit(SourceEvent("finished", s.info.status))
 
     def screen_shown(self) -> None:

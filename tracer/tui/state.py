@@ -139,6 +139,9 @@ class TraceState:
         if kind == "warning":
             self.warnings = fold_warnings([*self.warnings, str(data)])
             return {"warnings"}
+        if kind == "warnings":
+            self.warnings = fold_warnings([*self.warnings, *map(str, data)])
+            return {"warnings"}
         if kind == "failed":
             self.error = getattr(data, "message", None) or str(data)
             self.gdb = "exited"

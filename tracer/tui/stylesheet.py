@@ -119,13 +119,19 @@ Screen {
     text-overflow: ellipsis;
 }
 
+#warnings {
+    height: 1;
+    padding: 0 1;
+    background: $panel;
+}
+
 #status {
     height: 1;
     padding: 0 1;
     background: $panel;
 }
 
-Confirm, AddBreakpoint, HelpScreen, PathsScreen {
+Confirm, AddBreakpoint, HelpScreen, PathsScreen, WarningsScreen {
     align: center middle;
     background: $background 60%;
 }
@@ -145,7 +151,7 @@ Confirm #dialog {
     max-width: 100%;
 }
 
-HelpScreen #dialog {
+HelpScreen #dialog, WarningsScreen #dialog {
     width: 100;
     max-width: 100%;
     max-height: 100%;

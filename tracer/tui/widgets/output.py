@@ -66,7 +66,7 @@ class OutputLog(RichLog):
         self._partial.clear()
 
     def note(self, message: str, style: str = "yellow") -> None:
-        """pttrace's own remarks (warnings), told apart from the target's output by their colour."""
+        """pttrace's own remarks (what a stop or gdb says), told apart from the target's output by their colour."""
         self._flush_partial()
         self._add(Text(f"pttrace: {visible(message)}", style=style))
 
