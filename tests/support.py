@@ -245,3 +245,27 @@ def fifo_line(path, proc: subprocess.Popen, timeout: float = 120.0) -> str:
     finally:
         os.close(fd)
     return data.decode(errors="replace").split("\n", 1)[0] + "\n"
+
+
+UNNAMED_FRAMES = "have no function name"  # tracer/recorder/tailer.py's unnamed_warning
+# Debian's libffi8 (3.4.4-1) has no .symtab: a ctypes call's ffi_call_unix64 and ffi_call_int are nameless
+# (its .dynsym has only the exported functions) and apt here has no debug package for it.
+LIBFFI = "libffi.so.8"
+
+
+def unnamed_frames_in(warning: str) -> str | None:
+    """The library an unnamed-frames warning names (its file name), None for any other warning."""
+    if UNNAMED_FRAMES not in warning or not warning.split(": ")[-1:]:
+        return None
+    head = warning.split(" have no function name", 1)[0]
+    if head.startswith("process ") and ": " in head:  # a child's, merged into the session
+        head = head.split(": ", 1)[1]
+    return os.path.basename(head.removeprefix("frames in ")) if head.startswith("frames in ") else ""
+
+
+def assert_only_unnamed(warnings, *libraries: str) -> None:
+    """The session's warnings are exactly one unnamed-frames warning for each of ``libraries`` (file names, e.g.
+    "libffi.so.8": what this machine's libraries lack, checked as such), and nothing else."""
+    told = [unnamed_frames_in(w) for w in warnings]
+    others = [w for w, lib in zip(warnings, told) if lib is None]
+    assert not others and sorted(told) == sorted(libraries), (list(libraries), list(warnings))

@@ -25,7 +25,7 @@ import pytest
 
 from tests import pythons
 from tests.conftest import PTTRACE, run_pttrace
-from tests.support import Lines, run_child, stop_process, wait_for
+from tests.support import Lines, assert_only_unnamed, run_child, stop_process, wait_for
 from tracer.session import storage
 from tracer.settings import cache_dir
 
@@ -77,6 +77,12 @@ def _py_bt_of(python) -> list[tuple[str, int, str]]:
     return frames
 
 
+def _unnamed(name: str) -> tuple[str, ...]:
+    """The files whose frames nothing names in known_stack.py's path: Debian's python3.11 and its _asyncio
+    module have no .symtab and no DWARF (their static functions); the stripped copies keep their .symtab."""
+    return ("python3.11", "_asyncio.cpython-311-x86_64-linux-gnu.so") if name.startswith("debian") else ()
+
+
 def _python_warnings(session) -> list[str]:
     """The warnings about Python frames (an interpreter without torch rightly warns that it has no tensor
     arguments to read, and one without a helper that it has no py-bt: neither is about the frames)."""
@@ -102,7 +108,7 @@ def recorded(request, tmp_path_factory):
 
 def test_run_records_what_py_bt_shows(recorded):
     session = recorded["session"]
-    assert _python_warnings(session) == []
+    assert_only_unnamed(_python_warnings(session), *_unnamed(recorded["name"]))
     [hit] = session.hits
     ours = _python(hit)
     if recorded["name"].startswith("debian"):  # 3.11.2: the stdlib's lines are not pyenv 3.11.7's
@@ -174,7 +180,8 @@ def attached(request, tmp_path_factory):
                            *DEPTH, str(target.pid), env={"PTTRACE_STACK_REUSE_STATS": str(stats)})
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs_on(target.pid)
-        return {"session": _session(out), "reuse": json.loads(stats.read_text()), "pid": target.pid}
+        return {"session": _session(out), "reuse": json.loads(stats.read_text()), "pid": target.pid,
+                "name": request.param}
     finally:
         stop_process(target)
         target.stdout.close()
@@ -182,7 +189,7 @@ def attached(request, tmp_path_factory):
 
 def test_attach_records_every_thread(attached):
     session = attached["session"]
-    assert _python_warnings(session) == []
+    assert_only_unnamed(_python_warnings(session), *_unnamed(attached["name"]))
     by_thread = {}
     for hit in session.hits:
         by_thread.setdefault(hit.thread.lwp == attached["pid"], []).append(_python(hit))
@@ -209,7 +216,7 @@ def test_torch_sigmoid_on_debian_python_without_dwarf(hello_recording, tmp_path)
                        "--break", "wrapper_CPU_sigmoid", "--max-hits", "1", "scripts/hello-world.py")
     assert proc.returncode == 0, proc.stderr[-3000:]
     session = _session(tmp_path)
-    assert _python_warnings(session) == []
+    assert_only_unnamed(_python_warnings(session), "python3.11")
     [hit] = session.hits
     _, reference = hello_recording
     want = next(h for h in reference.hits if h.breakpoint == "wrapper_CPU_sigmoid")
@@ -217,10 +224,10 @@ def test_torch_sigmoid_on_debian_python_without_dwarf(hello_recording, tmp_path)
     assert [fn for _, _, fn in _python(hit)][0] == "forward" and len(_python(hit)) >= 3
 
 
-def _hit_frames(oracle) -> tuple[object, list[tuple[str, int, str]]]:
+def _hit_frames(oracle, unnamed: tuple[str, ...]) -> tuple[object, list[tuple[str, int, str]]]:
     assert oracle.pttrace.returncode == 0, oracle.pttrace.stderr[-3000:]
     session = storage.load(oracle.session)
-    assert _python_warnings(session) == []
+    assert_only_unnamed(_python_warnings(session), *unnamed)
     [hit] = session.hits
     return hit, [(f.file, f.line, f.function) for f in reversed(hit.frames) if f.kind == "python"]
 
@@ -234,7 +241,7 @@ def test_attach_agrees_with_py_spy_and_pystack(name, tmp_path):
     if python is None:
         pytest.skip(f"{name}: not on this machine")
     oracle = pythons.attach_then_stop(python, [str(pythons.TARGET), "detach"], PTTRACE, BREAK, tmp_path)
-    hit, frames = _hit_frames(oracle)
+    hit, frames = _hit_frames(oracle, _unnamed(name))
     assert hit.thread.lwp == oracle.pid and len(frames) > 300
     assert pythons.oracle_disagreements(frames, oracle, oracle.pid, "MainThread") == []
 
@@ -247,7 +254,7 @@ def test_torch_sigmoid_attach_on_debian_python_agrees_with_py_spy_and_pystack(tm
         pytest.skip("Debian's python3.11 is not here (or the tests do not run on 3.11)")
     oracle = pythons.attach_then_stop(python, [str(pythons.ROOT / "tests" / "targets" / "sigmoid_stop.py")],
                                       PTTRACE, "wrapper_CPU_sigmoid", tmp_path)
-    hit, frames = _hit_frames(oracle)
+    hit, frames = _hit_frames(oracle, ("python3.11",))  # no asyncio there
     assert "wrapper_CPU_sigmoid(" in hit.frames[-1].function
     assert [fn for _, _, fn in frames][:2] == ["Stopper.forward", "Module._call_impl"]
     assert hit.thread.python_name == "MainThread"

@@ -19,6 +19,21 @@ from tracer.recorder.events import (BreakpointRecorded, EvalsRecorded, GraphReco
 log = logging.getLogger("pttrace.recorder")
 
 
+def unnamed_warning(library: str, frames: list[Frame]) -> str:
+    """The warning for the frames of ``library`` ("" if in no file) that stay without a name."""
+    n = len(frames)
+    count = f"{n} frame{'s' if n > 1 else ''} of the first call path through it"
+    if not library:
+        return (f"frames outside every file the target mapped have no function name ({count.replace(' through it', '')}"
+                "): pttrace cannot name them; they are shown by address")
+    from tracer.symbols.debug_packages import debug_advice
+
+    interpreter = any(f.layer == "interpreter" for f in frames)
+    return (f"frames in {library} have no function name ({count}): neither gdb nor pttrace's symbol index has a "
+            "symbol there, so they are shown by library and address. To name them: "
+            + debug_advice(library).what_to_do(interpreter))
+
+
 class SessionTailer:
     def __init__(self, path: Path, writer: storage.SessionWriter, emit: Callable[[RecorderEvent], None],
                  warn: Callable[[str], None]):
@@ -27,6 +42,7 @@ class SessionTailer:
         self._emit = emit
         self._warn = warn
         self._told: set[str] = set()
+        self._unnamed_told: set[str] = set()  # libraries whose unnamed frames were warned of
         self._filler = FrameFiller()
         self._lock = threading.Lock()
         self._tail = records.Tail()
@@ -44,6 +60,7 @@ class SessionTailer:
                 self._told.add(library)
                 self._warn(f"pttrace's symbol index cannot read {library} ({why}); its frames keep their "
                            "library and offset (`pttrace where 0xOFFSET --lib LIBRARY` once it is readable)")
+        self._warn_unnamed(frames)
         hook = self.on_interpreter
         if hook is not None and any(f.kind == "native" and is_interpreter_loop(f.function) for f in frames):
             self.on_interpreter = None
@@ -53,6 +70,19 @@ class SessionTailer:
                 self.writer.fill(entries)
             except PttraceError as exc:  # the session's end reports an unwritable file
                 log.debug("fill record not written: %s", exc.message)
+
+    def _warn_unnamed(self, frames: list[Frame]) -> None:
+        """Once per library: its frames that neither gdb nor our index could name, and what would name them.
+        Here, once per distinct call path (the agent records a hit in ~0.3 ms and never asks)."""
+        unnamed: dict[str, list[Frame]] = {}
+        for f in frames:
+            if f.kind == "native" and not f.function and not f.inlined:
+                unnamed.setdefault(f.library or "", []).append(f)
+        for library, found in unnamed.items():
+            if library in self._unnamed_told or library in self._filler.unreadable:  # that one said why
+                continue
+            self._unnamed_told.add(library)
+            self._warn(unnamed_warning(library, found))
 
     def scan(self, emit: bool) -> None:
         """Read the records appended since the last scan: fill each new call path's frames, and with
