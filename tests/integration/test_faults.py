@@ -537,7 +537,6 @@ def views_of_a_failed_session(path: Path, told: str, capsys, monkeypatch) -> Non
     from tests.tui.support import run_pilot, wait_until
     from tracer.tui.app import make_app
     from tracer.tui.sources import SessionSource
-    from tracer.tui.widgets.output import OutputLog
 
     yellow = "\x1b[33m"
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich writes its colours as for a terminal
@@ -563,9 +562,9 @@ def views_of_a_failed_session(path: Path, told: str, capsys, monkeypatch) -> Non
         app = make_app(SessionSource.open(path))
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(pilot, lambda: app.state.finished)
-            log = " ".join(strip.text.strip() for strip in app.query_one(OutputLog).lines)
+            line = str(app.query_one("#warnings").render())  # the warnings' own line, not the output pane
             status = str(app.query_one("#status").render())
-            assert "recorded, failed" in status and f"warning: {told}" in log, (status, log)
+            assert "recorded, failed" in status and f"1 warning (w lists them)  {told}" in line, (status, line)
             await pilot.press("q")
 
     run_pilot(view())
