@@ -41,3 +41,16 @@ def test_helper_processes_by_program_without_those_with_hits_or_a_session():
              Process(5, argv=["openssl", "sha512"], state="detached", detached="exec of /usr/bin/openssl")]
     found = helper_programs(procs, pids_with_hits=[1, 5])
     assert [(h.program, h.pids) for h in found] == [("g++", [2, 3])]
+
+
+def test_unnamed_frames_of_a_library_are_said_once_whichever_process_met_them():
+    # GIVEN the main process's libffi warning, then two children's (their recorders' own, merged)
+    ffi = ("frames in /lib/x86_64-linux-gnu/libffi.so.8 have no function name (2 frames of the first call path "
+           "through it): neither gdb nor pttrace's symbol index has a symbol there")
+    other = "frames in /usr/bin/python3.11 have no function name (4 frames of the first call path through it): …"
+    warnings = [ffi, "something else", f"process 42: {ffi}", f"process 43: {other}", f"process 44: {other}",
+                "frames outside every file the target mapped have no function name (1 frame of the first call path)",
+                "process 45: frames outside every file the target mapped have no function name (2 frames of the "
+                "first call path)"]
+    # THEN each library's first one stays, in its place
+    assert fold_warnings(warnings) == [ffi, "something else", f"process 43: {other}", warnings[5]]

@@ -17,6 +17,9 @@ from typing import Iterable, Sequence
 # after "traced": a raw exec system call adds why, which is kept as its own warning).
 _NOT_PYTHON = re.compile(r"process (\d+) executes (.*), not Python: it is not traced")
 _EXEC_OF = "exec of "
+# tracer/recorder/tailer.py's unnamed_warning, as a child's recorder told it too ("process N: …"): said once a
+# session, by the first process that met the library (its count is that process's first call path).
+_UNNAMED = re.compile(r"(?:process \d+: )?frames (?:in (.+?) have no function name |outside every file )")
 
 
 @dataclass
@@ -41,10 +44,17 @@ def program_name(command: str) -> str:
 
 def fold_warnings(warnings: Sequence[str]) -> list[str]:
     """The warnings with every "process N executes P …, not Python" folded into one line per program,
-    where the first of them was; all others unchanged and in order."""
+    where the first of them was, and one unnamed-frames warning per library (the first); all others unchanged
+    and in order."""
     programs: dict[str, HelperProgram] = {}
+    unnamed: set[str] = set()
     out: list[str | HelperProgram] = []
     for w in warnings:
+        u = _UNNAMED.match(w)
+        if u is not None:
+            if (u.group(1) or "") in unnamed:
+                continue
+            unnamed.add(u.group(1) or "")
         m = _NOT_PYTHON.fullmatch(w)
         if m is None:
             out.append(w)
