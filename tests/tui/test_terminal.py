@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import alive
-from tests.support import allowance, run_child, wait_for
+from tests.support import LIBFFI, allowance, run_child, wait_for
 from tests.tui.support import FIXTURE, ROOT
 
 TMUX = shutil.which("tmux")
@@ -195,6 +195,11 @@ def test_run_records_live_in_a_real_terminal(terminal, tmp_path):
     term.wait_for("breakpoints (1)", "gdb ", timeout=15)
     screen = term.wait_for("exited (completed)", "hits 1", "call path · hit #1 · zlibVersion", timeout=120)
     assert "│called " in screen.split("target output", 1)[-1]  # the target's output, in its pane
+    # AND the session's warning (the ctypes call's nameless libffi frames) on its own line, above the status:
+    # never in that pane, where its long text scrolled the target's line out of view
+    [line] = [row for row in screen.splitlines() if "⚠ 1 warning (w lists them)" in row]
+    assert f"frames in /lib/x86_64-linux-gnu/{LIBFFI} have no function name" in line, screen
+    assert "no function name" not in screen.split("target output", 1)[-1].split("⚠", 1)[0], screen
     term.keys("q")  # the run has ended: no question asked
     assert term.exit_status() == 0
     screen = term.screen(history=10)
