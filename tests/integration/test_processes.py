@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PTTRACE, ROOT, alive, gdb_pids
-from tests.support import LIBFFI, Lines, allowance, assert_only_unnamed, run_child, stop_process, wait_for
+from tests.support import (LIBFFI, Lines, allowance, assert_only_unnamed, run_child, stop_process,
+                           unnamed_frames_in, wait_for)
 from tracer.session import storage
 
 pytestmark = pytest.mark.gdb
@@ -167,6 +168,8 @@ def test_a_spawned_child_and_a_python_subprocess_are_traced_from_their_first_ins
         else:  # python -c CODE: its frame is <string>
             assert any(f.file == "<string>" for f in python), [(f.function, f.file) for f in python]
         assert not [w for w in session.info.warnings if re.search(rf"\b{pid}\b", w)], session.info.warnings
+    told = [lib for lib in map(unnamed_frames_in, session.info.warnings) if lib is not None]
+    assert told == [LIBFFI], session.info.warnings  # the ctypes calls' libffi frames, said once
     # Hits are numbered once over the whole recording.
     seqs = [h.seq for h in session.hits]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)

@@ -47,6 +47,7 @@ def test_apt_stanza_fields_keep_continuation_lines_out():
 
 def test_frames_in_no_file_are_told_without_advice():
     frames = [Frame("native", address=0x7F0000001000), Frame("native", address=0x7F0000002000)]
-    assert unnamed_warning("", frames) == ("frames outside every file the target mapped have no function name "
-                                           "(2 frames of the first call path): pttrace cannot name them; they are "
-                                           "shown by address")
+    assert unnamed_warning("", frames) == (
+        "frames outside every file the target mapped have no function name (2 frames of the first call path): code "
+        "in anonymous memory (JIT-compiled), or return addresses gdb read where the stack holds none; they are "
+        "shown by address")

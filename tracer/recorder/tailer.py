@@ -25,7 +25,8 @@ def unnamed_warning(library: str, frames: list[Frame]) -> str:
     count = f"{n} frame{'s' if n > 1 else ''} of the first call path through it"
     if not library:
         return (f"frames outside every file the target mapped have no function name ({count.replace(' through it', '')}"
-                "): pttrace cannot name them; they are shown by address")
+                "): code in anonymous memory (JIT-compiled), or return addresses gdb read where the stack holds "
+                "none; they are shown by address")
     from tracer.symbols.debug_packages import debug_advice
 
     interpreter = any(f.layer == "interpreter" for f in frames)
