@@ -126,24 +126,6 @@ def mapped_base(lib: str) -> int | None:
     return None
 
 
-def mapped_file(pc: int) -> str | None:
-    """The file whose mapping holds ``pc`` in the target, None where none does (an anonymous mapping, the
-    stack: what gdb unwinds into past a loader's first frame, JIT code). Asked only of a frame gdb could
-    not name and no shared library holds: ``library`` gives it the executable, which may not hold it."""
-    try:
-        pid = gdb.selected_inferior().pid
-        with open(f"/proc/{pid}/maps") as fh:
-            for line in fh:
-                parts = line.split(None, 5)
-                lo, _, hi = parts[0].partition("-")
-                if int(lo, 16) <= pc < int(hi, 16):
-                    path = parts[5].strip() if len(parts) == 6 else ""
-                    return path if path.startswith("/") else None
-    except (OSError, ValueError, *READ_ERRORS):
-        return None
-    return None
-
-
 def lib_base(lib: str) -> int | None:
     """The library's load base in the current process (its CFI-only copy's, which is the same)."""
     return _lib_base(lib)
@@ -182,9 +164,6 @@ def describe(frame, inline_index: int, exact: bool = True) -> CachedFrame:
     except READ_ERRORS:
         pass
     lib = library(pc)
-    if name is None and lib and lib == _Names.exe:  # not in a shared library: in the executable, or elsewhere
-        found = mapped_file(pc)
-        lib = lib if found and os.path.realpath(found) == os.path.realpath(lib) else found
     info = CachedFrame({
         "kind": "native",
         "function": name,
