@@ -78,3 +78,24 @@ def test_a_pyenv_interpreter_with_dwarf_and_torchs_wheel_name_every_frame(hello_
     nameless = {f.library for h in session.hits for f in h.frames
                 if f.kind == "native" and not f.function and not f.inlined}
     assert nameless == set(), nameless
+
+
+def test_a_frame_in_code_written_to_anonymous_memory_is_told_as_in_no_file(tmp_path):
+    """No file holds it: the warning names no library and advises no debug package (before, such a pc was
+    labelled with the executable, whose debug symbols would not have named it)."""
+    proc = run_pttrace("run", "--batch", "--session-dir", str(tmp_path), "--break", "zlibVersion",
+                       str(ROOT / "tests" / "targets" / "anon_code.py"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    start, length = (int(x) for x in next(line for line in proc.stdout.splitlines()
+                                           if line.startswith("CODE ")).split()[1:])
+    (path,) = tmp_path.glob("*.jsonl")
+    session = storage.load(path)
+    [hit] = session.hits
+    # THEN the caller of zlibVersion is the page's code, recorded with no library and no name
+    caller = hit.frames[-2]
+    assert hit.frames[-1].function == "zlibVersion" and start <= caller.address < start + length, hit.to_dict()
+    assert caller.library is None and caller.function is None
+    # AND the one warning says so, with no advice that would not help
+    [warning] = [w for w in session.info.warnings if unnamed_frames_in(w) == ""]
+    assert "apt" not in warning and "--debug-dir" not in warning, warning
+    assert warning.startswith("frames outside every file the target mapped have no function name ("), warning
