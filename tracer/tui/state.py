@@ -140,6 +140,8 @@ class TraceState:
             self.warnings = fold_warnings([*self.warnings, str(data)])
             return {"warnings"}
         if kind == "warnings":
+            if not isinstance(data, list):
+                return set()
             self.warnings = fold_warnings([*self.warnings, *map(str, data)])
             return {"warnings"}
         if kind == "failed":
