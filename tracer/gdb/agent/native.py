@@ -41,15 +41,20 @@ def library(pc: int) -> str | None:
         return None
     if CACHES.exe_ranges is None:
         CACHES.exe_ranges = _mapped_ranges(_Names.exe)
+        if CACHES.exe_ranges is None:  # no process (a location listed before the run): the executable's own
+            return _Names.exe
     return _Names.exe if any(lo <= pc < hi for lo, hi in CACHES.exe_ranges) else None
 
 
-def _mapped_ranges(path: str) -> list[tuple[int, int]]:
-    """Where ``path`` is mapped in the selected process ([start, end) each), from /proc/PID/maps."""
+def _mapped_ranges(path: str) -> list[tuple[int, int]] | None:
+    """Where ``path`` is mapped in the selected process ([start, end) each), from /proc/PID/maps; None when
+    there is no process to ask."""
     try:
         pid = gdb.selected_inferior().pid
     except READ_ERRORS:
-        return []
+        return None
+    if not pid:
+        return None
     names = {path, os.path.realpath(path)}
     out = []
     try:
