@@ -44,6 +44,7 @@ class SessionTailer:
         self._warn = warn
         self._told: set[str] = set()
         self._unnamed_told: set[str] = set()  # libraries whose unnamed frames were warned of
+        self._unnamed_lock = threading.Lock()
         self._filler = FrameFiller()
         self._lock = threading.Lock()
         self._tail = records.Tail()
@@ -80,9 +81,10 @@ class SessionTailer:
             if f.kind == "native" and not f.function and not f.inlined:
                 unnamed.setdefault(f.library or "", []).append(f)
         for library, found in unnamed.items():
-            if library in self._unnamed_told or library in self._filler.unreadable:  # that one said why
-                continue
-            self._unnamed_told.add(library)
+            with self._unnamed_lock:  # fill is also called for a stop's frames, on the recorder's thread
+                if library in self._unnamed_told or library in self._filler.unreadable:  # that one said why
+                    continue
+                self._unnamed_told.add(library)
             self._warn(unnamed_warning(library, found))
 
     def scan(self, emit: bool) -> None:

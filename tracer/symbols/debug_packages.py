@@ -103,7 +103,7 @@ def _ask_debian(path: str, real: str, build_id: str | None) -> DebugAdvice:
     names = [p for f in (path, real) for p in (f, f[4:] if f.startswith("/usr/") else "/usr" + f)]
     package = None
     for line in _run(["dpkg-query", "-S", *dict.fromkeys(names)]).splitlines():
-        if ": " in line and not line.startswith("dpkg-query"):
+        if ": " in line and not line.startswith(("dpkg-query", "diversion by ")):
             package = line.split(": ", 1)[0].split(",")[0].strip()
             break
     if package is None:
