@@ -47,9 +47,18 @@ def _entry_code() -> tuple[int, int, str | None] | None:
     return found or None
 
 
+_UNCOVERED: dict[tuple[str, int], int | None] = {}  # (loader, entry) -> _uncovered_until: files do not change in a run
+
+
 def _uncovered_until(path: str, entry: int) -> int | None:
     """Where the code from ``entry`` on that no FDE describes ends (file addresses); None when an FDE
     describes the entry itself."""
+    if (path, entry) not in _UNCOVERED:
+        _UNCOVERED[path, entry] = _read_uncovered_until(path, entry)
+    return _UNCOVERED[path, entry]
+
+
+def _read_uncovered_until(path: str, entry: int) -> int | None:
     try:
         table = EhFrame(path)
     except (OSError, Unsupported):
