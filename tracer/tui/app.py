@@ -98,9 +98,6 @@ class PttraceApp(PromptActions, ControlActions, InputActions, ExportActions, Qui
         on. After c the next stop's hit can come before gdb's news that the target runs (the session file
         and gdb are read by two threads): dropped, it left the step's stop on screen (41 s at load 7.5)."""
         self._left_width: int | None = None
-        self.held_stop_notes: list[str] | None = None
-        """While a line typed at the prompt runs (None otherwise): the stops gdb reported meanwhile, told after
-        gdb's answer to the line (``next``'s "Single stepping until exit...", which gdb says before it stops)."""
 
     # --- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

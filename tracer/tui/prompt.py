@@ -28,6 +28,10 @@ def copied_text(frame, cwd: str | None) -> str:
 
 
 class PromptActions(AppBase):
+    held_stop_notes: list[str] | None = None
+    """While a line typed at the prompt runs (None otherwise): the stops gdb reported meanwhile, told after
+    gdb's answer to the line (``next``'s "Single stepping until exit...", which gdb says before it stops)."""
+
     def _show_evals(self) -> None:
         """``--eval``: the shown hit's values under the call path (``expr = value · ...``)."""
         path = self.call_path
