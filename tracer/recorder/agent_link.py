@@ -60,6 +60,7 @@ class AgentLoading:
 class AgentLink:
     def __init__(self, mi: MiConnection):
         self.mi = mi
+        self.stepovers = False  # a presented hit's thread is watched for a step over gdb may lose (agent/stepovers.py)
 
     def _ask(self, command: str, timeout: float = 30.0) -> MiResult:
         try:
@@ -79,6 +80,7 @@ class AgentLink:
         text = "".join(res.console).strip()
         try:
             data = json.loads(text.splitlines()[-1])
+            self.stepovers = self.stepovers or bool(data.get("stepovers"))
             return AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
                                need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
                                need_launcher=bool(data.get("need_launcher")),
@@ -88,6 +90,15 @@ class AgentLink:
                                entries={str(k): str(v) for k, v in (data.get("entries") or {}).items()})
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
+
+    def before_resume(self) -> None:
+        """Before gdb resumes the target after a hit it presented: the agent checks whether gdb cancelled that
+        hit's step over (another process's stop came first), so that the trap it runs into next is not
+        recorded as a second hit (agent/stepovers.py). Nothing is asked while no such hit is watched."""
+        if not self.stepovers:
+            return
+        text = "".join(self._ask("pttrace-stepovers", timeout=10).console).strip()
+        self.stepovers = text != "0"
 
     def add_breakpoint(self, spec: str) -> str | None:
         """gdb's reason for refusing the breakpoint, or None."""

@@ -66,12 +66,14 @@ class Controller:
     def resume(self) -> None:
         self._main.state = "running"
         self._every_process(True)
+        self._agent.before_resume()
         self._mi.command("-exec-continue", check=False)
 
     # Each returns what gdb said as it went ("Single stepping until exit from function X, which has
     # no line number information.", "Run till exit from #0 ..."): its console text before ^running.
     def _run_alone(self, command: str) -> str:
         self._every_process(False)
+        self._agent.before_resume()
         res = self._mi.command(command, check=False)
         if res.error:  # the target did not move: said, not shown as a stop where it already stood
             raise GdbCommandError(f"gdb: {res.error}")
@@ -103,10 +105,12 @@ class Controller:
             def before():
                 self._policy.for_stepping()
                 self._every_process(False)
+                self._agent.before_resume()
         elif kind == "continuing":
             def before():
                 self._main.state = "running"
                 self._every_process(True)
+                self._agent.before_resume()
         prompt = GdbPrompt(self._mi)
         line = as_gdb_line(line)
         answer = prompt.run(line, place, before=before)

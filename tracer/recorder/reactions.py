@@ -68,6 +68,7 @@ class Reactions:
         ``*running`` that follows it. An end asked for in between (a SIGHUP) found them "stopped", sent no
         interrupt, and the breakpoint dump and the end record were written while the target ran into its next
         hit, whose record the agent wrote after the end (test_hangup's [record] case, 2 suites in 3)."""
+        self._agent.before_resume()
         res = self._mi.command("-exec-continue", check=False)
         if res.message == "running":
             for inferior in self._processes.live():

@@ -20,6 +20,7 @@ from tracer.gdb.agent.processes import PROCESSES
 from tracer.gdb.agent.python_frames import FRAMES
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
+from tracer.gdb.agent.stepovers import STEPOVERS
 from tracer.gdb.agent.state import STATE
 from tracer.gdb.agent.entry import entry_values, read_memory
 
@@ -68,12 +69,18 @@ class TraceBreakpoint(gdb.Breakpoint):
         try:
             if MEMORY_CACHE.on:
                 MEMORY_CACHE.off()  # a hit reads memory as gdb always did (memcache.py)
+            if STEPOVERS.active() and STEPOVERS.repeated():
+                return False  # gdb's step over the hit before, not a hit (stepovers.py)
             with bulk.STOP:  # the memory this stop checks, read together (bulk.StopBatch)
                 repeated = REPEATS.record(self)  # an exact repeat of the hit before (repeat.py)
                 if repeated is not None:
-                    return repeated
-                REPEATS.forget()
-                return self._stop()
+                    stops = repeated
+                else:
+                    REPEATS.forget()
+                    stops = self._stop()
+            if stops:
+                STEPOVERS.stopped_here()
+            return stops
         except OSError as exc:
             STATE.write_error = f"{exc.strerror or exc}"
             return True  # stop so pttrace notices and reports it

@@ -51,6 +51,7 @@ from tracer.gdb.agent.reuse import STATS
 from tracer.gdb.agent.repeat import EPOCH, REPEATS
 from tracer.gdb.agent.session import OUT
 from tracer.gdb.agent.stack import call_path
+from tracer.gdb.agent.stepovers import STEPOVERS
 from tracer.gdb.agent.state import CACHES, STATE
 from tracer.gdb.agent.torchscript import READER as TORCHSCRIPT
 from tracer.text.escape import gdb_regex_literal
@@ -229,7 +230,7 @@ def _status(arg: str) -> None:
                           "need_process": PROCESSES.need if STATE.pending_bp is not None else None,
                           "exec": STATE.exec_request,
                           "stop": STATE.stop_requested, "write_error": STATE.write_error,
-                          "entries": breakpoints.entry_numbers(),
+                          "entries": breakpoints.entry_numbers(), "stepovers": len(STEPOVERS.watched),
                           "stack_reuse": {"enabled": STATS.enabled, **STATS.as_dict()}}) + "\n")
 
 
@@ -418,6 +419,7 @@ def install() -> None:
     _Command("pttrace-child-entries", lambda arg: breakpoints.add_child_entries())
     _Command("pttrace-record-stop", lambda arg: record_hit(None, signal=arg.strip() or None))
     _Command("pttrace-status", _status)
+    _Command("pttrace-stepovers", lambda arg: gdb.write(f"{STEPOVERS.check()}\n"))
     _Command("pttrace-snapshot", _snapshot)
     _Command("pttrace-rerecord", _rerecord)
     _Command("pttrace-followed", _followed)
