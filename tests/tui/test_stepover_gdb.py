@@ -2,7 +2,8 @@
 the breakpoint, presents the exit first, and forgets the step; the next continue ran the thread into the same
 breakpoint instruction, and the same hit was recorded and shown twice (plain gdb 13, the same rounds driven by
 its Python: 11, 12 and 14 "hits" of 10 calls in 3 runs of 5). pttrace tells that trap by /proc's count of the
-thread's stops and its pc (agent/stepovers.py), and lets gdb step over it."""
+thread's stops and its pc (agent/stepovers.py), and lets gdb step over it. The target's parent blocks SIGCHLD:
+a signal taken within the step itself is the case pttrace does not tell (stepovers.py, "Not covered")."""
 from __future__ import annotations
 
 import sys
