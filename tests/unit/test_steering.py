@@ -61,6 +61,7 @@ def test_a_step_gdb_refuses_is_said_not_shown_as_a_stop():
 
     from tracer.gdb.mi import GdbCommandError, MiResult
     from tracer.recorder.control import Controller
+    from tracer.recorder.agent_link import AgentLink
     from tracer.recorder.inferiors import Inferior
 
     class Mi:
@@ -78,8 +79,9 @@ def test_a_step_gdb_refuses_is_said_not_shown_as_a_stop():
             pass
 
     mi = Mi()
-    control = Controller(mi, None, Policy(), Inferior("i1", pid=1), "stop", True, lambda frames: None,  # type: ignore[arg-type]
-                         lambda text: None)
+    # the agent has no presented hit to check before a resume (agent/stepovers.py): it asks gdb nothing
+    control = Controller(mi, AgentLink(mi), Policy(), Inferior("i1", pid=1), "stop", True,  # type: ignore[arg-type]
+                         lambda frames: None, lambda text: None)
     # WHEN s is pressed THEN gdb's reason is raised (the TUI shows it), nothing claims a stop
     with pytest.raises(GdbCommandError, match="gdb: Cannot find bounds of current function"):
         control.step()

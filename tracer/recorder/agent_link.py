@@ -80,14 +80,15 @@ class AgentLink:
         text = "".join(res.console).strip()
         try:
             data = json.loads(text.splitlines()[-1])
+            status = AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
+                                 need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
+                                 need_launcher=bool(data.get("need_launcher")),
+                                 need_ops=tuple(d for d in data.get("need_ops") or () if isinstance(d, dict)),
+                                 write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {},
+                                 need_process=data.get("need_process"), exec_request=data.get("exec"),
+                                 entries={str(k): str(v) for k, v in (data.get("entries") or {}).items()})
             self.stepovers = self.stepovers or bool(data.get("stepovers"))
-            return AgentStatus(hits=int(data["hits"]), mode=str(data.get("mode")),
-                               need_libs=tuple(data.get("need_libs") or ()), stop=bool(data.get("stop")),
-                               need_launcher=bool(data.get("need_launcher")),
-                               need_ops=tuple(d for d in data.get("need_ops") or () if isinstance(d, dict)),
-                               write_error=data.get("write_error"), stack_reuse=data.get("stack_reuse") or {},
-                               need_process=data.get("need_process"), exec_request=data.get("exec"),
-                               entries={str(k): str(v) for k, v in (data.get("entries") or {}).items()})
+            return status
         except (ValueError, IndexError, KeyError, TypeError):
             raise AgentError(f"the agent's status is unreadable: {(res.error or text)[:200]!r}") from None
 
