@@ -124,6 +124,9 @@ def test_next_after_frame_n_into_libffi_is_what_gdb_does(tmp_path, target, gdbs_
             assert "Single stepping until exit from function zlibCompileFlags, which has no line number " \
                    "information." in _words(told), told
             if how == "prompt":  # AND in gdb's order: its words for the line, then where it stopped
+                # (the stop's line is written once the prompt's answer is: a message after the stop's own)
+                await wait_until(pilot, lambda: "Stepped to " in output_text(app).split("(gdb) next")[-1],
+                                 timeout=10, step=0.05, why=lambda: output_text(app)[-600:])
                 pane = output_text(app).split("(gdb) next")[-1]
                 assert "Stepped to " in pane and pane.index("Single stepping") < pane.index("Stepped to "), pane
             assert _ours(path.frames, app.state.pid)[:3] == [{**f, "file": None, "line": None}
