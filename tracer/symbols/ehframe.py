@@ -121,6 +121,11 @@ class EhFrame:
         table = self._table
         if table is None:
             return None
+        lo = self._above(table, address)
+        return self._hdr_addr + table[2 * lo] if lo < self._count else None
+
+    def _above(self, table, address: int) -> int:
+        """The index of the header's first FDE that starts above ``address`` (binary search of ``table``)."""
         rel = address - self._hdr_addr
         lo, hi = 0, self._count
         while lo < hi:
@@ -129,21 +134,14 @@ class EhFrame:
                 lo = mid + 1
             else:
                 hi = mid
-        return self._hdr_addr + table[2 * lo] if lo < self._count else None
+        return lo
 
     def _find(self, address: int) -> int | None:
         """The file offset of the FDE whose range may hold ``address`` (binary search of the header)."""
         table = self._table
         if table is None or not self._count:
             return None
-        rel = address - self._hdr_addr
-        lo, hi = 0, self._count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if table[2 * mid] <= rel:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = self._above(table, address)
         if lo == 0:
             return None
         return self._hdr_addr + table[2 * (lo - 1) + 1] - self._frame_addr + self._frame_off

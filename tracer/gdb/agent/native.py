@@ -46,9 +46,9 @@ def library(pc: int) -> str | None:
     return _Names.exe if any(lo <= pc < hi for lo, hi in CACHES.exe_ranges) else None
 
 
-def _mapped_ranges(path: str) -> list[tuple[int, int]] | None:
-    """Where ``path`` is mapped in the selected process ([start, end) each), from /proc/PID/maps; None when
-    there is no process to ask."""
+def _mappings(path: str) -> list[list[str]] | None:
+    """The selected process's /proc/PID/maps lines of ``path`` (each split: range, perms, offset, dev, inode,
+    path); None when there is no process to ask, [] when its maps cannot be read."""
     try:
         pid = gdb.selected_inferior().pid
     except READ_ERRORS:
@@ -56,17 +56,21 @@ def _mapped_ranges(path: str) -> list[tuple[int, int]] | None:
     if not pid:
         return None
     names = {path, os.path.realpath(path)}
-    out = []
     try:
         with open(f"/proc/{pid}/maps") as fh:
-            for line in fh:
-                parts = line.split(None, 5)
-                if len(parts) == 6 and parts[5].strip() in names:
-                    lo, hi = parts[0].split("-")
-                    out.append((int(lo, 16), int(hi, 16)))
+            return [parts for parts in (line.split(None, 5) for line in fh)
+                    if len(parts) == 6 and parts[5].strip() in names]
     except OSError:
         return []
-    return out
+
+
+def _mapped_ranges(path: str) -> list[tuple[int, int]] | None:
+    """Where ``path`` is mapped in the selected process ([start, end) each), from /proc/PID/maps; None when
+    there is no process to ask."""
+    lines = _mappings(path)
+    if lines is None:
+        return None
+    return [(int(lo, 16), int(hi, 16)) for lo, hi in (parts[0].split("-") for parts in lines)]
 
 
 def symbols_loaded(lib: str | None) -> bool:
@@ -113,21 +117,9 @@ def _full_name(frame, name: str | None) -> str | None:
 
 def mapped_base(lib: str) -> int | None:
     """Where a shared library is mapped in the target (the mapping of its file offset 0)."""
-    try:
-        pid = gdb.selected_inferior().pid
-    except READ_ERRORS:
-        return None
-    if not pid:
-        return None
-    real = os.path.realpath(lib)
-    try:
-        with open(f"/proc/{pid}/maps") as fh:
-            for line in fh:
-                parts = line.split(None, 5)
-                if len(parts) == 6 and int(parts[2], 16) == 0 and parts[5].strip() in (lib, real):
-                    return int(parts[0].split("-")[0], 16)
-    except OSError:
-        return None
+    for parts in _mappings(lib) or ():
+        if int(parts[2], 16) == 0:
+            return int(parts[0].split("-")[0], 16)
     return None
 
 
